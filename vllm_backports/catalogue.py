@@ -1,0 +1,184 @@
+"""versions.toml and backports/, parsed once into frozen dataclasses and verified.
+
+A backport file whose sha256 differs from the one versions.toml records is refused: what users
+apply is exactly what was reviewed and tested.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import tomllib
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from .errors import CatalogueError, PatchError
+from .patchfile import Patch, parse
+
+SCHEMA = 1
+RELEASE_KEYS = {"torch", "cuda", "wheel", "wheel_sha256", "record_sha256", "series", "backports",
+                "upstream", "bugs", "image", "image_digests", "files"}
+SERIES_KEYS = {"releases", "files"}
+BACKPORT_KEYS = {"title", "bug", "origin", "upstream_in", "releases"}
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _unknown(keys, allowed: set[str], where: str) -> None:
+    for key in keys:
+        if key not in allowed:
+            hint = difflib.get_close_matches(key, allowed, n=1)
+            extra = f" (did you mean {hint[0]!r}?)" if hint else ""
+            raise CatalogueError(f"versions.toml: unknown key {key!r} in {where}{extra}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Backport:
+    id: str
+    title: str
+    bug: str
+    origin: str
+    upstream_in: str  # first release that carries the fix, or ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Release:
+    version: str
+    torch: str
+    cuda: int
+    wheel: str
+    wheel_sha256: str
+    record_sha256: str
+    series: str  # "" when nothing is backported to this release yet
+    backports: tuple[str, ...]
+    upstream: tuple[str, ...]
+    bugs: tuple[str, ...]  # known bugs without a backport here yet, for the support matrix
+    image: str
+    image_digests: dict[str, str]
+    files: dict[str, str]  # pristine sha256 of every file the series touches
+
+
+@dataclass(frozen=True, kw_only=True)
+class Series:
+    name: str
+    root: Path
+    releases: tuple[str, ...]
+    patches: tuple[Patch, ...]
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for patch in self.patches:
+            for path in patch.paths:
+                seen.setdefault(path)
+        return tuple(seen)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unpublished:
+    version: str
+    message: str
+    dev_prefix: str  # installed versions starting with this are nightlies of that line
+
+
+class Catalogue:
+    def __init__(self, home: Path):
+        self.home = home
+        path = home / "versions.toml"
+        try:
+            self.data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise CatalogueError(f"{path}: not found") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise CatalogueError(f"{path}: {exc}") from None
+        if self.data.get("schema") != SCHEMA:
+            raise CatalogueError(f"{path}: schema {self.data.get('schema')!r} is not {SCHEMA}")
+        _unknown(self.data, {"schema", "backports", "releases", "series", "unpublished"}, "the top level")
+        self.backports = {k: self._backport(k, v) for k, v in self.data.get("backports", {}).items()}
+        self.releases = {k: self._release(k, v) for k, v in self.data.get("releases", {}).items()}
+        self.unpublished = {
+            k: Unpublished(version=k, message=v["message"], dev_prefix=v["dev_prefix"])
+            for k, v in self.data.get("unpublished", {}).items()
+        }
+        self._series_cache: dict[str, Series] = {}
+
+    def _backport(self, key: str, raw: dict) -> Backport:
+        _unknown(raw, BACKPORT_KEYS, f"[backports.{key}]")
+        return Backport(id=key, title=raw["title"], bug=raw["bug"], origin=raw.get("origin", ""),
+                        upstream_in=raw.get("upstream_in", ""))
+
+    def _release(self, key: str, raw: dict) -> Release:
+        _unknown(raw, RELEASE_KEYS, f"[releases.\"{key}\"]")
+        try:
+            Version(key)
+        except InvalidVersion:
+            raise CatalogueError(f"versions.toml: {key!r} is not a version") from None
+        release = Release(
+            version=key, torch=raw["torch"], cuda=raw["cuda"], wheel=raw["wheel"],
+            wheel_sha256=raw["wheel_sha256"], record_sha256=raw["record_sha256"],
+            series=raw.get("series", ""), backports=tuple(raw.get("backports", ())),
+            upstream=tuple(raw.get("upstream", ())), bugs=tuple(raw.get("bugs", ())),
+            image=raw.get("image", ""), image_digests=dict(raw.get("image_digests", {})),
+            files=dict(raw.get("files", {})),
+        )
+        for bid in release.backports + release.upstream:
+            if bid not in self.backports:
+                raise CatalogueError(f"versions.toml: release {key} names unknown backport {bid!r}")
+        if release.series and release.series not in self.data.get("series", {}):
+            raise CatalogueError(f"versions.toml: release {key} names unknown series {release.series!r}")
+        return release
+
+    @cached_property
+    def versions(self) -> list[str]:
+        return sorted(self.releases, key=Version)
+
+    def series(self, name: str) -> Series:
+        """Load a series, refusing any file whose hash versions.toml does not record."""
+        if name in self._series_cache:
+            return self._series_cache[name]
+        raw = self.data.get("series", {}).get(name)
+        if raw is None:
+            raise CatalogueError(f"versions.toml: no series {name!r}")
+        _unknown(raw, SERIES_KEYS, f"[series.\"{name}\"]")
+        root = self.home / "backports" / name
+        pinned: dict[str, str] = raw.get("files", {})
+        present = {p.name for p in root.iterdir()} if root.is_dir() else set()
+        for extra in sorted(present - set(pinned)):
+            raise CatalogueError(f"backports/{name}/{extra}: not recorded in versions.toml")
+        contents: dict[str, bytes] = {}
+        for fname, want in pinned.items():
+            path = root / fname
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                raise CatalogueError(f"backports/{name}/{fname}: missing") from None
+            got = sha256(data)
+            if got != want:
+                raise CatalogueError(
+                    f"backports/{name}/{fname}: sha256 {got[:12]} differs from versions.toml "
+                    f"({want[:12]}): the backport was edited or tampered with"
+                )
+            contents[fname] = data
+        if "series" not in contents:
+            raise CatalogueError(f"backports/{name}: no series file")
+        order = [ln.split("#", 1)[0].strip() for ln in contents["series"].decode().splitlines()]
+        order = [ln for ln in order if ln]
+        patches = []
+        for fname in order:
+            if fname not in contents:
+                raise CatalogueError(f"backports/{name}/series names {fname}, which is not recorded")
+            try:
+                patches.append(parse(contents[fname], fname))
+            except PatchError as exc:
+                raise CatalogueError(f"backports/{name}/{exc}") from None
+        series = Series(name=name, root=root, releases=tuple(raw.get("releases", ())), patches=tuple(patches))
+        self._series_cache[name] = series
+        return series
+
+    def series_names(self) -> list[str]:
+        return list(self.data.get("series", {}))

@@ -1,0 +1,147 @@
+"""Maintainer commands: describe a PyPI release as a versions.toml stanza, port a series to a
+release, and re-pin backport hashes. Each prints what it would write and writes only with --write.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+from pathlib import Path
+
+import click
+import requests
+
+from .catalogue import Catalogue, sha256
+from .errors import BackportError
+from .patchfile import parse
+from .port import port as port_patch
+from .pypi import WheelReader, release_files
+from .record import parse_record
+
+HOME = Path(__file__).resolve().parent.parent
+
+
+def _wheel_for(session: requests.Session, version: str):
+    """The x86_64 wheel pip would pick (highest build tag); python files are arch-independent."""
+    wheels = [w for w in release_files(session, version) if w.filename.endswith("x86_64.whl")]
+    if not wheels:
+        raise click.ClickException(f"vLLM {version} has no x86_64 wheel on PyPI")
+
+    def build(name: str) -> int:
+        parts = name[:-4].split("-")
+        return int(parts[2]) if len(parts) == 6 else -1
+
+    return max(wheels, key=lambda w: build(w.filename))
+
+
+def read_release(version: str, paths: list[str]) -> dict:
+    session = requests.Session()
+    wheel = _wheel_for(session, version)
+    reader = WheelReader(session, wheel, version)
+    record = reader.read(f"{reader.dist_info}/RECORD")
+    metadata = reader.read(f"{reader.dist_info}/METADATA").decode()
+    hashes = parse_record(record)
+    torch = re.search(r"^Requires-Dist: torch==([\w.]+)", metadata, re.M)
+    files = {p: reader.read(p) for p in paths if p in hashes}
+    return {"wheel": wheel, "record_sha256": sha256(record), "torch": torch.group(1) if torch else "",
+            "hashes": hashes, "files": files}
+
+
+@click.group()
+def main() -> None:
+    """Maintainer tools for the backport catalogue."""
+
+
+@main.command()
+@click.argument("version")
+@click.option("--series", "series_name", default="", help="Series that serves the release.")
+def describe(version: str, series_name: str) -> None:
+    """Print a [releases."VERSION"] stanza read off the PyPI wheel."""
+    cat = Catalogue(HOME)
+    paths = list(cat.series(series_name).paths) if series_name else []
+    info = read_release(version, paths)
+    major = int(info["torch"].split(".")[1]) if info["torch"] else 0
+    lines = [
+        f'[releases."{version}"]',
+        f'torch = "{info["torch"]}"',
+        f"cuda = {12 if major < 11 else 13}",
+        f'wheel = "{info["wheel"].filename}"',
+        f'wheel_sha256 = "{info["wheel"].sha256}"',
+        f'record_sha256 = "{info["record_sha256"]}"',
+        f'series = "{series_name}"',
+        f'image = "vllm/vllm-openai:v{version}"',
+        f'[releases."{version}".files]',
+        *(f'"{p}" = "{info["hashes"][p]}"' for p in paths if p in info["hashes"]),
+    ]
+    click.echo("\n".join(lines))
+
+
+@main.command()
+@click.argument("series_name")
+@click.argument("version")
+@click.option("--name", default="", help="Name of the new series (default: VERSION).")
+@click.option("--write", is_flag=True, help="Write backports/NAME/ (otherwise print the diffs).")
+def port(series_name: str, version: str, name: str, write: bool) -> None:
+    """Carry SERIES_NAME to VERSION: relocate hunks, regenerate exact diffs, list hand work."""
+    cat = Catalogue(HOME)
+    series = cat.series(series_name)
+    info = read_release(version, list(series.paths))
+    out: dict[str, bytes] = {"series": (series.root / "series").read_bytes()}
+    failed = False
+    for patch in series.patches:
+        data = (series.root / patch.name).read_bytes()
+        new, problems = port_patch(data, patch, info["files"])
+        for p in problems:
+            failed = True
+            click.echo(f"hand work: {patch.name}: {p.path} hunk #{p.hunk}: {p.reason}", err=True)
+        if new is not None:
+            parse(new, patch.name)  # what we write must parse
+            out[patch.name] = new
+    if failed:
+        sys.exit(1)
+    target = HOME / "backports" / (name or version)
+    for fname, data in out.items():
+        if write:
+            target.mkdir(parents=True, exist_ok=True)
+            (target / fname).write_bytes(data)
+        else:
+            click.echo(f"== {target.name}/{fname}\n{data.decode()}")
+    click.echo(f"ported {series_name} -> {target.name}: {len(out) - 1} patches" + ("" if write else " (dry run)"))
+
+
+@main.command()
+@click.option("--write", is_flag=True, help="Rewrite versions.toml (otherwise show the diff, exit 1 on drift).")
+def rehash(write: bool) -> None:
+    """Re-pin the sha256 of every backport file in versions.toml."""
+    path = HOME / "versions.toml"
+    text = path.read_text()
+    new = text
+    section = None
+    out_lines = []
+    for line in new.splitlines(keepends=True):
+        m = re.match(r'^\[series\."([^"]+)"\.files\]', line)
+        if line.startswith("["):
+            section = m.group(1) if m else None
+        fm = re.match(r'^"([^"]+)" = "([0-9a-f]*)"', line)
+        if section and fm:
+            file = HOME / "backports" / section / fm.group(1)
+            if file.exists():
+                line = f'"{fm.group(1)}" = "{sha256(file.read_bytes())}"\n'
+        out_lines.append(line)
+    new = "".join(out_lines)
+    if new == text:
+        click.echo("versions.toml: backport hashes are current")
+        return
+    click.echo("".join(difflib.unified_diff(text.splitlines(True), new.splitlines(True), "versions.toml", "versions.toml")))
+    if not write:
+        sys.exit(1)
+    path.write_text(new)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BackportError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)

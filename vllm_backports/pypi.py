@@ -1,0 +1,164 @@
+"""Fetch a release's pristine files from its PyPI wheel, only the members we need.
+
+Every member is checked against the wheel's RECORD, and RECORD against the hash versions.toml
+pins, before anything is cached or written.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+from urllib.parse import urljoin
+
+import requests
+
+from .catalogue import sha256
+from .errors import FetchError
+from .record import parse_record
+from .remote_zip import RangeFile
+
+INDEX = os.environ.get("VLLM_BACKPORTS_INDEX", "https://pypi.org/pypi/vllm/json")
+
+
+def cache_root() -> Path:
+    if env := os.environ.get("VLLM_BACKPORTS_CACHE"):
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(base) / "vllm-backports"
+
+
+@dataclass(frozen=True)
+class WheelInfo:
+    filename: str
+    url: str
+    sha256: str
+    size: int
+
+
+def release_files(session: requests.Session, version: str) -> list[WheelInfo]:
+    try:
+        response = session.get(INDEX, timeout=30)
+        response.raise_for_status()
+        releases = response.json()["releases"]
+    except (requests.RequestException, ValueError, KeyError) as exc:
+        raise FetchError(f"cannot read the vLLM index {INDEX}: {exc.__class__.__name__}") from None
+    if version not in releases:
+        raise FetchError(f"PyPI has no vLLM {version}")
+    return [
+        WheelInfo(f["filename"], urljoin(INDEX, f["url"]), f["digests"]["sha256"], f["size"])
+        for f in releases[version]
+        if f["filename"].endswith(".whl")
+    ]
+
+
+@dataclass
+class Fetched:
+    version: str
+    record: bytes
+    metadata: bytes
+    files: dict[str, bytes]
+    bytes_fetched: int = 0
+    requests: int = 0
+    from_cache: bool = False
+
+
+class WheelReader:
+    """Members of one wheel on PyPI, by range requests."""
+
+    def __init__(self, session: requests.Session, wheel: WheelInfo, version: str):
+        self.rangefile = RangeFile(wheel.url, session)
+        try:
+            self.zip = zipfile.ZipFile(self.rangefile)
+        except zipfile.BadZipFile as exc:
+            raise FetchError(f"{wheel.filename}: not a zip archive ({exc})") from None
+        self.dist_info = f"vllm-{version}.dist-info"
+
+    def read(self, name: str) -> bytes:
+        try:
+            return self.zip.read(name)
+        except KeyError:
+            raise FetchError(f"the wheel has no {name}") from None
+
+
+def fetch(
+    version: str,
+    wheel_name: str,
+    wheel_sha: str,
+    record_sha: str,
+    paths: list[str],
+    expected: dict[str, str],
+    progress: Callable[[str], None] = lambda _msg: None,
+    session: requests.Session | None = None,
+) -> Fetched:
+    """The pristine bytes of ``paths`` in ``version``, from the cache or from PyPI."""
+    cached = _from_cache(version, record_sha, paths, expected)
+    if cached:
+        return cached
+    session = session or requests.Session()
+    progress(f"looking up vLLM {version} on PyPI")
+    wheel = next((w for w in release_files(session, version) if w.filename == wheel_name), None)
+    if wheel is None:
+        raise FetchError(f"PyPI no longer lists {wheel_name}")
+    if wheel.sha256 != wheel_sha:
+        raise FetchError(f"{wheel_name}: PyPI reports sha256 {wheel.sha256[:12]}, versions.toml pins {wheel_sha[:12]}")
+    progress(f"reading the index of {wheel_name} ({wheel.size / 1e6:.0f} MB) by range requests")
+    reader = WheelReader(session, wheel, version)
+    record = reader.read(f"{reader.dist_info}/RECORD")
+    if sha256(record) != record_sha:
+        raise FetchError(f"{wheel_name}: RECORD sha256 {sha256(record)[:12]} differs from versions.toml ({record_sha[:12]})")
+    metadata = reader.read(f"{reader.dist_info}/METADATA")
+    hashes = parse_record(record)
+    files: dict[str, bytes] = {}
+    for n, path in enumerate(paths, 1):
+        progress(f"fetching {path} ({n}/{len(paths)})")
+        data = reader.read(path)
+        _verify(path, data, hashes, expected)
+        files[path] = data
+    result = Fetched(version, record, metadata, files, reader.rangefile.bytes_fetched, reader.rangefile.requests)
+    _to_cache(result)
+    return result
+
+
+def _verify(path: str, data: bytes, record: dict[str, str], expected: dict[str, str]) -> None:
+    got = sha256(data)
+    if record.get(path) != got:
+        raise FetchError(f"{path}: sha256 {got[:12]} does not match the wheel's RECORD")
+    if path in expected and expected[path] != got:
+        raise FetchError(f"{path}: sha256 {got[:12]} differs from versions.toml ({expected[path][:12]})")
+
+
+def _cache_dir(version: str) -> Path:
+    return cache_root() / "pristine" / version
+
+
+def _from_cache(version: str, record_sha: str, paths: list[str], expected: dict[str, str]) -> Fetched | None:
+    root = _cache_dir(version)
+    try:
+        record = (root / "RECORD").read_bytes()
+        metadata = (root / "METADATA").read_bytes()
+        if sha256(record) != record_sha:
+            return None
+        hashes = parse_record(record)
+        files = {p: (root / p).read_bytes() for p in paths}
+        for path, data in files.items():
+            _verify(path, data, hashes, expected)
+    except (OSError, FetchError):
+        return None  # a cache miss or a damaged entry: fetch again
+    return Fetched(version, record, metadata, files, from_cache=True)
+
+
+def _to_cache(fetched: Fetched) -> None:
+    root = _cache_dir(fetched.version)
+    items = {"RECORD": fetched.record, "METADATA": fetched.metadata, **fetched.files}
+    try:
+        for rel, data in items.items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+    except OSError:
+        pass  # the cache is an optimisation; the fetched bytes are already verified
