@@ -1,0 +1,276 @@
+"""The command line: apply (the default), check, status, revert, list.
+
+Exit codes: 0 done; 1 drift or failure; 2 usage or bad input (nothing was changed).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from . import __version__, engine, state
+from .catalogue import Catalogue, sha256
+from .errors import BackportError, UsageError
+from .materialize import materialize
+from .report import Reporter, outcome_table
+from .resolve import Resolution, check_requested, resolve
+from .tree import Tree, installed_tree, open_tree
+
+HOME = Path(os.environ.get("VLLM_BACKPORTS_HOME") or Path(__file__).resolve().parent.parent)
+
+
+def shared_options(fn):
+    @click.option("--vllm", "vllm", metavar="VERSION", help="vLLM release to patch (e.g. 0.20.0), or 'auto' for the installed one.")
+    @click.option("--target", type=click.Path(file_okay=False, path_type=Path), help="site-packages or extracted wheel directory instead of this Python's vLLM.")
+    @click.option("--fetch", is_flag=True, default=None, help="Work on the release's pristine files fetched from PyPI (no vLLM needed).")
+    @click.option("--only", multiple=True, metavar="ID", help="Only these backports (repeatable).")
+    @click.option("--skip", multiple=True, metavar="ID", help="All but these backports (repeatable).")
+    @click.option("--json", "as_json", is_flag=True, default=None, help="One JSON object on stdout.")
+    @functools.wraps(fn)
+    def wrapper(**kwargs):
+        parent = click.get_current_context().find_root().params
+        for key in ("vllm", "target", "fetch", "as_json"):
+            if kwargs.get(key) is None:
+                kwargs[key] = parent.get(key)
+        for key in ("only", "skip"):
+            kwargs[key] = tuple(kwargs.get(key) or ()) + tuple(parent.get(key) or ())
+        return fn(**kwargs)
+
+    return wrapper
+
+
+def guarded(fn):
+    """Turn our errors into one line and the documented exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(**kwargs):
+        reporter = Reporter(bool(kwargs.get("as_json")))
+        try:
+            code = fn(reporter=reporter, **kwargs)
+        except BackportError as exc:
+            reporter.error(str(exc), exc.exit_code)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            reporter.error("interrupted; nothing was left half-written", 1)
+            sys.exit(1)
+        sys.exit(code or 0)
+
+    return wrapper
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@shared_options
+@click.version_option(__version__, prog_name="vllm-backports")
+@click.pass_context
+def main(ctx: click.Context, **kwargs) -> None:
+    """Apply verified backports to a pinned vLLM release, atomically and revertibly.
+
+    With no command, applies the series for --vllm. Exit codes: 0 done, 1 drift or failure,
+    2 usage or bad input (nothing changed).
+    """
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(apply_cmd)
+
+
+def _open(cat: Catalogue, reporter: Reporter, vllm: str | None, target: Path | None, fetch: bool | None) -> tuple[Tree, Resolution, dict]:
+    requested = vllm or "auto"
+    check_requested(cat, requested)
+    info: dict = {}
+    if fetch:
+        if requested not in cat.releases:
+            raise UsageError("--fetch needs --vllm with a published release (e.g. --vllm 0.20.0)")
+        tree, fetched = materialize(cat, cat.releases[requested], target, reporter.progress)
+        if fetched is not None:
+            info = {"bytes_fetched": fetched.bytes_fetched, "requests": fetched.requests, "from_cache": fetched.from_cache}
+    else:
+        tree = open_tree(target) if target else installed_tree()
+    res = resolve(cat, tree, requested)
+    if res.note:
+        reporter.note(res.note)
+    return tree, res, info
+
+
+def _payload(command: str, tree: Tree, res: Resolution, plan: engine.Plan | None, summary: dict, extra: dict) -> dict:
+    return {
+        "command": command, "vllm": res.version, "series": res.series.name if res.series else None,
+        "target": str(tree.root), "backports": [o.__dict__ for o in plan.outcomes] if plan else [],
+        "summary": summary, "notes": (plan.notes if plan else []) + ([res.note] if res.note else []), **extra,
+    }
+
+
+def _summary_line(summary: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in summary.items())
+
+
+def _nothing_backported(command: str, reporter: Reporter, tree: Tree, res: Resolution, cat: Catalogue, info: dict) -> int:
+    bugs = ", ".join(res.release.bugs) if res.release and res.release.bugs else "none"
+    reporter.emit(_payload(command, tree, res, None, {}, {**info, "known_bugs": list(res.release.bugs) if res.release else []}),
+                  None, [f"vLLM {res.version}: no backports shipped for this release yet (known bugs without a backport: {bugs})"])
+    return 0
+
+
+def _run(command: str, reporter: Reporter, vllm, target, fetch, only, skip) -> int:
+    cat = Catalogue(HOME)
+    tree, res, info = _open(cat, reporter, vllm, target, fetch)
+    if res.series is None:
+        return _nothing_backported(command, reporter, tree, res, cat, info)
+    chosen = engine.select(res.series, only, skip)
+    dry = command == "check"
+    journal = state.pending_journal(tree)
+    if dry:
+        if journal:
+            reporter.note(f"an interrupted run left {journal}; the next apply or revert rolls it back first")
+        plan = _plan(command, tree, res, state.load_manifest(tree) if not journal else None, chosen)
+    else:
+        plan = _write(command, reporter, tree, res, chosen)
+    summary = _summarise(command, plan)
+    lines = plan.notes + [f"[bold]vLLM {res.version}[/bold], series {res.series.name}, {tree.root}"]
+    if not plan.failed and not dry and not plan.changes:
+        lines.append("nothing to do: the tree already carries what was asked")
+    lines.append(_summary_line(summary))
+    reporter.emit(_payload(command, tree, res, plan, summary, {**info, "dry_run": dry, "changed_files": [c.path for c in plan.changes]}),
+                  outcome_table(f"{command}: {res.series.name}", plan.outcomes), lines)
+    return 1 if plan.failed else 0
+
+
+def _plan(command: str, tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str]) -> engine.Plan:
+    if command == "revert":
+        return engine.plan_revert(tree, res, manifest, chosen)
+    plan = engine.plan_apply(tree, res, manifest, chosen)
+    if command == "check":
+        plan.outcomes = [engine.Outcome(o.id, o.patch, engine.CLEAN) if o.state == engine.APPLIED else o for o in plan.outcomes]
+    return plan
+
+
+def _write(command: str, reporter: Reporter, tree: Tree, res: Resolution, chosen: set[str]) -> engine.Plan:
+    assert res.series is not None
+    state.check_writable(tree, list(res.series.paths))
+    with state.locked(tree, reporter.note):
+        restored = state.recover(tree)
+        if restored:
+            reporter.note(f"rolled back an interrupted run ({', '.join(restored)} restored)")
+        plan = _plan(command, tree, res, state.load_manifest(tree), chosen)
+        if restored:
+            plan.notes.append(f"rolled back an interrupted earlier run ({len(restored)} files)")
+        if plan.failed or (not plan.changes and plan.manifest == state.load_manifest(tree)):
+            return plan
+        state.commit(tree, plan.changes, plan.manifest)
+    if plan.manifest is None and not any(tree.state_dir.glob("*.json")):
+        for leftover in tree.state_dir.iterdir():
+            leftover.unlink()
+        tree.state_dir.rmdir()
+    return plan
+
+
+def _summarise(command: str, plan: engine.Plan) -> dict:
+    if command == "revert":
+        keys = ["reverted", "not-applied", "skipped", "drift"]
+        return {k.replace("-", "_"): plan.count(k) for k in keys}
+    first = "clean" if command == "check" else "applied"
+    out = {first: plan.count(first), "already": plan.count("already"), "upstream": plan.count("upstream")}
+    if plan.count("skipped"):
+        out["skipped"] = plan.count("skipped")
+    out["drift" if command == "check" else "failed"] = plan.count("drift")
+    return out
+
+
+@main.command("apply")
+@shared_options
+@guarded
+def apply_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
+    """Apply the series (the default command)."""
+    return _run("apply", reporter, vllm, target, fetch, only, skip)
+
+
+@main.command("check")
+@shared_options
+@guarded
+def check_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
+    """Dry run: what apply would do, and the first mismatching hunk of any drift."""
+    return _run("check", reporter, vllm, target, fetch, only, skip)
+
+
+@main.command("revert")
+@shared_options
+@guarded
+def revert_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
+    """Undo applied backports; the files get back their exact pristine bytes."""
+    return _run("revert", reporter, vllm, target, fetch, only, skip)
+
+
+@main.command("status")
+@shared_options
+@guarded
+def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
+    """What this vLLM install carries, from the manifest beside it, checked against the files."""
+    cat = Catalogue(HOME)
+    tree, res, info = _open(cat, reporter, vllm, target, fetch)
+    journal = state.pending_journal(tree)
+    manifest = state.load_manifest(tree)
+    files = []
+    for path, entry in sorted((manifest or {}).get("files", {}).items()):
+        data = tree.read(path)
+        now = sha256(data) if data is not None else None
+        verdict = "patched" if now == entry.get("patched") else "pristine" if now == entry.get("pristine") else "modified"
+        files.append({"path": path, "state": verdict})
+    applied = (manifest or {}).get("applied", [])
+    expected = [p.backport_id for p in res.series.patches] if res.series else []
+    missing = [b for b in expected if b not in {a["id"] for a in applied}]
+    ok = not journal and all(f["state"] == "patched" for f in files)
+    payload = {"command": "status", "vllm": res.version, "series": manifest.get("series") if manifest else None,
+               "target": str(tree.root), "applied": applied, "files": files, "missing": missing,
+               "interrupted_run": str(journal) if journal else None, "consistent": ok,
+               "updated": manifest.get("updated") if manifest else None}
+    table = Table(title=f"vLLM {res.version} at {tree.root}", title_justify="left", show_edge=False)
+    table.add_column("backport")
+    table.add_column("patch", style="dim")
+    for a in applied:
+        table.add_row(a["id"], a["patch"])
+    lines = [f"{f['path']}: {f['state']}" for f in files]
+    if journal:
+        lines.append(f"[red]an interrupted run left {journal}; run apply or revert to roll it back[/red]")
+    lines.append(f"applied={len(applied)} missing={len(missing)} consistent={'yes' if ok else 'no'}")
+    reporter.emit(payload, table, lines)
+    return 0 if ok else 1
+
+
+@main.command("list")
+@click.option("--json", "as_json", is_flag=True, default=None, help="One JSON object on stdout.")
+@guarded
+def list_cmd(reporter: Reporter, as_json) -> int:
+    """The catalogue: every backport, the releases it serves, and its upstream links."""
+    cat = Catalogue(HOME)
+    rows = []
+    for bid, bp in cat.backports.items():
+        shipped = [v for v in cat.versions if bid in cat.releases[v].backports]
+        pending = [v for v in cat.versions if bid in cat.releases[v].bugs]
+        rows.append({"id": bid, "title": bp.title, "bug": bp.bug, "upstream_in": bp.upstream_in or None,
+                     "releases": shipped, "affected_without_backport": pending})
+    table = Table(show_edge=False)
+    for col in ("backport", "releases", "not yet backported", "upstream", "bug"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["id"], _span(r["releases"], cat.versions), _span(r["affected_without_backport"], cat.versions),
+                      r["upstream_in"] or "-", r["bug"])
+    reporter.emit({"command": "list", "backports": rows, "releases": cat.versions}, table, [])
+    return 0
+
+
+def _span(versions: list[str], order: list[str]) -> str:
+    """Compress consecutive releases into 'a .. b' runs."""
+    if not versions:
+        return "-"
+    runs, current = [], [versions[0]]
+    for v in versions[1:]:
+        if order.index(v) == order.index(current[-1]) + 1:
+            current.append(v)
+        else:
+            runs.append(current)
+            current = [v]
+    runs.append(current)
+    return ", ".join(r[0] if len(r) == 1 else f"{r[0]} .. {r[-1]}" for r in runs)

@@ -1,0 +1,202 @@
+"""Plan a run over a vLLM tree: classify every backport of the series, compute all new file
+contents in memory, and hand the result to state.commit (or to nobody, for a dry run).
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from dataclasses import dataclass, field
+
+from . import __version__
+from .catalogue import Series, sha256
+from .errors import StateError, TargetError, UsageError
+from .hunks import Mismatch, apply_file
+from .patchfile import Patch
+from .resolve import Resolution
+from .state import Change
+from .tree import Tree
+
+# apply/check states
+APPLIED, CLEAN, ALREADY, UPSTREAM, DRIFT, SKIPPED = "applied", "clean", "already", "upstream", "drift", "skipped"
+# revert states
+REVERTED, NOT_APPLIED = "reverted", "not-applied"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    id: str
+    patch: str
+    state: str
+    detail: str = ""
+
+
+@dataclass
+class Plan:
+    outcomes: list[Outcome]
+    changes: list[Change]
+    manifest: dict | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return any(o.state == DRIFT for o in self.outcomes)
+
+    def count(self, state: str) -> int:
+        return sum(o.state == state for o in self.outcomes)
+
+
+def select(series: Series, only: tuple[str, ...], skip: tuple[str, ...]) -> set[str]:
+    ids = [p.backport_id for p in series.patches]
+    for wanted in only + skip:
+        if wanted not in ids:
+            hint = difflib.get_close_matches(wanted, ids, n=1)
+            more = f" (did you mean {hint[0]}?)" if hint else f" (series {series.name} has: {', '.join(ids)})"
+            raise UsageError(f"no backport {wanted!r} in series {series.name}{more}")
+    chosen = set(only) if only else set(ids)
+    return chosen - set(skip)
+
+
+def _created_by(series: Series) -> set[str]:
+    return {f.path for p in series.patches for f in p.files if f.creates}
+
+
+def _contents(tree: Tree, res: Resolution, manifest: dict | None, notes: list[str]) -> tuple[dict[str, bytes | None], dict | None]:
+    """Current bytes of every series file, each proven to be pristine or our own patched state."""
+    assert res.series is not None
+    created = _created_by(res.series)
+    recorded = (manifest or {}).get("files", {})
+    contents: dict[str, bytes | None] = {}
+    for path in res.series.paths:
+        data = tree.read(path)
+        contents[path] = data
+        if data is None:
+            if path in created and path not in recorded:
+                continue
+            raise TargetError(f"{path}: missing from the vLLM tree; reinstall vllm=={res.version}")
+        now = sha256(data)
+        pristine = res.pristine.get(path)
+        if path not in created and tree.record.get(path) != pristine:
+            raise TargetError(f"{path}: this install's RECORD does not match PyPI's vLLM {res.version}; it is another build")
+        if now != pristine and now != recorded.get(path, {}).get("patched"):
+            raise TargetError(f"{path}: edited locally (sha256 {now[:12]} is neither pristine nor what vllm-backports wrote); undo the edit or reinstall vllm=={res.version}")
+    if manifest and all(
+        (contents[p] is None) if p in created else sha256(contents[p] or b"") == res.pristine.get(p)
+        for p in res.series.paths
+    ):
+        # Typically `pip install --force-reinstall vllm`: files are back to pristine and the
+        # manifest left behind no longer describes them.
+        notes.append("the manifest was stale (every file is pristine again); starting fresh")
+        manifest = None
+    return contents, manifest
+
+
+def _apply_patch(contents: dict[str, bytes | None], patch: Patch) -> dict[str, bytes | None] | Mismatch:
+    out = dict(contents)
+    for fpatch in patch.files:
+        result = apply_file(out[fpatch.path], fpatch)
+        if isinstance(result, Mismatch):
+            return result
+        out[fpatch.path] = result
+    return out
+
+
+def plan_apply(tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str]) -> Plan:
+    notes: list[str] = []
+    assert res.series is not None
+    contents, manifest = _contents(tree, res, manifest, notes)
+    start = dict(contents)
+    ours = {a["patch"]: a for a in (manifest or {}).get("applied", [])}
+    outcomes: list[Outcome] = []
+    applied_now: list[Patch] = []
+    for patch in res.series.patches:
+        if patch.backport_id not in chosen:
+            outcomes.append(Outcome(patch.backport_id, patch.name, SKIPPED))
+            continue
+        forward = _apply_patch(contents, patch)
+        if not isinstance(forward, Mismatch):
+            contents = forward
+            applied_now.append(patch)
+            outcomes.append(Outcome(patch.backport_id, patch.name, APPLIED))
+            continue
+        backward = _apply_patch(contents, patch.reversed())
+        if isinstance(backward, Mismatch):
+            outcomes.append(Outcome(patch.backport_id, patch.name, DRIFT, str(forward)))
+        elif patch.name in ours:
+            outcomes.append(Outcome(patch.backport_id, patch.name, ALREADY))
+        elif all(sha256(start[p] or b"") == res.pristine.get(p) for p in patch.paths):
+            outcomes.append(Outcome(patch.backport_id, patch.name, UPSTREAM, "the release already carries this change"))
+        else:
+            outcomes.append(Outcome(patch.backport_id, patch.name, ALREADY, "present, applied outside vllm-backports"))
+    changes = [Change(p, start[p], contents[p]) for p in res.series.paths if start[p] != contents[p]]
+    new_manifest = _manifest(res, manifest, contents, [p for p in res.series.patches if p.name in ours or p in applied_now])
+    return Plan(outcomes, changes, new_manifest, notes)
+
+
+def plan_revert(tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str]) -> Plan:
+    notes: list[str] = []
+    assert res.series is not None
+    if manifest is None:
+        return Plan([Outcome(p.backport_id, p.name, NOT_APPLIED) for p in res.series.patches], [], None,
+                    ["this vLLM carries no backports from vllm-backports"])
+    contents, manifest = _contents(tree, res, manifest, notes)
+    start = dict(contents)
+    ours = {a["patch"]: a for a in (manifest or {}).get("applied", [])}
+    outcomes: list[Outcome] = []
+    remaining: list[Patch] = []
+    for patch in reversed(res.series.patches):
+        entry = ours.get(patch.name)
+        if entry is None:
+            outcomes.append(Outcome(patch.backport_id, patch.name, NOT_APPLIED))
+            continue
+        if patch.backport_id not in chosen:
+            outcomes.append(Outcome(patch.backport_id, patch.name, SKIPPED))
+            remaining.append(patch)
+            continue
+        if entry.get("sha256") != sha256((res.series.root / patch.name).read_bytes()):
+            raise StateError(f"{patch.name} changed since it was applied; revert with the vllm-backports version that applied it, or reinstall vllm=={res.version}")
+        backward = _apply_patch(contents, patch.reversed())
+        if isinstance(backward, Mismatch):
+            outcomes.append(Outcome(patch.backport_id, patch.name, DRIFT, str(backward)))
+            remaining.append(patch)
+            continue
+        contents = backward
+        outcomes.append(Outcome(patch.backport_id, patch.name, REVERTED))
+    outcomes.reverse()
+    touched = {p for patch in remaining for p in patch.paths}
+    for path in res.series.paths:
+        if path in touched or start[path] == contents[path]:
+            continue
+        expected = None if path in _created_by(res.series) else res.pristine.get(path)
+        got = None if contents[path] is None else sha256(contents[path])
+        if got != expected:
+            raise StateError(f"{path}: reverting would not restore the pristine bytes (sha256 {str(got)[:12]}, RECORD {str(expected)[:12]}); reinstall vllm=={res.version}")
+    changes = [Change(p, start[p], contents[p]) for p in res.series.paths if start[p] != contents[p]]
+    kept = [p for p in res.series.patches if p in remaining]
+    return Plan(outcomes, changes, _manifest(res, manifest, contents, kept) if kept else None, notes)
+
+
+def _manifest(res: Resolution, old: dict | None, contents: dict[str, bytes | None], applied: list[Patch]) -> dict | None:
+    if not applied:
+        return None
+    assert res.series is not None
+    paths = {p for patch in applied for p in patch.paths}
+    return {
+        "format": 1,
+        "tool": f"vllm-backports {__version__}",
+        "vllm": res.version,
+        "series": res.series.name,
+        "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "applied": [
+            {"id": p.backport_id, "patch": p.name, "sha256": sha256((res.series.root / p.name).read_bytes())}
+            for p in applied
+        ],
+        "files": {
+            path: {
+                "pristine": res.pristine.get(path),
+                "patched": sha256(contents[path]) if contents[path] is not None else None,
+            }
+            for path in res.series.paths
+            if path in paths
+        },
+    }

@@ -1,0 +1,46 @@
+"""Lay out a release's pristine files from PyPI as a minimal site-packages tree (--fetch)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Callable
+
+from .catalogue import Catalogue, Release
+from .errors import UsageError
+from .pypi import Fetched, cache_root, fetch
+from .tree import Tree, open_tree
+
+
+def fetch_release(cat: Catalogue, release: Release, progress: Callable[[str], None]) -> Fetched:
+    paths = list(cat.series(release.series).paths) if release.series else []
+    created = {f.path for p in cat.series(release.series).patches for f in p.files if f.creates} if release.series else set()
+    return fetch(release.version, release.wheel, release.wheel_sha256, release.record_sha256,
+                 [p for p in paths if p not in created], release.files, progress)
+
+
+def materialize(cat: Catalogue, release: Release, dest: Path | None, progress: Callable[[str], None]) -> tuple[Tree, Fetched | None]:
+    """A tree of the release's pristine files at dest (default: a fresh one in the cache).
+
+    An existing dest that already holds this release is reused as it is, so that apply, status
+    and revert can be run against it in turn.
+    """
+    if dest is None:
+        dest = cache_root() / "trees" / release.version
+        shutil.rmtree(dest, ignore_errors=True)
+    elif dest.exists() and any(dest.iterdir()):
+        tree = open_tree(dest)
+        if tree.version != release.version:
+            raise UsageError(f"{dest} holds vLLM {tree.version}, not {release.version}; use an empty directory with --fetch")
+        return tree, None
+    fetched = fetch_release(cat, release, progress)
+    dist_info = dest / f"vllm-{release.version}.dist-info"
+    dist_info.mkdir(parents=True, exist_ok=True)
+    (dest / "vllm").mkdir(exist_ok=True)
+    (dist_info / "RECORD").write_bytes(fetched.record)
+    (dist_info / "METADATA").write_bytes(fetched.metadata)
+    for rel, data in fetched.files.items():
+        path = dest / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return open_tree(dest), fetched

@@ -1,0 +1,56 @@
+"""Render results: rich tables for people, one JSON object for machines."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+STYLE = {"applied": "green", "reverted": "green", "clean": "cyan", "already": "dim", "upstream": "blue",
+         "drift": "bold red", "skipped": "dim", "not-applied": "dim"}
+
+
+class Reporter:
+    def __init__(self, as_json: bool):
+        self.as_json = as_json
+        self.out = Console(highlight=False, soft_wrap=True)
+        self.err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+    def progress(self, message: str) -> None:
+        if not self.as_json and sys.stderr.isatty():
+            self.err.print(f"[dim]{message}[/dim]")
+        elif not self.as_json:
+            self.err.print(message)
+
+    def note(self, message: str) -> None:
+        if not self.as_json:
+            self.err.print(f"note: {message}")
+
+    def emit(self, payload: dict, table: Table | None, lines: list[str]) -> None:
+        if self.as_json:
+            click.echo(json.dumps(payload, indent=2, sort_keys=True))
+            return
+        if table is not None and table.row_count:
+            self.out.print(table)
+        for line in lines:
+            self.out.print(line)
+
+    def error(self, message: str, code: int) -> None:
+        if self.as_json:
+            click.echo(json.dumps({"error": message, "exit_code": code}))
+        else:
+            self.err.print(f"[bold red]error:[/bold red] {message}", markup=True)
+
+
+def outcome_table(title: str, outcomes) -> Table:
+    table = Table(title=title, title_justify="left", show_edge=False)
+    table.add_column("backport")
+    table.add_column("patch", style="dim")
+    table.add_column("state")
+    table.add_column("detail", overflow="fold")
+    for o in outcomes:
+        table.add_row(o.id, o.patch, f"[{STYLE.get(o.state, '')}]{o.state}[/]", o.detail)
+    return table

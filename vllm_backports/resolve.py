@@ -1,0 +1,110 @@
+"""Which series serves the vLLM in a tree: by release, or for a nightly by exact match."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from packaging.version import InvalidVersion, Version
+
+from .catalogue import Catalogue, Release, Series, sha256
+from .errors import UsageError
+from .hunks import Mismatch, apply_file
+from .tree import Tree
+
+
+@dataclass(frozen=True)
+class Resolution:
+    version: str  # the installed version
+    release: Release | None  # None for a nightly matched by content
+    series: Series | None  # None when nothing is backported to this release
+    pristine: dict[str, str]  # path -> pristine sha256
+    note: str = ""
+
+
+def _known(cat: Catalogue) -> str:
+    return f"known releases: {cat.versions[0]} .. {cat.versions[-1]}"
+
+
+def check_requested(cat: Catalogue, requested: str) -> None:
+    """Refuse a --vllm value that names no release we know, before touching any tree."""
+    if requested == "auto" or requested in cat.releases:
+        return
+    if requested in cat.unpublished:
+        return  # only resolvable against an installed nightly
+    try:
+        Version(requested)
+    except InvalidVersion:
+        raise UsageError(f"--vllm {requested!r} is not a version (use e.g. 0.20.0, or auto)") from None
+    hint = difflib.get_close_matches(requested, cat.versions, n=1)
+    more = f"; did you mean {hint[0]}?" if hint else ""
+    raise UsageError(f"vLLM {requested} is not in versions.toml ({_known(cat)}){more}")
+
+
+def _is_nightly(version: str) -> bool:
+    v = Version(version)
+    return v.is_devrelease or v.is_prerelease or v.local is not None
+
+
+def resolve(cat: Catalogue, tree: Tree, requested: str) -> Resolution:
+    check_requested(cat, requested)
+    installed = tree.version
+    unpublished = cat.unpublished.get(requested)
+    if unpublished and not (installed.startswith(unpublished.dev_prefix) and _is_nightly(installed)):
+        raise UsageError(unpublished.message + f" (installed here: {installed})")
+    if requested not in ("auto", installed) and not unpublished:
+        raise UsageError(f"the vLLM here is {installed}, not {requested}; pass --vllm {installed} or --vllm auto")
+    if installed in cat.releases:
+        release = cat.releases[installed]
+        series = cat.series(release.series) if release.series else None
+        return Resolution(installed, release, series, dict(release.files))
+    try:
+        nightly = _is_nightly(installed)
+    except InvalidVersion:
+        nightly = False
+    if not nightly:
+        raise UsageError(f"vLLM {installed} is not in versions.toml ({_known(cat)})")
+    return _match_nightly(cat, tree)
+
+
+def _match_nightly(cat: Catalogue, tree: Tree) -> Resolution:
+    """A nightly has no entry of its own: take the series whose every hunk matches exactly."""
+    installed = Version(tree.version)
+    matches: list[Series] = []
+    nearest: list[tuple[str, Mismatch]] = []
+    for name in cat.series_names():
+        series = cat.series(name)
+        contents = {p: tree.read(p) for p in series.paths}
+        problem = None
+        for patch in series.patches:
+            for fpatch in patch.files:
+                content = contents[fpatch.path]
+                if content is not None and sha256(content) != tree.record.get(fpatch.path):
+                    problem = Mismatch(fpatch.path, 0, 0, "differs from this install's RECORD")
+                    break
+                forward = apply_file(content, fpatch)
+                if isinstance(forward, Mismatch):
+                    problem = forward
+                    break
+                contents[fpatch.path] = forward
+            if problem:
+                break
+        if problem:
+            nearest.append((name, problem))
+        else:
+            matches.append(series)
+    if not matches:
+        detail = "; ".join(f"{n}: {m}" for n, m in nearest[:2])
+        raise UsageError(f"no series matches the files of vLLM {tree.version} exactly ({detail})")
+    # Several can match when the hunks' surroundings did not change: prefer the release the
+    # nightly was heading to, i.e. the first release at or after it.
+    def first(s: Series) -> Version:
+        return min((Version(r) for r in s.releases), default=Version("0"))
+
+    ahead = sorted((s for s in matches if first(s) >= installed), key=first)
+    chosen = ahead[0] if ahead else max(matches, key=first)
+    pristine = {p: tree.record[p] for p in chosen.paths if p in tree.record}
+    others = [s.name for s in matches if s is not chosen]
+    also = f" (also matching: {', '.join(others)})" if others else ""
+    note = f"vLLM {tree.version} is a nightly; series {chosen.name} matches every hunk exactly{also}"
+    return Resolution(tree.version, None, chosen, pristine, note)

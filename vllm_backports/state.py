@@ -1,0 +1,218 @@
+"""What a vLLM tree carries, and how changes to it land: a manifest, a journal and a lock in
+vllm/.backports/.
+
+Every run computes all new contents first; `commit` then backs up the old bytes, writes a journal,
+replaces each file through a temporary file, fsync and rename, writes the manifest and drops the
+journal. A run killed in between leaves the journal, and the next run rolls the tree back to the
+exact bytes it had before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from .catalogue import sha256
+from .errors import StateError, TargetError
+from .tree import Tree
+
+FORMAT = 1
+MANIFEST = "manifest.json"
+JOURNAL = "journal.json"
+
+
+@dataclass(frozen=True)
+class Change:
+    path: str
+    before: bytes | None  # None: the file did not exist
+    after: bytes | None  # None: the file is removed
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    if mode is not None:
+        os.chmod(tmp, mode)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def remove_pycache(path: Path) -> None:
+    cache = path.parent / "__pycache__"
+    if cache.is_dir() and path.suffix == ".py":
+        for pyc in cache.glob(f"{path.stem}.*.pyc"):
+            pyc.unlink(missing_ok=True)
+
+
+def load_manifest(tree: Tree) -> dict | None:
+    path = tree.state_dir / MANIFEST
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    remedy = f"remove {path} after reinstalling vllm=={tree.version} (pip install --force-reinstall --no-deps)"
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise StateError(f"{path}: corrupted manifest (not JSON); {remedy}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("format"), int):
+        raise StateError(f"{path}: corrupted manifest (no format); {remedy}")
+    if data["format"] > FORMAT:
+        raise StateError(f"{path}: manifest format {data['format']} is newer than this tool's ({FORMAT}); upgrade vllm-backports")
+    if not isinstance(data.get("applied"), list) or not isinstance(data.get("files"), dict):
+        raise StateError(f"{path}: corrupted manifest (missing applied/files); {remedy}")
+    if data.get("vllm") != tree.version:
+        raise StateError(f"{path}: manifest is for vLLM {data.get('vllm')}, but {tree.version} is installed; {remedy}")
+    return data
+
+
+def check_writable(tree: Tree, paths: list[str]) -> None:
+    """Refuse before writing anything if any directory we would write to is not writable."""
+    dirs = {tree.root / "vllm"} | {(tree.root / p).parent for p in paths}
+    for d in sorted(dirs):
+        probe = d / f".vllm-backports-probe.{os.getpid()}"
+        try:
+            probe.write_bytes(b"")
+            probe.unlink()
+        except FileNotFoundError:
+            raise TargetError(f"{d}: directory is missing") from None
+        except OSError as exc:
+            raise TargetError(f"{d}: not writable ({exc.strerror}); run as the owner of this vLLM install") from None
+
+
+@contextlib.contextmanager
+def locked(tree: Tree, notify: Callable[[str], None] = lambda _m: None) -> Iterator[None]:
+    tree.state_dir.mkdir(exist_ok=True)
+    with open(tree.state_dir / "lock", "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            notify(f"waiting for another vllm-backports run on {tree.root}")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def pending_journal(tree: Tree) -> Path | None:
+    path = tree.state_dir / JOURNAL
+    return path if path.exists() else None
+
+
+def recover(tree: Tree) -> list[str]:
+    """Roll an interrupted run back; return the paths restored. Call with the lock held."""
+    path = tree.state_dir / JOURNAL
+    try:
+        journal = json.loads(path.read_bytes())
+        entries = journal["files"]
+        manifest_before = journal["manifest_before"]
+    except FileNotFoundError:
+        return []
+    except (ValueError, KeyError, TypeError):
+        raise StateError(f"{path}: interrupted run left an unreadable journal; reinstall vllm=={tree.version} and remove {tree.state_dir}") from None
+    backups = tree.state_dir / "txn"
+    plan: list[tuple[Path, bytes | None]] = []
+    for n, entry in enumerate(entries):
+        target = tree.path(entry["path"])
+        current = target.read_bytes() if target.exists() else None
+        now = sha256(current) if current is not None else None
+        if now == entry["before"]:
+            continue
+        if now != entry["after"]:
+            raise StateError(f"{entry['path']}: changed since the interrupted run (matches neither its old nor new bytes); reinstall vllm=={tree.version}")
+        before = None
+        if entry["before"] is not None:
+            before = (backups / str(n)).read_bytes()
+            if sha256(before) != entry["before"]:
+                raise StateError(f"{backups / str(n)}: backup is damaged; reinstall vllm=={tree.version}")
+        plan.append((target, before))
+    for target, before in plan:
+        if before is None:
+            target.unlink()
+        else:
+            write_atomic(target, before)
+        remove_pycache(target)
+    manifest = tree.state_dir / MANIFEST
+    if manifest_before is None:
+        manifest.unlink(missing_ok=True)
+    else:
+        write_atomic(manifest, manifest_before.encode())
+    _finish(tree)
+    return [str(t.relative_to(tree.root)) for t, _ in plan]
+
+
+def _finish(tree: Tree) -> None:
+    (tree.state_dir / JOURNAL).unlink(missing_ok=True)
+    backups = tree.state_dir / "txn"
+    if backups.is_dir():
+        for f in backups.iterdir():
+            f.unlink()
+        backups.rmdir()
+    _fsync_dir(tree.state_dir)
+
+
+def _test_kill_point(n: int) -> None:
+    # Lets the test suite kill the process mid-commit, as a power cut or SIGKILL would.
+    if os.environ.get("VLLM_BACKPORTS_TEST_KILL_AFTER") == str(n):
+        os._exit(137)
+
+
+def commit(tree: Tree, changes: list[Change], manifest: dict | None) -> None:
+    """Land every change and the new manifest, or none of them. Call with the lock held."""
+    state = tree.state_dir
+    backups = state / "txn"
+    backups.mkdir(exist_ok=True)
+    old_manifest = state / MANIFEST
+    journal = {
+        "format": FORMAT,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "manifest_before": old_manifest.read_text() if old_manifest.exists() else None,
+        "files": [],
+    }
+    for n, change in enumerate(changes):
+        if change.before is not None:
+            write_atomic(backups / str(n), change.before)
+        journal["files"].append({
+            "path": change.path,
+            "before": sha256(change.before) if change.before is not None else None,
+            "after": sha256(change.after) if change.after is not None else None,
+        })
+    write_atomic(state / JOURNAL, json.dumps(journal, indent=1).encode())
+    try:
+        for n, change in enumerate(changes, 1):
+            target = tree.path(change.path)
+            if change.after is None:
+                target.unlink(missing_ok=True)
+            else:
+                mode = target.stat().st_mode & 0o7777 if target.exists() else 0o644
+                target.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(target, change.after, mode)
+            remove_pycache(target)
+            _test_kill_point(n)
+        if manifest is None:
+            old_manifest.unlink(missing_ok=True)
+        else:
+            write_atomic(old_manifest, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
+    except BaseException:
+        # Failed in-process (disk full, Ctrl-C): undo now rather than on the next run.
+        recover(tree)
+        raise
+    _finish(tree)

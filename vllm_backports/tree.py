@@ -1,0 +1,87 @@
+"""Where vLLM lives: the installed distribution (found through importlib.metadata, without
+importing vllm), a site-packages or extracted-wheel directory, or a tree materialised from PyPI.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import PatchError, TargetError, UsageError
+from .record import parse_record
+
+STATE_DIR = ".backports"
+
+
+@dataclass(frozen=True)
+class Tree:
+    root: Path  # the directory holding vllm/ and vllm-X.dist-info/
+    version: str
+    record: dict[str, str]  # pristine sha256 per path, from the dist-info RECORD
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / "vllm" / STATE_DIR
+
+    def path(self, rel: str) -> Path:
+        """The file for a patch path, refused if links lead it out of the vllm tree."""
+        full = self.root / rel
+        top = (self.root / "vllm").resolve()
+        parent = full.parent.resolve()
+        if parent != top and top not in parent.parents:
+            raise PatchError(f"{rel}: resolves outside the vllm tree (through a symlink)")
+        if full.is_symlink():
+            raise PatchError(f"{rel}: is a symlink; refusing to write through it")
+        return full
+
+    def read(self, rel: str) -> bytes | None:
+        try:
+            return self.path(rel).read_bytes()
+        except FileNotFoundError:
+            return None
+        except IsADirectoryError:
+            raise TargetError(f"{rel}: is a directory") from None
+
+
+def _dist_info(root: Path) -> Path:
+    found = sorted(root.glob("vllm-*.dist-info"))
+    if not found:
+        raise UsageError(f"{root}: no vllm-*.dist-info here; --target takes a site-packages directory or an extracted wheel")
+    if len(found) > 1:
+        names = ", ".join(p.name for p in found)
+        raise TargetError(f"{root}: several vLLM installs ({names}); remove the stale dist-info")
+    return found[0]
+
+
+def _version_of(dist_info: Path) -> str:
+    try:
+        for line in (dist_info / "METADATA").read_text(encoding="utf-8").splitlines():
+            if line.startswith("Version:"):
+                return line.split(":", 1)[1].strip()
+    except FileNotFoundError:
+        pass
+    raise TargetError(f"{dist_info}: no METADATA with a Version line")
+
+
+def open_tree(root: Path) -> Tree:
+    root = root.resolve()
+    if not root.is_dir():
+        raise UsageError(f"{root}: not a directory")
+    dist_info = _dist_info(root)
+    if not (root / "vllm").is_dir():
+        raise TargetError(f"{root}: has {dist_info.name} but no vllm/ package")
+    try:
+        record = parse_record((dist_info / "RECORD").read_bytes())
+    except FileNotFoundError:
+        raise TargetError(f"{dist_info}: no RECORD, so the pristine files cannot be verified") from None
+    return Tree(root=root, version=_version_of(dist_info), record=record)
+
+
+def installed_tree() -> Tree:
+    try:
+        dist = importlib.metadata.distribution("vllm")
+    except importlib.metadata.PackageNotFoundError:
+        raise UsageError("no vLLM is installed in this Python; pass --target DIR, or --fetch to work on PyPI's files") from None
+    return open_tree(Path(os.fspath(dist.locate_file(""))))
