@@ -61,6 +61,20 @@ def remove_pycache(path: Path) -> None:
             pyc.unlink(missing_ok=True)
 
 
+def remove_file(path: Path, top: Path) -> None:
+    """Delete a file we created, and the directories we created for it once they are empty."""
+    path.unlink(missing_ok=True)
+    remove_pycache(path)
+    for d in (path.parent / "__pycache__", *path.parents):
+        if d == top or top not in d.parents:
+            break
+        try:
+            d.rmdir()
+        except OSError:
+            if d.name != "__pycache__":
+                break
+
+
 def load_manifest(tree: Tree) -> dict | None:
     path = tree.state_dir / MANIFEST
     try:
@@ -87,6 +101,8 @@ def check_writable(tree: Tree, paths: list[str]) -> None:
     """Refuse before writing anything if any directory we would write to is not writable."""
     dirs = {tree.root / "vllm"} | {(tree.root / p).parent for p in paths}
     for d in sorted(dirs):
+        while not d.exists() and d != tree.root:
+            d = d.parent  # a series may add a directory: its nearest existing parent must be writable
         probe = d / f".vllm-backports-probe.{os.getpid()}"
         try:
             probe.write_bytes(b"")
@@ -146,7 +162,7 @@ def recover(tree: Tree) -> list[str]:
         plan.append((target, before))
     for target, before in plan:
         if before is None:
-            target.unlink()
+            remove_file(target, tree.root / "vllm")
         else:
             write_atomic(target, before)
         remove_pycache(target)
@@ -200,7 +216,7 @@ def commit(tree: Tree, changes: list[Change], manifest: dict | None) -> None:
         for n, change in enumerate(changes, 1):
             target = tree.path(change.path)
             if change.after is None:
-                target.unlink(missing_ok=True)
+                remove_file(target, tree.root / "vllm")
             else:
                 mode = target.stat().st_mode & 0o7777 if target.exists() else 0o644
                 target.parent.mkdir(parents=True, exist_ok=True)

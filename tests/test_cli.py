@@ -1,0 +1,109 @@
+"""The happy paths of the CLI on a synthetic catalogue: apply, idempotence, status, revert."""
+
+from __future__ import annotations
+
+from conftest import KERNEL, MOD, MOD_FIXED, sha
+from cli_runner import run
+
+
+def test_apply_then_again_changes_nothing(home):
+    site = home.tree("0.20.0")
+    first = run("--vllm", "0.20.0", "--target", str(site), "--json")
+    assert first.code == 0, first.out + first.err
+    assert first.json["summary"] == {"applied": 2, "already": 0, "upstream": 0, "failed": 0}
+    assert (site / "vllm/mod.py").read_bytes() == MOD_FIXED
+    assert (site / "vllm/kernels/new_kernel.py").read_bytes() == KERNEL
+    stamp = (site / "vllm/.backports/manifest.json").stat().st_mtime_ns
+
+    second = run("--vllm", "0.20.0", "--target", str(site), "--json")
+    assert second.code == 0
+    assert second.json["summary"] == {"applied": 0, "already": 2, "upstream": 0, "failed": 0}
+    assert second.json["changed_files"] == []
+    assert (site / "vllm/.backports/manifest.json").stat().st_mtime_ns == stamp
+
+
+def test_human_output_ends_with_summary(home):
+    site = home.tree("0.20.0")
+    result = run("apply", "--vllm", "0.20.0", "--target", str(site))
+    assert result.code == 0
+    assert result.out.strip().splitlines()[-1] == "applied=2 already=0 upstream=0 failed=0"
+
+
+def test_check_writes_nothing(home):
+    site = home.tree("0.20.0")
+    result = run("check", "--vllm", "0.20.0", "--target", str(site), "--json")
+    assert result.code == 0
+    assert [b["state"] for b in result.json["backports"]] == ["clean", "clean"]
+    assert (site / "vllm/mod.py").read_bytes() == MOD
+    assert not (site / "vllm/.backports").exists()
+
+
+def test_upstream_is_detected_from_the_pristine_file(home):
+    site = home.tree("0.21.0")
+    result = run("--vllm", "0.21.0", "--target", str(site), "--json")
+    assert result.code == 0
+    assert result.json["summary"] == {"applied": 0, "already": 0, "upstream": 1, "failed": 0}
+    assert (site / "vllm/mod.py").read_bytes() == MOD_FIXED
+
+
+def test_revert_restores_pristine_bytes_and_removes_new_files(home):
+    site = home.tree("0.20.0")
+    assert run("--vllm", "0.20.0", "--target", str(site)).code == 0
+    result = run("revert", "--vllm", "0.20.0", "--target", str(site), "--json")
+    assert result.code == 0, result.out
+    assert result.json["summary"]["reverted"] == 2
+    assert sha((site / "vllm/mod.py").read_bytes()) == sha(MOD)
+    assert not (site / "vllm/kernels").exists()
+    assert not (site / "vllm/.backports").exists()
+
+
+def test_only_and_skip(home):
+    site = home.tree("0.20.0")
+    result = run("--vllm", "0.20.0", "--target", str(site), "--only", "add-kernel", "--json")
+    assert [b["state"] for b in result.json["backports"]] == ["skipped", "applied"]
+    assert (site / "vllm/mod.py").read_bytes() == MOD
+    result = run("--vllm", "0.20.0", "--target", str(site), "--skip", "add-kernel", "--json")
+    assert [b["state"] for b in result.json["backports"]] == ["applied", "skipped"]
+    status = run("status", "--target", str(site), "--json")
+    assert {a["id"] for a in status.json["applied"]} == {"fix-thing", "add-kernel"}
+    assert status.json["consistent"] is True
+    result = run("revert", "--target", str(site), "--only", "fix-thing", "--json")
+    assert [b["state"] for b in result.json["backports"]] == ["reverted", "skipped"]
+    assert (site / "vllm/mod.py").read_bytes() == MOD
+    assert (site / "vllm/kernels/new_kernel.py").exists()
+
+
+def test_status_reports_a_file_changed_after_apply(home):
+    site = home.tree("0.20.0")
+    run("--vllm", "0.20.0", "--target", str(site))
+    (site / "vllm/mod.py").write_bytes(MOD)
+    status = run("status", "--target", str(site), "--json")
+    assert status.code == 1
+    assert {f["path"]: f["state"] for f in status.json["files"]}["vllm/mod.py"] == "pristine"
+
+
+def test_release_without_backports_says_so(home):
+    site = home.tree("0.19.1")
+    result = run("--vllm", "0.19.1", "--target", str(site))
+    assert result.code == 0
+    assert "no backports shipped for this release yet" in result.out
+    assert "fix-thing" in result.out
+
+
+def test_removes_stale_bytecode_of_changed_files(home):
+    site = home.tree("0.20.0")
+    cache = site / "vllm/__pycache__"
+    cache.mkdir()
+    (cache / "mod.cpython-312.pyc").write_bytes(b"stale")
+    (cache / "other.cpython-312.pyc").write_bytes(b"keep")
+    assert run("--vllm", "0.20.0", "--target", str(site)).code == 0
+    assert not (cache / "mod.cpython-312.pyc").exists()
+    assert (cache / "other.cpython-312.pyc").exists()
+
+
+def test_list_names_every_backport(home):
+    result = run("list", "--json")
+    assert result.code == 0
+    ids = {b["id"]: b for b in result.json["backports"]}
+    assert ids["fix-thing"]["releases"] == ["0.20.0"]
+    assert ids["fix-thing"]["affected_without_backport"] == ["0.19.1"]
