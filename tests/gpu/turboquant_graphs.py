@@ -22,7 +22,7 @@ from pathlib import Path
 
 import click
 
-MODEL_DIR = Path(os.environ.get("TQ_MODEL_DIR", "/tmp/tiny-qwen3-tq"))
+MODEL_DIR = Path(os.environ.get("TQ_MODEL_DIR", "/tmp/tiny-qwen3-tq128"))
 PROMPTS, PROMPT_LEN, MAX_TOKENS, VOCAB = 32, 96, 128, 512
 
 
@@ -34,7 +34,7 @@ def write_model() -> None:
 
     torch.manual_seed(0)
     config = Qwen3Config(vocab_size=VOCAB, hidden_size=256, intermediate_size=512, num_hidden_layers=8,
-                         num_attention_heads=4, num_key_value_heads=2, head_dim=64, max_position_embeddings=2048,
+                         num_attention_heads=4, num_key_value_heads=2, head_dim=128, max_position_embeddings=2048,
                          tie_word_embeddings=False, torch_dtype="bfloat16")
     model = Qwen3ForCausalLM(config)
     with torch.no_grad():
