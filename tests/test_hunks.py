@@ -139,16 +139,11 @@ def test_overlapping_hunks():
     assert isinstance(result, Mismatch) and result.hunk == 2 and "overlap" in result.reason
 
 
-@pytest.mark.xfail(strict=True, reason="hunks.apply_file does not check that a pure insertion's anchor line "
-                   "exists: a hunk inserting after line 100 of a 40-line file appends at the end instead of "
-                   "being a Mismatch")
 def test_insertion_beyond_the_end_is_a_mismatch():
     hunk = Hunk(100, 101, (), (b"new\n",))
     assert isinstance(apply_file(BASE, FilePatch("vllm/x.py", (hunk,))), Mismatch)
 
 
-@pytest.mark.xfail(strict=True, reason="a /dev/null (create) file patch may carry several hunks, but "
-                   "hunks.apply_file only uses hunks[0]: the rest is silently dropped")
 def test_create_with_two_hunks_is_whole_or_refused():
     body = b"--- /dev/null\n+++ b/vllm/n.py\n@@ -0,0 +1,2 @@\n+a\n+b\n@@ -0,0 +3 @@\n+c\n"
     from diffs import HEAD

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from . import __version__, engine, state
@@ -55,6 +56,10 @@ def guarded(fn):
         except BackportError as exc:
             reporter.error(str(exc), exc.exit_code)
             sys.exit(exc.exit_code)
+        except OSError as exc:  # disk full, permissions changed mid-run: commit has rolled back
+            where = f"{exc.filename}: " if exc.filename else ""
+            reporter.error(f"{where}{exc.strerror or exc}; the run was rolled back", 1)
+            sys.exit(1)
         except KeyboardInterrupt:
             reporter.error("interrupted; nothing was left half-written", 1)
             sys.exit(1)
@@ -78,6 +83,8 @@ def main(ctx: click.Context, **kwargs) -> None:
 
 
 def _open(cat: Catalogue, reporter: Reporter, vllm: str | None, target: Path | None, fetch: bool | None) -> tuple[Tree, Resolution, dict]:
+    if vllm is not None and not vllm.strip():
+        raise UsageError("--vllm needs a version (e.g. 0.20.0) or 'auto'")
     requested = vllm or "auto"
     check_requested(cat, requested)
     info: dict = {}
@@ -121,50 +128,70 @@ def _run(command: str, reporter: Reporter, vllm, target, fetch, only, skip) -> i
         return _nothing_backported(command, reporter, tree, res, cat, info)
     chosen = engine.select(res.series, only, skip)
     dry = command == "check"
-    journal = state.pending_journal(tree)
-    if dry:
-        if journal:
-            reporter.note(f"an interrupted run left {journal}; the next apply or revert rolls it back first")
-        plan = _plan(command, tree, res, state.load_manifest(tree) if not journal else None, chosen)
-    else:
-        plan = _write(command, reporter, tree, res, chosen)
+    plan = _dry_run(command, reporter, tree, res, chosen) if dry else _write(command, reporter, tree, res, chosen)
     summary = _summarise(command, plan)
-    lines = plan.notes + [f"[bold]vLLM {res.version}[/bold], series {res.series.name}, {tree.root}"]
+    for note in plan.notes:
+        reporter.note(note)
+    lines = [f"[bold]vLLM {res.version}[/bold], series {res.series.name}, {escape(str(tree.root))}"]
     if not plan.failed and not dry and not plan.changes:
-        lines.append("nothing to do: the tree already carries what was asked")
+        lines.append("nothing to revert" if command == "revert" else "nothing to do: the tree already carries what was asked")
     lines.append(_summary_line(summary))
     reporter.emit(_payload(command, tree, res, plan, summary, {**info, "dry_run": dry, "changed_files": [c.path for c in plan.changes]}),
                   outcome_table(f"{command}: {res.series.name}", plan.outcomes), lines)
     return 1 if plan.failed else 0
 
 
-def _plan(command: str, tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str]) -> engine.Plan:
+def _plan(command: str, tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str],
+          view: dict | None = None) -> engine.Plan:
     if command == "revert":
-        return engine.plan_revert(tree, res, manifest, chosen)
-    plan = engine.plan_apply(tree, res, manifest, chosen)
+        return engine.plan_revert(tree, res, manifest, chosen, view)
+    plan = engine.plan_apply(tree, res, manifest, chosen, view)
     if command == "check":
         plan.outcomes = [engine.Outcome(o.id, o.patch, engine.CLEAN) if o.state == engine.APPLIED else o for o in plan.outcomes]
     return plan
 
 
+def _dry_run(command: str, reporter: Reporter, tree: Tree, res: Resolution, chosen: set[str]) -> engine.Plan:
+    """Plan against the tree as the next real run would see it: after rolling back any
+    interrupted run, which a dry run must not write."""
+    rollback = state.rollback_plan(tree)
+    if rollback is None:
+        return _plan(command, tree, res, state.load_manifest(tree), chosen)
+    manifest = None
+    if rollback.manifest_before is not None:
+        manifest = state.parse_manifest(tree, rollback.manifest_before.encode(), tree.state_dir / state.JOURNAL)
+    plan = _plan(command, tree, res, manifest, chosen, rollback.files)
+    plan.notes.append(f"an interrupted run left {tree.state_dir / state.JOURNAL}; the next apply or revert rolls it back first")
+    return plan
+
+
+def _needs_commit(plan: engine.Plan, manifest: dict | None) -> bool:
+    return not plan.failed and (bool(plan.changes) or not state.same_manifest(plan.manifest, manifest))
+
+
 def _write(command: str, reporter: Reporter, tree: Tree, res: Resolution, chosen: set[str]) -> engine.Plan:
     assert res.series is not None
-    state.check_writable(tree, list(res.series.paths))
-    with state.locked(tree, reporter.note):
-        restored = state.recover(tree)
-        if restored:
-            reporter.note(f"rolled back an interrupted run ({', '.join(restored)} restored)")
+    if not state.pending_journal(tree):
+        # Validate without touching the tree: refusals and no-op runs must not even create
+        # vllm/.backports.
         plan = _plan(command, tree, res, state.load_manifest(tree), chosen)
-        if restored:
-            plan.notes.append(f"rolled back an interrupted earlier run ({len(restored)} files)")
-        if plan.failed or (not plan.changes and plan.manifest == state.load_manifest(tree)):
+        if not _needs_commit(plan, state.load_manifest(tree)):
             return plan
-        state.commit(tree, plan.changes, plan.manifest)
-    if plan.manifest is None and not any(tree.state_dir.glob("*.json")):
-        for leftover in tree.state_dir.iterdir():
-            leftover.unlink()
-        tree.state_dir.rmdir()
-    return plan
+    state.check_writable(tree, list(res.series.paths))
+    try:
+        with state.locked(tree, reporter.note):
+            restored = state.recover(tree)
+            if restored:
+                reporter.note(f"rolled back an interrupted run ({', '.join(restored)} restored)")
+            manifest = state.load_manifest(tree)
+            plan = _plan(command, tree, res, manifest, chosen)
+            if restored:
+                plan.notes.append(f"rolled back an interrupted earlier run ({len(restored)} files)")
+            if _needs_commit(plan, manifest):
+                state.commit(tree, plan.changes, plan.manifest)
+            return plan
+    finally:
+        state.cleanup_if_empty(tree)
 
 
 def _summarise(command: str, plan: engine.Plan) -> dict:

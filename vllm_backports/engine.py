@@ -61,14 +61,15 @@ def _created_by(series: Series) -> set[str]:
     return {f.path for p in series.patches for f in p.files if f.creates}
 
 
-def _contents(tree: Tree, res: Resolution, manifest: dict | None, notes: list[str]) -> tuple[dict[str, bytes | None], dict | None]:
+def _contents(tree: Tree, res: Resolution, manifest: dict | None, notes: list[str],
+              view: dict[str, bytes | None] | None = None) -> tuple[dict[str, bytes | None], dict | None]:
     """Current bytes of every series file, each proven to be pristine or our own patched state."""
     assert res.series is not None
     created = _created_by(res.series)
     recorded = (manifest or {}).get("files", {})
     contents: dict[str, bytes | None] = {}
     for path in res.series.paths:
-        data = tree.read(path)
+        data = view[path] if view is not None and path in view else tree.read(path)
         contents[path] = data
         if data is None:
             if path in created and path not in recorded:
@@ -101,10 +102,11 @@ def _apply_patch(contents: dict[str, bytes | None], patch: Patch) -> dict[str, b
     return out
 
 
-def plan_apply(tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str]) -> Plan:
+def plan_apply(tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str],
+               view: dict[str, bytes | None] | None = None) -> Plan:
     notes: list[str] = []
     assert res.series is not None
-    contents, manifest = _contents(tree, res, manifest, notes)
+    contents, manifest = _contents(tree, res, manifest, notes, view)
     start = dict(contents)
     ours = {a["patch"]: a for a in (manifest or {}).get("applied", [])}
     outcomes: list[Outcome] = []
@@ -133,13 +135,14 @@ def plan_apply(tree: Tree, res: Resolution, manifest: dict | None, chosen: set[s
     return Plan(outcomes, changes, new_manifest, notes)
 
 
-def plan_revert(tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str]) -> Plan:
+def plan_revert(tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str],
+                view: dict[str, bytes | None] | None = None) -> Plan:
     notes: list[str] = []
     assert res.series is not None
     if manifest is None:
         return Plan([Outcome(p.backport_id, p.name, NOT_APPLIED) for p in res.series.patches], [], None,
                     ["this vLLM carries no backports from vllm-backports"])
-    contents, manifest = _contents(tree, res, manifest, notes)
+    contents, manifest = _contents(tree, res, manifest, notes, view)
     start = dict(contents)
     ours = {a["patch"]: a for a in (manifest or {}).get("applied", [])}
     outcomes: list[Outcome] = []

@@ -37,6 +37,8 @@ def apply_file(content: bytes | None, patch: FilePatch) -> bytes | None | Mismat
         start = hunk.old_start - 1 if hunk.old else hunk.old_start
         if start < pos:
             return Mismatch(patch.path, number, hunk.old_start, "hunks overlap or are out of order")
+        if not hunk.old and start > len(lines):
+            return Mismatch(patch.path, number, hunk.old_start, f"file has only {len(lines)} lines")
         actual = lines[start : start + len(hunk.old)]
         if tuple(actual) != hunk.old:
             return Mismatch(patch.path, number, hunk.old_start, _first_difference(hunk.old, actual, start))

@@ -73,6 +73,8 @@ def safe_relpath(raw: bytes, patch_name: str) -> str:
     except UnicodeDecodeError:
         raise PatchError(f"{patch_name}: a file path is not UTF-8") from None
     text = text.split("\t", 1)[0].strip()
+    if not text or text in ("a/", "b/"):
+        raise PatchError(f"{patch_name}: a file header names no path")
     path = PurePosixPath(text)
     if path.is_absolute() or text.startswith("\\") or ":" in path.parts[0]:
         raise PatchError(f"{patch_name}: absolute path {text!r} is not allowed")
@@ -80,6 +82,8 @@ def safe_relpath(raw: bytes, patch_name: str) -> str:
         raise PatchError(f"{patch_name}: path {text!r} leaves the vllm tree")
     if not path.parts or path.parts[0] != "vllm":
         raise PatchError(f"{patch_name}: path {text!r} is outside vllm/")
+    if len(path.parts) > 1 and path.parts[1] == ".backports":
+        raise PatchError(f"{patch_name}: path {text!r} is vllm-backports' own state")
     return str(path)
 
 
@@ -147,8 +151,10 @@ def parse(data: bytes, name: str) -> Patch:
             raise PatchError(f"{name}: {path}: no hunks")
         if any(f.path == path for f in files):
             raise PatchError(f"{name}: {path} appears twice")
-        if creates and any(h.old for h in hunks):
-            raise PatchError(f"{name}: {path}: a new file cannot have old lines")
+        if creates and (len(hunks) != 1 or hunks[0].old):
+            raise PatchError(f"{name}: {path}: a new file cannot have old lines or several hunks")
+        if deletes and (len(hunks) != 1 or hunks[0].new):
+            raise PatchError(f"{name}: {path}: a deleted file takes exactly one hunk with no new lines")
         files.append(FilePatch(path, tuple(hunks), creates=creates, deletes=deletes))
     return Patch(name=name, backport_id=backport_id, header=header, files=tuple(files))
 

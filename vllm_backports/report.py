@@ -7,6 +7,7 @@ import sys
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 STYLE = {"applied": "green", "reverted": "green", "clean": "cyan", "already": "dim", "upstream": "blue",
@@ -21,13 +22,13 @@ class Reporter:
 
     def progress(self, message: str) -> None:
         if not self.as_json and sys.stderr.isatty():
-            self.err.print(f"[dim]{message}[/dim]")
+            self.err.print(f"[dim]{escape(message)}[/dim]")
         elif not self.as_json:
-            self.err.print(message)
+            self.err.print(escape(message))
 
     def note(self, message: str) -> None:
         if not self.as_json:
-            self.err.print(f"note: {message}")
+            self.err.print(f"note: {escape(message)}")
 
     def emit(self, payload: dict, table: Table | None, lines: list[str]) -> None:
         if self.as_json:
@@ -42,7 +43,7 @@ class Reporter:
         if self.as_json:
             click.echo(json.dumps({"error": message, "exit_code": code}))
         else:
-            self.err.print(f"[bold red]error:[/bold red] {message}", markup=True)
+            self.err.print(f"[bold red]error:[/bold red] {escape(message)}")
 
 
 def outcome_table(title: str, outcomes) -> Table:
@@ -52,5 +53,5 @@ def outcome_table(title: str, outcomes) -> Table:
     table.add_column("state")
     table.add_column("detail", overflow="fold")
     for o in outcomes:
-        table.add_row(o.id, o.patch, f"[{STYLE.get(o.state, '')}]{o.state}[/]", o.detail)
+        table.add_row(escape(o.id), escape(o.patch), f"[{STYLE.get(o.state, '')}]{o.state}[/]", escape(o.detail))
     return table

@@ -42,7 +42,10 @@ def check_requested(cat: Catalogue, requested: str) -> None:
 
 
 def _is_nightly(version: str) -> bool:
-    v = Version(version)
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return False
     return v.is_devrelease or v.is_prerelease or v.local is not None
 
 
@@ -58,13 +61,29 @@ def resolve(cat: Catalogue, tree: Tree, requested: str) -> Resolution:
         release = cat.releases[installed]
         series = cat.series(release.series) if release.series else None
         return Resolution(installed, release, series, dict(release.files))
-    try:
-        nightly = _is_nightly(installed)
-    except InvalidVersion:
-        nightly = False
-    if not nightly:
+    if not _is_nightly(installed):
         raise UsageError(f"vLLM {installed} is not in versions.toml ({_known(cat)})")
-    return _match_nightly(cat, tree)
+    return _recorded_nightly(cat, tree) or _match_nightly(cat, tree)
+
+
+def _recorded_nightly(cat: Catalogue, tree: Tree) -> Resolution | None:
+    """A nightly we patched before: the manifest names its series, and every file it lists
+    is still what we wrote over what RECORD pins."""
+    from .state import load_manifest  # state imports tree-level helpers only; avoid a cycle at import
+
+    manifest = load_manifest(tree)
+    if not manifest or manifest.get("series") not in cat.series_names():
+        return None
+    series = cat.series(manifest["series"])
+    for path in series.paths:
+        entry = manifest["files"].get(path, {})
+        data = tree.read(path)
+        now = sha256(data) if data is not None else None
+        if entry and (now != entry.get("patched") or entry.get("pristine") != tree.record.get(path)):
+            return None
+    pristine = {p: tree.record[p] for p in series.paths if p in tree.record}
+    note = f"vLLM {tree.version} is a nightly; series {series.name}, as recorded when it was patched"
+    return Resolution(tree.version, None, series, pristine, note)
 
 
 def _match_nightly(cat: Catalogue, tree: Tree) -> Resolution:

@@ -44,13 +44,17 @@ def _fsync_dir(path: Path) -> None:
 
 def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    if mode is not None:
-        os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     _fsync_dir(path.parent)
 
 
@@ -81,6 +85,10 @@ def load_manifest(tree: Tree) -> dict | None:
         raw = path.read_bytes()
     except FileNotFoundError:
         return None
+    return parse_manifest(tree, raw, path)
+
+
+def parse_manifest(tree: Tree, raw: bytes, path: Path) -> dict:
     remedy = f"remove {path} after reinstalling vllm=={tree.version} (pip install --force-reinstall --no-deps)"
     try:
         data = json.loads(raw)
@@ -90,11 +98,21 @@ def load_manifest(tree: Tree) -> dict | None:
         raise StateError(f"{path}: corrupted manifest (no format); {remedy}")
     if data["format"] > FORMAT:
         raise StateError(f"{path}: manifest format {data['format']} is newer than this tool's ({FORMAT}); upgrade vllm-backports")
-    if not isinstance(data.get("applied"), list) or not isinstance(data.get("files"), dict):
-        raise StateError(f"{path}: corrupted manifest (missing applied/files); {remedy}")
+    applied, files = data.get("applied"), data.get("files")
+    if (not isinstance(applied, list) or not isinstance(files, dict)
+            or not all(isinstance(a, dict) and isinstance(a.get("patch"), str) for a in applied)
+            or not all(isinstance(f, dict) for f in files.values())):
+        raise StateError(f"{path}: corrupted manifest (bad applied/files); {remedy}")
     if data.get("vllm") != tree.version:
         raise StateError(f"{path}: manifest is for vLLM {data.get('vllm')}, but {tree.version} is installed; {remedy}")
     return data
+
+
+def same_manifest(a: dict | None, b: dict | None) -> bool:
+    """Equal but for when and by which tool version it was written."""
+    def strip(m: dict | None) -> dict | None:
+        return None if m is None else {k: v for k, v in m.items() if k not in ("updated", "tool")}
+    return strip(a) == strip(b)
 
 
 def check_writable(tree: Tree, paths: list[str]) -> None:
@@ -133,46 +151,93 @@ def pending_journal(tree: Tree) -> Path | None:
     return path if path.exists() else None
 
 
-def recover(tree: Tree) -> list[str]:
-    """Roll an interrupted run back; return the paths restored. Call with the lock held."""
+@dataclass(frozen=True)
+class Rollback:
+    files: dict[str, bytes | None]  # path -> the bytes it had before the interrupted run
+    created: list[str]  # paths the interrupted run may have created
+    manifest_before: str | None
+
+
+def rollback_plan(tree: Tree) -> Rollback | None:
+    """What undoing an interrupted run would restore, verified but not written."""
     path = tree.state_dir / JOURNAL
     try:
-        journal = json.loads(path.read_bytes())
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    unreadable = StateError(f"{path}: interrupted run left an unreadable journal; reinstall vllm=={tree.version} and remove {tree.state_dir}")
+    try:
+        journal = json.loads(raw)
         entries = journal["files"]
         manifest_before = journal["manifest_before"]
-    except FileNotFoundError:
-        return []
+        if not isinstance(entries, list) or not (manifest_before is None or isinstance(manifest_before, str)):
+            raise unreadable
+        checked = [(str(e["path"]), e["before"], e["after"]) for e in entries]
     except (ValueError, KeyError, TypeError):
-        raise StateError(f"{path}: interrupted run left an unreadable journal; reinstall vllm=={tree.version} and remove {tree.state_dir}") from None
+        raise unreadable from None
     backups = tree.state_dir / "txn"
-    plan: list[tuple[Path, bytes | None]] = []
-    for n, entry in enumerate(entries):
-        target = tree.path(entry["path"])
-        current = target.read_bytes() if target.exists() else None
+    files: dict[str, bytes | None] = {}
+    created: list[str] = []
+    for n, (rel, before_sha, after_sha) in enumerate(checked):
+        current = tree.read(rel)
         now = sha256(current) if current is not None else None
-        if now == entry["before"]:
+        if before_sha is None:
+            created.append(rel)
+        if now == before_sha:
+            files[rel] = current
             continue
-        if now != entry["after"]:
-            raise StateError(f"{entry['path']}: changed since the interrupted run (matches neither its old nor new bytes); reinstall vllm=={tree.version}")
+        if now != after_sha:
+            raise StateError(f"{rel}: changed since the interrupted run (matches neither its old nor new bytes); reinstall vllm=={tree.version}")
         before = None
-        if entry["before"] is not None:
-            before = (backups / str(n)).read_bytes()
-            if sha256(before) != entry["before"]:
+        if before_sha is not None:
+            try:
+                before = (backups / str(n)).read_bytes()
+            except OSError:
+                before = None
+            if before is None or sha256(before) != before_sha:
                 raise StateError(f"{backups / str(n)}: backup is damaged; reinstall vllm=={tree.version}")
-        plan.append((target, before))
-    for target, before in plan:
+        files[rel] = before
+    return Rollback(files, created, manifest_before)
+
+
+def recover(tree: Tree) -> list[str]:
+    """Roll an interrupted run back; return the paths restored. Call with the lock held."""
+    plan = rollback_plan(tree)
+    if plan is None:
+        return []
+    restored = []
+    for rel, before in plan.files.items():
+        target = tree.path(rel)
+        current = target.read_bytes() if target.exists() else None
+        if current == before:
+            if before is None:
+                remove_file(target, tree.root / "vllm")  # directories made for it go too
+            continue
+        restored.append(rel)
         if before is None:
             remove_file(target, tree.root / "vllm")
         else:
             write_atomic(target, before)
-        remove_pycache(target)
+            remove_pycache(target)
     manifest = tree.state_dir / MANIFEST
-    if manifest_before is None:
+    if plan.manifest_before is None:
         manifest.unlink(missing_ok=True)
     else:
-        write_atomic(manifest, manifest_before.encode())
+        write_atomic(manifest, plan.manifest_before.encode())
     _finish(tree)
-    return [str(t.relative_to(tree.root)) for t, _ in plan]
+    return restored
+
+
+def cleanup_if_empty(tree: Tree) -> None:
+    """Remove vllm/.backports when it holds nothing but the lock: the tree is as pip left it."""
+    state = tree.state_dir
+    if not state.is_dir() or any(p.name != "lock" for p in state.iterdir()):
+        return
+    (state / "lock").unlink(missing_ok=True)
+    try:
+        state.rmdir()
+    except OSError:
+        pass
 
 
 def _finish(tree: Tree) -> None:
