@@ -20,7 +20,7 @@ from .patchfile import Patch, parse
 
 SCHEMA = 1
 RELEASE_KEYS = {"torch", "cuda", "wheel", "wheel_sha256", "record_sha256", "series", "backports",
-                "upstream", "bugs", "image", "image_digests", "files"}
+                "upstream", "bugs", "image", "image_digests", "files", "verified"}
 SERIES_KEYS = {"releases", "files"}
 BACKPORT_KEYS = {"title", "bug", "origin", "upstream_in", "releases"}
 
@@ -61,6 +61,7 @@ class Release:
     image: str
     image_digests: dict[str, str]
     files: dict[str, str]  # pristine sha256 of every file the series touches
+    verified: str  # how far the series is proven on this release, for the support matrix
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,6 +126,7 @@ class Catalogue:
             upstream=tuple(raw.get("upstream", ())), bugs=tuple(raw.get("bugs", ())),
             image=raw.get("image", ""), image_digests=dict(raw.get("image_digests", {})),
             files=dict(raw.get("files", {})),
+            verified=raw.get("verified", "applies cleanly, CPU-tested" if raw.get("series") else "-"),
         )
         for bid in release.backports + release.upstream:
             if bid not in self.backports:

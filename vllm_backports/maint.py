@@ -139,6 +139,36 @@ def rehash(write: bool) -> None:
     path.write_text(new)
 
 
+MATRIX_BEGIN, MATRIX_END = "<!-- support-matrix:begin -->", "<!-- support-matrix:end -->"
+
+
+def render_matrix(cat: Catalogue) -> str:
+    rows = ["| vLLM | torch / CUDA | series | backports | fixed upstream | known bugs, no backport yet | verification |",
+            "|---|---|---|---|---|---|---|"]
+    for v in cat.versions:
+        r = cat.releases[v]
+        rows.append(f"| {v} | {r.torch} / {r.cuda} | {r.series or '-'} | {', '.join(r.backports) or '-'} | "
+                    f"{', '.join(r.upstream) or '-'} | {', '.join(r.bugs) or '-'} | {r.verified} |")
+    return "\n".join(rows)
+
+
+@main.command()
+@click.option("--write", is_flag=True, help="Rewrite README.md (otherwise show the diff, exit 1 on drift).")
+def matrix(write: bool) -> None:
+    """Regenerate the support matrix in README.md from versions.toml."""
+    path = HOME / "README.md"
+    text = path.read_text()
+    start, end = text.index(MATRIX_BEGIN) + len(MATRIX_BEGIN), text.index(MATRIX_END)
+    new = text[:start] + "\n" + render_matrix(Catalogue(HOME)) + "\n" + text[end:]
+    if new == text:
+        click.echo("README.md: support matrix is current")
+        return
+    click.echo("".join(difflib.unified_diff(text.splitlines(True), new.splitlines(True), "README.md", "README.md")))
+    if not write:
+        sys.exit(1)
+    path.write_text(new)
+
+
 if __name__ == "__main__":
     try:
         main()
