@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from cli_runner import Result, run
-from conftest import FIX, HEADER, MOD, MOD_FIXED, build_home, sha
+from conftest import FIX, HEADER, MOD, build_home, sha
 from tree_snapshot import assert_unchanged, snapshot
 
 REPO = Path(__file__).resolve().parent.parent

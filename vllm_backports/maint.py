@@ -129,14 +129,7 @@ def rehash(write: bool) -> None:
             if file.exists():
                 line = f'"{fm.group(1)}" = "{sha256(file.read_bytes())}"\n'
         out_lines.append(line)
-    new = "".join(out_lines)
-    if new == text:
-        click.echo("versions.toml: backport hashes are current")
-        return
-    click.echo("".join(difflib.unified_diff(text.splitlines(True), new.splitlines(True), "versions.toml", "versions.toml")))
-    if not write:
-        sys.exit(1)
-    path.write_text(new)
+    _write_or_diff(path, text, "".join(out_lines), write, "backport hashes are current")
 
 
 MATRIX_BEGIN, MATRIX_END = "<!-- support-matrix:begin -->", "<!-- support-matrix:end -->"
@@ -160,10 +153,15 @@ def matrix(write: bool) -> None:
     text = path.read_text()
     start, end = text.index(MATRIX_BEGIN) + len(MATRIX_BEGIN), text.index(MATRIX_END)
     new = text[:start] + "\n" + render_matrix(Catalogue(HOME)) + "\n" + text[end:]
-    if new == text:
-        click.echo("README.md: support matrix is current")
+    _write_or_diff(path, text, new, write, "support matrix is current")
+
+
+def _write_or_diff(path: Path, old: str, new: str, write: bool, current: str) -> None:
+    """Generators print a diff and write only when asked; in check mode drift exits 1 (for CI)."""
+    if new == old:
+        click.echo(f"{path.name}: {current}")
         return
-    click.echo("".join(difflib.unified_diff(text.splitlines(True), new.splitlines(True), "README.md", "README.md")))
+    click.echo("".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), path.name, path.name)))
     if not write:
         sys.exit(1)
     path.write_text(new)
