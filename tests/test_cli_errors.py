@@ -450,10 +450,16 @@ def test_unknown_backport_id_lists_the_series(home, site, tmp_path):
 # --fetch
 
 
-@pytest.mark.parametrize("vllm", [["--vllm", "0.19.2"], ["--vllm", "auto"], []])
+@pytest.mark.parametrize("vllm", [["--vllm", "auto"], []])
 def test_fetch_needs_a_published_release(home, tmp_path, vllm):
     target = tmp_path / "fetched"
     refused(tmp_path, ["--fetch", *vllm, "--target", str(target)], 2, "--fetch needs --vllm with a published release")
+    assert not target.exists()
+
+
+def test_fetch_of_the_unpublished_release_explains_it(home, tmp_path):
+    target = tmp_path / "fetched"
+    refused(tmp_path, ["--fetch", "--vllm", "0.19.2", "--target", str(target)], 2, "0.19.2 was never published")
     assert not target.exists()
 
 

@@ -89,6 +89,8 @@ def _open(cat: Catalogue, reporter: Reporter, vllm: str | None, target: Path | N
     check_requested(cat, requested)
     info: dict = {}
     if fetch:
+        if requested in cat.unpublished:
+            raise UsageError(cat.unpublished[requested].message)
         if requested not in cat.releases:
             raise UsageError("--fetch needs --vllm with a published release (e.g. --vllm 0.20.0)")
         tree, fetched = materialize(cat, cat.releases[requested], target, reporter.progress)
