@@ -116,7 +116,7 @@ def _summary_line(summary: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in summary.items())
 
 
-def _nothing_backported(command: str, reporter: Reporter, tree: Tree, res: Resolution, cat: Catalogue, info: dict) -> int:
+def _nothing_backported(command: str, reporter: Reporter, tree: Tree, res: Resolution, info: dict) -> int:
     bugs = ", ".join(res.release.bugs) if res.release and res.release.bugs else "none"
     reporter.emit(_payload(command, tree, res, None, {}, {**info, "known_bugs": list(res.release.bugs) if res.release else []}),
                   None, [f"vLLM {res.version}: no backports shipped for this release yet (known bugs without a backport: {bugs})"])
@@ -127,7 +127,7 @@ def _run(command: str, reporter: Reporter, vllm, target, fetch, only, skip) -> i
     cat = Catalogue(HOME)
     tree, res, info = _open(cat, reporter, vllm, target, fetch)
     if res.series is None:
-        return _nothing_backported(command, reporter, tree, res, cat, info)
+        return _nothing_backported(command, reporter, tree, res, info)
     chosen = engine.select(res.series, only, skip)
     dry = command == "check"
     plan = _dry_run(command, reporter, tree, res, chosen) if dry else _write(command, reporter, tree, res, chosen)
