@@ -176,8 +176,9 @@ def _write(command: str, reporter: Reporter, tree: Tree, res: Resolution, chosen
     if not state.pending_journal(tree):
         # Validate without touching the tree: refusals and no-op runs must not even create
         # vllm/.backports.
-        plan = _plan(command, tree, res, state.load_manifest(tree), chosen)
-        if not _needs_commit(plan, state.load_manifest(tree)):
+        manifest = state.load_manifest(tree)
+        plan = _plan(command, tree, res, manifest, chosen)
+        if not _needs_commit(plan, manifest):
             return plan
     state.check_writable(tree, list(res.series.paths))
     try:

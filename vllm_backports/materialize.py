@@ -13,10 +13,13 @@ from .tree import Tree, open_tree
 
 
 def fetch_release(cat: Catalogue, release: Release, progress: Callable[[str], None]) -> Fetched:
-    paths = list(cat.series(release.series).paths) if release.series else []
-    created = {f.path for p in cat.series(release.series).patches for f in p.files if f.creates} if release.series else set()
+    needed: list[str] = []
+    if release.series:
+        series = cat.series(release.series)
+        created = {f.path for p in series.patches for f in p.files if f.creates}
+        needed = [p for p in series.paths if p not in created]  # new kernel files are not in the wheel
     return fetch(release.version, release.wheel, release.wheel_sha256, release.record_sha256,
-                 [p for p in paths if p not in created], release.files, progress)
+                 needed, release.files, progress)
 
 
 def materialize(cat: Catalogue, release: Release, dest: Path | None, progress: Callable[[str], None]) -> tuple[Tree, Fetched | None]:
