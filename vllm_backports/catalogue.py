@@ -23,6 +23,7 @@ RELEASE_KEYS = {"torch", "cuda", "wheel", "wheel_sha256", "record_sha256", "seri
                 "upstream", "bugs", "image", "image_digests", "files", "verified"}
 SERIES_KEYS = {"releases", "files"}
 BACKPORT_KEYS = {"title", "bug", "origin", "upstream_in", "releases"}
+ARCH_KEYS = {"platforms", "gpus", "gdn_prefill_backend", "why"}
 
 
 def sha256(data: bytes) -> str:
@@ -44,6 +45,15 @@ class Backport:
     bug: str
     origin: str
     upstream_in: str  # first release that carries the fix, or ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Arch:
+    name: str
+    platforms: tuple[str, ...]  # docker platforms, e.g. linux/amd64
+    gpus: str
+    gdn_prefill_backend: str  # what vLLM picks there by default; the GPU smoke test must run it
+    why: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,7 +109,8 @@ class Catalogue:
             raise CatalogueError(f"{path}: {exc}") from None
         if self.data.get("schema") != SCHEMA:
             raise CatalogueError(f"{path}: schema {self.data.get('schema')!r} is not {SCHEMA}")
-        _unknown(self.data, {"schema", "backports", "releases", "series", "unpublished"}, "the top level")
+        _unknown(self.data, {"schema", "backports", "releases", "series", "unpublished", "arches"}, "the top level")
+        self.arches = {k: self._arch(k, v) for k, v in self.data.get("arches", {}).items()}
         self.backports = {k: self._backport(k, v) for k, v in self.data.get("backports", {}).items()}
         self.releases = {k: self._release(k, v) for k, v in self.data.get("releases", {}).items()}
         self.unpublished = {
@@ -107,6 +118,11 @@ class Catalogue:
             for k, v in self.data.get("unpublished", {}).items()
         }
         self._series_cache: dict[str, Series] = {}
+
+    def _arch(self, key: str, raw: dict) -> "Arch":
+        _unknown(raw, ARCH_KEYS, f"[arches.{key}]")
+        return Arch(name=key, platforms=tuple(raw["platforms"]), gpus=raw["gpus"],
+                    gdn_prefill_backend=raw["gdn_prefill_backend"], why=raw["why"])
 
     def _backport(self, key: str, raw: dict) -> Backport:
         _unknown(raw, BACKPORT_KEYS, f"[backports.{key}]")

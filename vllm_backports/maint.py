@@ -156,6 +156,31 @@ def matrix(write: bool) -> None:
     _write_or_diff(path, text, new, write, "support matrix is current")
 
 
+@main.command()
+@click.option("--write", is_flag=True, help="Rewrite images/docker-bake.hcl (otherwise show the diff, exit 1 on drift).")
+def bake(write: bool) -> None:
+    """Regenerate images/docker-bake.hcl (release x arch) from versions.toml."""
+    from .images import render_bake
+
+    path = HOME / "images" / "docker-bake.hcl"
+    _write_or_diff(path, path.read_text() if path.exists() else "", render_bake(Catalogue(HOME)), write,
+                   "bake file is current")
+
+
+@main.command("matrix-json")
+@click.argument("kind", type=click.Choice(["releases", "images"]))
+def matrix_json(kind: str) -> None:
+    """Print a GitHub Actions matrix as JSON (for fromJSON)."""
+    import json
+
+    from .images import ci_matrix, image_targets
+
+    cat = Catalogue(HOME)
+    data = ci_matrix(cat) if kind == "releases" else {"include": [
+        {k: t[k] for k in ("name", "vllm", "arch", "revision", "gdn_prefill_backend")} for t in image_targets(cat)]}
+    click.echo(json.dumps(data, separators=(",", ":")))
+
+
 def _write_or_diff(path: Path, old: str, new: str, write: bool, current: str) -> None:
     """Generators print a diff and write only when asked; in check mode drift exits 1 (for CI)."""
     if new == old:

@@ -1,0 +1,75 @@
+"""The image matrix derived from versions.toml, the bake file, the Dockerfile's arguments and the
+build-time smoke check."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from vllm_backports.catalogue import Catalogue
+from vllm_backports.images import backport_revision, image_targets, render_bake
+
+REPO = Path(__file__).resolve().parent.parent
+CAT = Catalogue(REPO)
+
+
+def test_every_served_release_gets_every_arch():
+    targets = image_targets(CAT)
+    served = [v for v in CAT.versions if CAT.releases[v].series]
+    assert {(t["vllm"], t["arch"]) for t in targets} == {(v, a) for v in served for a in CAT.arches}
+    hopper = next(t for t in targets if t["arch"] == "hopper")
+    assert hopper["platforms"] == ["linux/amd64", "linux/arm64"] and hopper["gdn_prefill_backend"] == "flashinfer"
+
+
+def test_tags_name_release_arch_and_revision():
+    t = next(t for t in image_targets(CAT) if t["vllm"] == "0.20.0" and t["arch"] == "ampere")
+    rev = backport_revision(CAT, "0.20.0")
+    assert re.fullmatch(r"[0-9a-f]{8}", rev)
+    assert t["tags"][0].endswith(f":v0.20.0-ampere-bp{rev}")
+
+
+def test_revision_changes_with_the_backports(tmp_path):
+    before = backport_revision(CAT, "0.20.0")
+    data = json.loads(json.dumps(CAT.data))
+    data["series"]["0.20.0"]["files"]["series"] = "0" * 64
+
+    class Edited:
+        pass
+
+    edited = Edited()
+    edited.data = data
+    assert backport_revision(edited, "0.20.0") != before
+    assert backport_revision(edited, "0.21.0") == backport_revision(CAT, "0.21.0")
+
+
+def test_committed_bake_file_is_current():
+    assert (REPO / "images/docker-bake.hcl").read_text() == render_bake(CAT)
+
+
+def test_dockerfile_declares_every_bake_arg():
+    dockerfile = (REPO / "images/Dockerfile").read_text()
+    declared = set(re.findall(r"^ARG (\w+)", dockerfile, re.M))
+    passed = set(re.findall(r"^\s+(\w+) = ", render_bake(CAT), re.M)) - {"context", "dockerfile", "platforms", "tags"}
+    assert passed <= declared
+
+
+def _smoke(tmp_path, status: dict) -> subprocess.CompletedProcess:
+    path = tmp_path / "status.json"
+    path.write_text(json.dumps(status))
+    return subprocess.run([sys.executable, str(REPO / "images/smoke.py"), "--vllm", "0.20.0", "--status", str(path)],
+                          capture_output=True, text=True)
+
+
+def test_smoke_passes_when_every_backport_is_applied(tmp_path):
+    ok = _smoke(tmp_path, {"vllm": "0.20.0", "consistent": True, "applied": [{"id": "turboquant-cudagraph"}]})
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_smoke_fails_on_a_missing_backport_or_inconsistent_files(tmp_path):
+    missing = _smoke(tmp_path, {"vllm": "0.20.0", "consistent": True, "applied": []})
+    assert missing.returncode == 1 and "turboquant-cudagraph is not applied" in missing.stderr
+    broken = _smoke(tmp_path, {"vllm": "0.20.0", "consistent": False, "applied": [{"id": "turboquant-cudagraph"}]})
+    assert broken.returncode == 1 and "not consistent" in broken.stderr

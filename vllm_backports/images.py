@@ -1,0 +1,81 @@
+"""What the image build and CI matrices are made of, derived from versions.toml only."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from .catalogue import Catalogue
+
+REGISTRY = "ghcr.io/vllm-backports/vllm-backports"
+
+
+def backport_revision(cat: Catalogue, series: str) -> str:
+    """A short content hash of a series' pinned files: it changes exactly when the backports do."""
+    pinned = cat.data["series"][series]["files"]
+    blob = "\n".join(f"{name} {digest}" for name, digest in sorted(pinned.items()))
+    return hashlib.sha256(blob.encode()).hexdigest()[:8]
+
+
+def image_targets(cat: Catalogue) -> list[dict]:
+    """One target per release that has a series, per arch."""
+    out = []
+    for version in cat.versions:
+        release = cat.releases[version]
+        if not release.series:
+            continue
+        rev = backport_revision(cat, release.series)
+        for arch in cat.arches.values():
+            base = release.image
+            # Pin by digest where one is known; a tag otherwise (recorded as unconfirmed).
+            digest = release.image_digests.get(arch.name, "")
+            out.append({
+                "name": f"v{version.replace('.', '-')}-{arch.name}",
+                "vllm": version, "arch": arch.name, "series": release.series, "revision": rev,
+                "base": f"{base}@{digest}" if digest else base,
+                "platforms": list(arch.platforms),
+                "gdn_prefill_backend": arch.gdn_prefill_backend,
+                "tags": [f"{REGISTRY}:v{version}-{arch.name}-bp{rev}", f"{REGISTRY}:v{version}-{arch.name}"],
+            })
+    return out
+
+
+def render_bake(cat: Catalogue) -> str:
+    targets = image_targets(cat)
+    lines = [
+        "# Generated from versions.toml by `python -m vllm_backports.maint bake --write`; do not edit.",
+        "# Build one: docker buildx bake -f images/docker-bake.hcl v0-20-0-ampere",
+        "",
+        'group "default" {',
+        "  targets = [" + ", ".join(json.dumps(t["name"]) for t in targets) + "]",
+        "}",
+    ]
+    for arch in cat.arches:
+        names = [t["name"] for t in targets if t["arch"] == arch]
+        lines += ["", f'group "{arch}" {{', "  targets = [" + ", ".join(json.dumps(n) for n in names) + "]", "}"]
+    for t in targets:
+        lines += [
+            "",
+            f'target "{t["name"]}" {{',
+            '  context = "."',
+            '  dockerfile = "images/Dockerfile"',
+            f"  platforms = {json.dumps(t['platforms'])}",
+            f"  tags = {json.dumps(t['tags'])}",
+            "  args = {",
+            f"    BASE_IMAGE = {json.dumps(t['base'])}",
+            f"    VLLM_VERSION = {json.dumps(t['vllm'])}",
+            f"    BACKPORT_REVISION = {json.dumps(t['revision'])}",
+            f"    GPU_ARCH = {json.dumps(t['arch'])}",
+            "  }",
+            "  labels = {",
+            f'    "org.opencontainers.image.version" = {json.dumps(t["vllm"] + "-bp" + t["revision"])}',
+            f'    "io.vllm-backports.series" = {json.dumps(t["series"])}',
+            "  }",
+            "}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def ci_matrix(cat: Catalogue) -> dict:
+    """The release-test matrix for GitHub Actions (read with fromJSON)."""
+    return {"include": [{"vllm": v, "series": cat.releases[v].series or "none"} for v in cat.versions]}
