@@ -45,3 +45,46 @@ def test_rehash_pins_an_edited_backport(tmp_path, monkeypatch):
     from vllm_backports.catalogue import Catalogue
 
     assert Catalogue(home).series("0.33.0").patches[0].header["Last-Update"] == "2026-11-23"
+
+
+def _watch_with(monkeypatch, content: bytes) -> dict:
+    import json
+
+    from vllm_backports.catalogue import Catalogue
+
+    class FakeResponse:
+        def raise_for_status(self):
+            pass
+
+        def json(self):
+            return {"releases": {"0.33.0": [{}], "0.34.0rc1": [{}], "0.34.0": [{}]}}
+
+    monkeypatch.setattr("requests.Session.get", lambda *a, **k: FakeResponse())
+    path = Catalogue(REPO).series("0.33.0").paths[0]
+    monkeypatch.setattr(maint, "read_release", lambda v, paths: {"torch": "2.14.0", "files": {path: content}})
+    result = CliRunner().invoke(maint.main, ["watch", "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def _pristine_like_0_33() -> bytes:
+    """A file holding exactly the 0.33.0 hunk's old lines where the patch expects them."""
+    from vllm_backports.catalogue import Catalogue
+
+    hunk = Catalogue(REPO).series("0.33.0").patches[0].files[0].hunks[0]
+    return b"".join([b"# filler\n"] * (hunk.old_start - 1)) + b"".join(hunk.old) + b"# tail\n"
+
+
+def test_watch_classifies_a_new_release(monkeypatch):
+    pristine = _pristine_like_0_33()
+    report = _watch_with(monkeypatch, pristine)
+    assert [r["vllm"] for r in report["releases"]] == ["0.34.0"]  # pre-releases are not watched
+    assert report["releases"][0]["backports"][0]["state"] == "clean"
+    assert _watch_with(monkeypatch, b"# one more line\n" + pristine)["releases"][0]["backports"][0]["state"] == "port"
+    fixed = pristine.replace(b"AttentionCGSupport.UNIFORM_BATCH\n", b"(\n        AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE\n    )\n")
+    fixed = fixed.replace(b"    _cudagraph_support", b"    # Full CUDA graphs replay speculative verify batches (query_len > 1) wrongly\n"
+                          b"    # (vLLM #40880): capture single-token decodes only, so verify batches run\n    # outside full graphs.\n"
+                          b"    _cudagraph_support")
+    assert _watch_with(monkeypatch, fixed)["releases"][0]["backports"][0]["state"] == "upstream"
+    drift = pristine.replace(b"UNIFORM_BATCH", b"UNIFORM_SOMETHING")
+    assert _watch_with(monkeypatch, drift)["releases"][0]["backports"][0]["state"] == "drift"

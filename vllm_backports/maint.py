@@ -16,7 +16,7 @@ from .catalogue import Catalogue, sha256
 from .errors import BackportError
 from .patchfile import parse
 from .port import port as port_patch
-from .pypi import WheelReader, release_files
+from .pypi import INDEX, WheelReader, release_files
 from .record import parse_record
 
 HOME = Path(__file__).resolve().parent.parent
@@ -179,6 +179,59 @@ def matrix_json(kind: str) -> None:
     data = ci_matrix(cat) if kind == "releases" else {"include": [
         {k: t[k] for k in ("name", "vllm", "arch", "revision", "gdn_prefill_backend")} for t in image_targets(cat)]}
     click.echo(json.dumps(data, separators=(",", ":")))
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+def watch(as_json: bool) -> None:
+    """Check every vLLM release on PyPI newer than versions.toml against the newest series."""
+    import json
+
+    from packaging.version import Version
+
+    from .hunks import Mismatch, apply_file
+    from .port import relocate
+
+    cat = Catalogue(HOME)
+    session = requests.Session()
+    response = session.get(INDEX, timeout=30)
+    response.raise_for_status()
+    newest = Version(cat.versions[-1])
+    new = sorted((v for v, files in response.json()["releases"].items()
+                  if files and not Version(v).is_prerelease and Version(v) > newest), key=Version)
+    series = cat.series(cat.releases[cat.versions[-1]].series)
+    report = []
+    for version in new:
+        info = read_release(version, list(series.paths))
+        outcomes = []
+        for patch in series.patches:
+            state, detail = "clean", ""
+            for fpatch in patch.files:
+                content = info["files"].get(fpatch.path)
+                if content is None and not fpatch.creates:
+                    state, detail = "drift", f"{fpatch.path} is gone"
+                    break
+                if not isinstance(apply_file(content, fpatch), Mismatch):
+                    continue
+                if not isinstance(apply_file(content, fpatch.reversed()), Mismatch):
+                    state, detail = "upstream", f"{fpatch.path} already carries the change"
+                    continue
+                moved, problems = relocate(content or b"", fpatch)
+                if moved is not None:
+                    state, detail = "port", f"{fpatch.path}: context moved; `maint port` carries it"
+                else:
+                    state, detail = "drift", "; ".join(f"{p.path} hunk #{p.hunk}: {p.reason}" for p in problems)
+                    break
+            outcomes.append({"id": patch.backport_id, "state": state, "detail": detail})
+        report.append({"vllm": version, "torch": info["torch"], "series_checked": series.name, "backports": outcomes})
+    if as_json:
+        click.echo(json.dumps({"newest_known": str(newest), "releases": report}, indent=2))
+        return
+    if not report:
+        click.echo(f"no vLLM release on PyPI newer than {newest}")
+    for r in report:
+        for b in r["backports"]:
+            click.echo(f"{r['vllm']}: {b['id']}: {b['state']} {b['detail']}".rstrip())
 
 
 def _write_or_diff(path: Path, old: str, new: str, write: bool, current: str) -> None:
