@@ -152,8 +152,21 @@ def matrix(write: bool) -> None:
     path = HOME / "README.md"
     text = path.read_text()
     start, end = text.index(MATRIX_BEGIN) + len(MATRIX_BEGIN), text.index(MATRIX_END)
-    new = text[:start] + "\n" + render_matrix(Catalogue(HOME)) + "\n" + text[end:]
+    cat = Catalogue(HOME)
+    new = text[:start] + "\n" + render_matrix(cat) + "\n" + text[end:]
+    a, b = new.index(ARCH_BEGIN) + len(ARCH_BEGIN), new.index(ARCH_END)
+    new = new[:a] + "\n" + render_arches(cat) + "\n" + new[b:]
     _write_or_diff(path, text, new, write, "support matrix is current")
+
+
+ARCH_BEGIN, ARCH_END = "<!-- arch-table:begin -->", "<!-- arch-table:end -->"
+
+
+def render_arches(cat: Catalogue) -> str:
+    rows = ["| arch | platforms | GPUs | GDN prefill default (smoke-tested there) | why it differs |", "|---|---|---|---|---|"]
+    for a in cat.arches.values():
+        rows.append(f"| {a.name} | {', '.join(a.platforms)} | {a.gpus} | {a.gdn_prefill_backend} | {a.why} |")
+    return "\n".join(rows)
 
 
 @main.command()
