@@ -163,7 +163,7 @@ ARCH_BEGIN, ARCH_END = "<!-- arch-table:begin -->", "<!-- arch-table:end -->"
 
 
 def render_arches(cat: Catalogue) -> str:
-    rows = ["| arch | platforms | GPUs | GDN prefill default (smoke-tested there) | why it differs |", "|---|---|---|---|---|"]
+    rows = ["| arch | platforms | GPUs | GDN prefill default | why it differs |", "|---|---|---|---|---|"]
     for a in cat.arches.values():
         rows.append(f"| {a.name} | {', '.join(a.platforms)} | {a.gpus} | {a.gdn_prefill_backend} | {a.why} |")
     return "\n".join(rows)
