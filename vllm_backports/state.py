@@ -154,7 +154,6 @@ def pending_journal(tree: Tree) -> Path | None:
 @dataclass(frozen=True)
 class Rollback:
     files: dict[str, bytes | None]  # path -> the bytes it had before the interrupted run
-    created: list[str]  # paths the interrupted run may have created
     manifest_before: str | None
 
 
@@ -177,12 +176,9 @@ def rollback_plan(tree: Tree) -> Rollback | None:
         raise unreadable from None
     backups = tree.state_dir / "txn"
     files: dict[str, bytes | None] = {}
-    created: list[str] = []
     for n, (rel, before_sha, after_sha) in enumerate(checked):
         current = tree.read(rel)
         now = sha256(current) if current is not None else None
-        if before_sha is None:
-            created.append(rel)
         if now == before_sha:
             files[rel] = current
             continue
@@ -197,7 +193,7 @@ def rollback_plan(tree: Tree) -> Rollback | None:
             if before is None or sha256(before) != before_sha:
                 raise StateError(f"{backups / str(n)}: backup is damaged; reinstall vllm=={tree.version}")
         files[rel] = before
-    return Rollback(files, created, manifest_before)
+    return Rollback(files, manifest_before)
 
 
 def recover(tree: Tree) -> list[str]:
