@@ -80,6 +80,12 @@ class Series:
     root: Path
     releases: tuple[str, ...]
     patches: tuple[Patch, ...]
+    pinned: dict[str, str]  # file name -> sha256, as verified when the series was loaded
+
+    @property
+    def created(self) -> frozenset[str]:
+        """Paths the series adds (new kernel files): absent from the wheel and from RECORD."""
+        return frozenset(f.path for p in self.patches for f in p.files if f.creates)
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -194,7 +200,8 @@ class Catalogue:
                 patches.append(parse(contents[fname], fname))
             except PatchError as exc:
                 raise CatalogueError(f"backports/{name}/{exc}") from None
-        series = Series(name=name, root=root, releases=tuple(raw.get("releases", ())), patches=tuple(patches))
+        series = Series(name=name, root=root, releases=tuple(raw.get("releases", ())), patches=tuple(patches),
+                        pinned=dict(pinned))
         self._series_cache[name] = series
         return series
 

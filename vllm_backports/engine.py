@@ -57,15 +57,11 @@ def select(series: Series, only: tuple[str, ...], skip: tuple[str, ...]) -> set[
     return chosen - set(skip)
 
 
-def _created_by(series: Series) -> set[str]:
-    return {f.path for p in series.patches for f in p.files if f.creates}
-
-
 def _contents(tree: Tree, res: Resolution, manifest: dict | None, notes: list[str],
               view: dict[str, bytes | None] | None = None) -> tuple[dict[str, bytes | None], dict | None]:
     """Current bytes of every series file, each proven to be pristine or our own patched state."""
     assert res.series is not None
-    created = _created_by(res.series)
+    created = res.series.created
     recorded = (manifest or {}).get("files", {})
     contents: dict[str, bytes | None] = {}
     for path in res.series.paths:
@@ -131,7 +127,7 @@ def plan_apply(tree: Tree, res: Resolution, manifest: dict | None, chosen: set[s
         else:
             outcomes.append(Outcome(patch.backport_id, patch.name, ALREADY, "present, applied outside vllm-backports"))
     changes = [Change(p, start[p], contents[p]) for p in res.series.paths if start[p] != contents[p]]
-    new_manifest = _manifest(res, manifest, contents, [p for p in res.series.patches if p.name in ours or p in applied_now])
+    new_manifest = _manifest(res, contents, [p for p in res.series.patches if p.name in ours or p in applied_now])
     return Plan(outcomes, changes, new_manifest, notes)
 
 
@@ -156,7 +152,7 @@ def plan_revert(tree: Tree, res: Resolution, manifest: dict | None, chosen: set[
             outcomes.append(Outcome(patch.backport_id, patch.name, SKIPPED))
             remaining.append(patch)
             continue
-        if entry.get("sha256") != sha256((res.series.root / patch.name).read_bytes()):
+        if entry.get("sha256") != res.series.pinned[patch.name]:
             raise StateError(f"{patch.name} changed since it was applied; revert with the vllm-backports version that applied it, or reinstall vllm=={res.version}")
         backward = _apply_patch(contents, patch.reversed())
         if isinstance(backward, Mismatch):
@@ -170,16 +166,16 @@ def plan_revert(tree: Tree, res: Resolution, manifest: dict | None, chosen: set[
     for path in res.series.paths:
         if path in touched or start[path] == contents[path]:
             continue
-        expected = None if path in _created_by(res.series) else res.pristine.get(path)
+        expected = None if path in res.series.created else res.pristine.get(path)
         got = None if contents[path] is None else sha256(contents[path])
         if got != expected:
             raise StateError(f"{path}: reverting would not restore the pristine bytes (sha256 {str(got)[:12]}, RECORD {str(expected)[:12]}); reinstall vllm=={res.version}")
     changes = [Change(p, start[p], contents[p]) for p in res.series.paths if start[p] != contents[p]]
     kept = [p for p in res.series.patches if p in remaining]
-    return Plan(outcomes, changes, _manifest(res, manifest, contents, kept) if kept else None, notes)
+    return Plan(outcomes, changes, _manifest(res, contents, kept) if kept else None, notes)
 
 
-def _manifest(res: Resolution, old: dict | None, contents: dict[str, bytes | None], applied: list[Patch]) -> dict | None:
+def _manifest(res: Resolution, contents: dict[str, bytes | None], applied: list[Patch]) -> dict | None:
     if not applied:
         return None
     assert res.series is not None
@@ -191,7 +187,7 @@ def _manifest(res: Resolution, old: dict | None, contents: dict[str, bytes | Non
         "series": res.series.name,
         "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "applied": [
-            {"id": p.backport_id, "patch": p.name, "sha256": sha256((res.series.root / p.name).read_bytes())}
+            {"id": p.backport_id, "patch": p.name, "sha256": res.series.pinned[p.name]}
             for p in applied
         ],
         "files": {

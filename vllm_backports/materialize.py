@@ -16,8 +16,7 @@ def fetch_release(cat: Catalogue, release: Release, progress: Callable[[str], No
     needed: list[str] = []
     if release.series:
         series = cat.series(release.series)
-        created = {f.path for p in series.patches for f in p.files if f.creates}
-        needed = [p for p in series.paths if p not in created]  # new kernel files are not in the wheel
+        needed = [p for p in series.paths if p not in series.created]
     return fetch(release.version, release.wheel, release.wheel_sha256, release.record_sha256,
                  needed, release.files, progress)
 
