@@ -6,6 +6,7 @@ Exit codes: 0 done; 1 drift or failure; 2 usage or bad input (nothing was change
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 from pathlib import Path
@@ -304,3 +305,55 @@ def _span(versions: list[str], order: list[str]) -> str:
             current = [v]
     runs.append(current)
     return ", ".join(r[0] if len(r) == 1 else f"{r[0]} .. {r[-1]}" for r in runs)
+
+
+@main.command("verify")
+@click.option("--batch", "batches", multiple=True, type=click.Choice(["1", "16"]), help="Requests a batch (repeatable; default 1 and 16).")
+@click.option("--mode", "modes", multiple=True, type=click.Choice(["eager", "graphs"]), help="Eager or CUDA graphs (repeatable; default both).")
+@click.option("--preset", "presets", multiple=True, type=click.Choice(["ngram"]), help="Speculative preset (repeatable; default all).")
+@click.option("--tp", type=click.IntRange(1, 8), default=1, show_default=True, help="Tensor-parallel size.")
+@click.option("--threshold", type=click.FloatRange(min=0.0, min_open=True), default=None,
+              help="Regret (nats below the float32 reference's best) above which a token is an error "
+                   "[default: twice the plain baseline's worst, at least 1].")
+@click.option("--prefill-backend", type=click.Choice(["default", "triton", "flashinfer"]), default="default", show_default=True,
+              help="GDN prefill backend (vLLM's additional_config gdn_prefill_backend).")
+@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=Path(".verify"), show_default=True,
+              help="Where the model, engine logs and raw outputs go.")
+@click.option("--json", "as_json", is_flag=True, default=None, help="One JSON object on stdout.")
+@guarded
+def verify_cmd(reporter: Reporter, batches, modes, presets, tp, threshold, prefill_backend, work_dir, as_json) -> int:
+    """Judge this vLLM's greedy speculative decoding against a float32 reference (needs a GPU).
+
+    Exit 0: every scenario's tokens are what the model predicts; 1: some are not;
+    2: this machine cannot run verify, or the plain baseline itself fails (no calibration).
+    """
+    from .verify.run import Plan, execute
+
+    plan = Plan(batches=tuple(int(b) for b in batches) or (1, 16), modes=tuple(modes) or ("eager", "graphs"),
+                presets=tuple(presets) or ("ngram",), tp=tp, threshold=threshold, work=work_dir,
+                additional_config={} if prefill_backend == "default" else {"gdn_prefill_backend": prefill_backend})
+    result = execute(plan, reporter.progress)
+    table = Table(title=f"vLLM {result['vllm']}: tokens judged by the float32 reference (error: regret > {result['threshold']:.2f}; "
+                        f"baseline worst {result['baseline_worst_regret']:.2f})",
+                  title_justify="left", show_edge=False)
+    for col in ("scenario", "batch", "mode", "sequences", "tokens", "errors", "worst regret", "first error at",
+                "same as baseline", "tok/s"):
+        table.add_column(col)
+    for r in result["rows"]:
+        style = "green" if r["errors"] == 0 else "bold red"
+        table.add_row(r["scenario"], str(r["batch"]), r["mode"], str(r["sequences"]), str(r["tokens"]),
+                      f"[{style}]{r['errors']}[/]", f"{r['worst_regret']:.2f}", str(r["first_error_at"] if r["first_error_at"] is not None else "-"),
+                      f"{r['same_as_baseline']}/{r['sequences']}", f"{r['tokens_per_s']:.0f}")
+    payload = {"command": "verify", **{k: v for k, v in result.items() if k != "rows"},
+               "rows": [{k: v for k, v in r.items() if k != "regrets"} for r in result["rows"]]}
+    (work_dir / "verify.json").write_text(json.dumps(result))
+    if not result["calibrated"]:
+        line = ("calibration failed: the plain baseline itself strays from the reference "
+                f"(worst regret {result['baseline_worst_regret']:.2f}); nothing can be concluded")
+        code = 2
+    elif result["passed"]:
+        line, code = "verify: passed", 0
+    else:
+        line, code = "verify: FAILED: speculative output is not what the model predicts", 1
+    reporter.emit(payload, table, [line])
+    return code

@@ -1,0 +1,89 @@
+"""Scripted drafts: the ngram proposer replaced by a schedule that hits every GDN state transition.
+
+Random weights make real ngram drafts almost never accepted, so the bug would hide. Here each
+request's drafts are taken from a known greedy continuation of the same engine without
+speculation, and a per-request schedule decides how many to offer and how many of them are right:
+full acceptance, then a step with no drafts (the stale-slot transition), partial acceptance,
+rejection. Requests run the schedule at different phases, so one batch mixes rows with and
+without drafts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+ENV = "VLLM_BACKPORTS_VERIFY_DRAFTS"
+
+# (drafts offered, of which correct). Every (k,k) or (k,c>0) is followed by a (0,0) somewhere.
+SCHEDULE: tuple[tuple[int, int], ...] = (
+    (3, 3), (0, 0), (3, 1), (0, 0), (0, 0), (2, 2), (3, 0), (1, 1), (0, 0), (3, 3), (3, 3), (0, 0),
+)
+
+
+@dataclass
+class Script:
+    prompts: list[list[int]]
+    continuations: list[list[int]]
+    k: int
+    vocab: int
+    steps: dict[int, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._by_prefix = {tuple(p): i for i, p in enumerate(self.prompts)}
+        if len(self._by_prefix) != len(self.prompts):
+            raise ValueError("scripted drafts need distinct prompts")
+
+    def request_of(self, context: list[int]) -> int | None:
+        for i, prompt in enumerate(self.prompts):
+            if context[: len(prompt)] == prompt:
+                return i
+        return None
+
+    def propose(self, context: list[int]) -> list[int]:
+        """Drafts for one row whose prompt plus output so far is `context`."""
+        req = self.request_of(context)
+        if req is None:
+            return []
+        step = self.steps.get(req, 0)
+        self.steps[req] = step + 1
+        offered, correct = SCHEDULE[(step + req) % len(SCHEDULE)]
+        offered = min(offered, self.k)
+        cont = self.continuations[req]
+        done = len(context) - len(self.prompts[req])
+        truth = cont[done : done + offered]
+        # A wrong draft is the right token plus one: guaranteed to differ, still in the vocabulary.
+        return [t if j < correct else (t + 1) % self.vocab for j, t in enumerate(truth)]
+
+    def to_json(self) -> str:
+        return json.dumps({"prompts": self.prompts, "continuations": self.continuations,
+                           "k": self.k, "vocab": self.vocab})
+
+    @classmethod
+    def from_json(cls, text: str) -> Script:
+        d = json.loads(text)
+        return cls(d["prompts"], d["continuations"], int(d["k"]), int(d["vocab"]))
+
+
+def install(script: Script) -> None:
+    """Make vLLM's CPU ngram proposer serve the script (same hook in 0.17 .. 0.33)."""
+    from vllm.v1.spec_decode.ngram_proposer import NgramProposer
+
+    def batch_propose(self, num_requests, valid_ngram_requests, num_tokens_no_spec, token_ids_cpu, *rest, **kw):
+        out: list[list[int]] = [[] for _ in range(num_requests)]
+        for i in valid_ngram_requests:
+            context = token_ids_cpu[i, : int(num_tokens_no_spec[i])].tolist()
+            out[i] = script.propose(context)
+        return out
+
+    NgramProposer.batch_propose = batch_propose
+
+
+def install_from_env() -> bool:
+    path = os.environ.get(ENV)
+    if not path:
+        return False
+    with open(path) as f:
+        install(Script.from_json(f.read()))
+    return True

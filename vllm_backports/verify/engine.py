@@ -1,0 +1,61 @@
+"""One engine run, in its own process: `python -m vllm_backports.verify.engine SPEC.json OUT.json`.
+
+A fresh process per engine frees the GPU between runs and lets the scripted drafter be installed
+before vLLM builds its workers (they fork from here, so they inherit it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+
+def run(spec: dict) -> dict:
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "fork")
+    from . import drafts
+
+    scripted = drafts.install_from_env()
+    from vllm import LLM, SamplingParams
+
+    kwargs = {
+        "model": spec["model"], "skip_tokenizer_init": True, "dtype": "bfloat16", "seed": 0,
+        "max_model_len": spec["max_model_len"], "max_num_seqs": spec["max_num_seqs"],
+        "gpu_memory_utilization": spec.get("gpu_memory_utilization", 0.35),
+        "tensor_parallel_size": spec.get("tp", 1), "enforce_eager": spec["eager"],
+        "additional_config": spec.get("additional_config") or {},
+    }
+    if spec.get("max_num_batched_tokens"):
+        kwargs["max_num_batched_tokens"] = spec["max_num_batched_tokens"]
+    if not spec["eager"]:
+        kwargs["compilation_config"] = {"cudagraph_capture_sizes": [1, 2, 4, 8, 16, 32, 64]}
+    if spec.get("speculative"):
+        kwargs["speculative_config"] = spec["speculative"]
+    if spec.get("kv_cache_dtype"):
+        kwargs["kv_cache_dtype"] = spec["kv_cache_dtype"]
+    started = time.perf_counter()
+    llm = LLM(**kwargs)
+    ready = time.perf_counter()
+    params = SamplingParams(temperature=0.0, max_tokens=spec["max_tokens"], ignore_eos=True)
+    batch = [{"prompt_token_ids": p} for p in spec["prompts"]]
+    outs = llm.generate(batch, params, use_tqdm=False)
+    done = time.perf_counter()
+    tokens = [list(o.outputs[0].token_ids) for o in outs]
+    return {"tokens": tokens, "scripted": scripted, "start_s": ready - started,
+            "generate_s": done - ready, "tokens_per_s": sum(map(len, tokens)) / (done - ready)}
+
+
+def main(argv: list[str]) -> int:
+    spec_path, out_path = argv
+    with open(spec_path) as f:
+        spec = json.load(f)
+    result = run(spec)
+    with open(out_path, "w") as f:
+        json.dump(result, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,62 @@
+"""The float32 reference and the judgement of vLLM's tokens against it.
+
+regret(token) = best reference log-probability at that position minus the chosen token's. bf16
+noise moves near-ties (regret well under one nat on this model); a corrupted recurrent state
+makes the engine follow a different function, and its choices land many nats down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Verdict:
+    sequences: int
+    tokens: int
+    errors: int
+    worst: float
+    first_error: int | None  # position of the earliest error over all sequences
+    bad_sequences: int
+
+    def as_dict(self) -> dict:
+        return {"sequences": self.sequences, "tokens": self.tokens, "errors": self.errors,
+                "worst_regret": round(self.worst, 3), "first_error_at": self.first_error,
+                "bad_sequences": self.bad_sequences}
+
+
+def judge(regrets: list[list[float]], threshold: float) -> Verdict:
+    errors = bad = 0
+    first: int | None = None
+    worst = 0.0
+    for seq in regrets:
+        hits = [i for i, r in enumerate(seq) if r > threshold]
+        errors += len(hits)
+        bad += bool(hits)
+        if hits and (first is None or hits[0] < first):
+            first = hits[0]
+        worst = max([worst, *seq])
+    return Verdict(len(regrets), sum(map(len, regrets)), errors, worst, first, bad)
+
+
+class Reference:
+    """The checkpoint vLLM loaded, in float32, on transformers' PyTorch kernels."""
+
+    def __init__(self, model_dir: str, device: str = "cuda"):
+        import torch
+        from transformers import Qwen3NextForCausalLM
+
+        self.torch = torch
+        self.device = device
+        model = Qwen3NextForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32)
+        self.model = model.to(device).eval()
+
+    def regrets(self, prompt: list[int], output: list[int]) -> list[float]:
+        torch = self.torch
+        ids = torch.tensor([prompt + output], device=self.device)
+        with torch.no_grad():
+            logits = self.model(input_ids=ids).logits[0].float()
+        # position t predicts token t+1: the outputs are predicted from len(prompt)-1 on
+        logp = torch.log_softmax(logits[len(prompt) - 1 : len(prompt) - 1 + len(output)], dim=-1)
+        chosen = logp.gather(1, torch.tensor(output, device=self.device)[:, None])[:, 0]
+        return (logp.max(dim=1).values - chosen).tolist()

@@ -1,0 +1,46 @@
+"""What verify runs: batch shapes x graph modes x speculative presets. Data, no GPU."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+# ngram with a scripted drafter: the proposer vLLM builds is ngram, its drafts come from drafts.py.
+PRESETS: dict[str, dict] = {
+    "ngram": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1},
+}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How requests meet the engine. b16 sends more prompts than fit, with small token budgets,
+    so prompt chunks land in batches beside speculative rows (the mixed-batch paths)."""
+
+    name: str
+    prompts: int
+    max_num_seqs: int
+    max_tokens: int
+    max_num_batched_tokens: int | None
+
+    def engine_spec(self, model: str, prompts: list[list[int]], eager: bool, tp: int, extra: dict) -> dict:
+        return {"model": model, "prompts": prompts, "max_num_seqs": self.max_num_seqs,
+                "max_tokens": self.max_tokens, "max_model_len": 512, "eager": eager, "tp": tp,
+                "max_num_batched_tokens": self.max_num_batched_tokens, **extra}
+
+
+SHAPES: dict[int, Shape] = {
+    1: Shape("1 a batch", prompts=4, max_num_seqs=1, max_tokens=96, max_num_batched_tokens=None),
+    16: Shape("16 a batch", prompts=24, max_num_seqs=16, max_tokens=128, max_num_batched_tokens=192),
+}
+PROMPT_LEN = 40
+
+
+def prompts(count: int, vocab: int, seed: int = 1) -> list[list[int]]:
+    """Distinct random prompts (token 0 and 1 are bos/eos and left out)."""
+    rng = random.Random(seed)
+    out: list[list[int]] = []
+    while len(out) < count:
+        p = [rng.randrange(2, vocab) for _ in range(PROMPT_LEN)]
+        if p not in out:
+            out.append(p)
+    return out
