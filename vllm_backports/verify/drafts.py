@@ -11,6 +11,7 @@ without drafts.
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 import os
 from dataclasses import dataclass, field
 
@@ -56,6 +57,24 @@ class Script:
         # A wrong draft is the right token plus one: guaranteed to differ, still in the vocabulary.
         return [t if j < correct else (t + 1) % self.vocab for j, t in enumerate(truth)]
 
+    def replay(self, req: int, output: list[int]) -> list[tuple[int, int]]:
+        """(offered, accepted) per step, rebuilt offline from a greedy output.
+
+        Greedy verification accepts exactly the drafts that equal the tokens the engine emitted,
+        so the output alone says what every step did; no engine metrics are needed.
+        """
+        probe = Script(self.prompts, self.continuations, self.k, self.vocab)
+        prompt = self.prompts[req]
+        done, steps = 1, []  # the prefill step emits the first token without drafts
+        while done < len(output):
+            offered = probe.propose(prompt + output[:done])
+            accepted = 0
+            while accepted < len(offered) and done + accepted < len(output) and offered[accepted] == output[done + accepted]:
+                accepted += 1
+            steps.append((len(offered), accepted))
+            done += accepted + 1
+        return steps
+
     def to_json(self) -> str:
         return json.dumps({"prompts": self.prompts, "continuations": self.continuations,
                            "k": self.k, "vocab": self.vocab})
@@ -87,3 +106,14 @@ def install_from_env() -> bool:
     with open(path) as f:
         install(Script.from_json(f.read()))
     return True
+
+
+def transitions(steps: list[tuple[int, int]]) -> dict[str, int]:
+    """How often a run hit the transitions that corrupt GDN state."""
+    out = {"steps": len(steps), "accepted_drafts": sum(a for _, a in steps),
+           "accepted_then_no_drafts": 0, "partial_acceptance": 0}
+    for (_o1, a1), (o2, _) in pairwise(steps):
+        if a1 > 0 and o2 == 0:
+            out["accepted_then_no_drafts"] += 1
+    out["partial_acceptance"] = sum(1 for o, a in steps if 0 < a < o)
+    return out

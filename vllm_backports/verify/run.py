@@ -71,6 +71,15 @@ def _engine(spec: dict, work: Path, tag: str, script: drafts.Script | None) -> d
     return json.loads(out_path.read_text())
 
 
+def exercised(script: drafts.Script, outputs: list[list[int]]) -> dict[str, int]:
+    """Totals of drafts.transitions over every request of one run."""
+    total: dict[str, int] = {}
+    for i, out in enumerate(outputs):
+        for key, n in drafts.transitions(script.replay(i, out)).items():
+            total[key] = total.get(key, 0) + n
+    return total
+
+
 def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     vllm_version = preflight()
     plan.work.mkdir(parents=True, exist_ok=True)
@@ -93,7 +102,8 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                 cfg = dict(extra, speculative=scenarios.PRESETS[preset])
                 script = drafts.Script(ps, base["tokens"], k=cfg["speculative"]["num_speculative_tokens"], vocab=vocab)
                 out = _engine(shape.engine_spec(str(model_dir), ps, eager, plan.tp, cfg), plan.work, tag, script)
-                runs.append({"scenario": preset, "batch": batch, "mode": mode, "prompts": ps, **out})
+                hit = exercised(script, out["tokens"])
+                runs.append({"scenario": preset, "batch": batch, "mode": mode, "prompts": ps, "exercised": hit, **out})
     progress("reference: float32 teacher forcing")
     ref = Reference(str(model_dir))
     scored = [(r, [ref.regrets(p, t) for p, t in zip(r["prompts"], r["tokens"])]) for r in runs]
@@ -105,6 +115,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
         baseline = next(b for b in runs if b["scenario"] == "baseline" and b["batch"] == r["batch"] and b["mode"] == r["mode"])
         same = sum(a == b for a, b in zip(r["tokens"], baseline["tokens"]))
         rows.append({"scenario": r["scenario"], "batch": r["batch"], "mode": r["mode"], **verdict.as_dict(),
+                     "exercised": r.get("exercised"),
                      "same_as_baseline": same, "tokens_per_s": round(r["tokens_per_s"], 1),
                      "regrets": [[round(x, 3) for x in s] for s in regrets]})
     calibration = [x for x in rows if x["scenario"] == "baseline"]

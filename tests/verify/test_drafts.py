@@ -1,0 +1,79 @@
+"""The scripted drafter and its offline replay: what verify claims it exercised must be true."""
+
+from __future__ import annotations
+
+import pytest
+
+from vllm_backports.verify.drafts import SCHEDULE, Script, transitions
+
+VOCAB = 50
+
+
+def script(k: int = 3) -> Script:
+    prompts = [[2, 3, 4], [5, 6, 7], [8, 9]]
+    conts = [list(range(10, 40)), list(range(20, 50)), [(i * 7) % VOCAB for i in range(30)]]
+    return Script(prompts, conts, k=k, vocab=VOCAB)
+
+
+def test_drafts_follow_the_schedule_with_wrong_tokens_after_the_correct_ones():
+    s = script()
+    prompt, cont = s.prompts[0], s.continuations[0]
+    seen = []
+    done = 1
+    for step in range(len(SCHEDULE)):
+        drafts = s.propose(prompt + cont[:done])
+        offered, correct = SCHEDULE[step % len(SCHEDULE)]
+        assert len(drafts) == offered
+        assert drafts[:correct] == cont[done : done + correct]
+        assert all(d != t for d, t in zip(drafts[correct:], cont[done + correct :], strict=False))
+        seen.append((offered, correct))
+        done += 1
+    assert seen == list(SCHEDULE)
+
+
+def test_requests_run_the_schedule_at_different_phases_so_batches_mix_rows():
+    s = script()
+    first = [len(s.propose(p + c[:1])) for p, c in zip(s.prompts, s.continuations, strict=True)]
+    assert 0 in first and any(n > 0 for n in first)
+
+
+def test_unknown_context_and_cap_at_k():
+    s = script(k=1)
+    assert s.propose([99, 98, 97, 96]) == []
+    assert len(s.propose(s.prompts[0] + s.continuations[0][:1])) <= 1
+
+
+def test_prompts_must_be_distinct():
+    with pytest.raises(ValueError, match="distinct"):
+        Script([[1, 2], [1, 2]], [[3], [3]], k=3, vocab=VOCAB)
+
+
+def test_replay_of_a_perfect_output_counts_every_transition():
+    s = script()
+    steps = s.replay(0, s.continuations[0])
+    # the engine emitted exactly the continuation, so every correct draft was accepted
+    for (offered, accepted), (o, c) in zip(steps, [SCHEDULE[i % len(SCHEDULE)] for i in range(len(steps))], strict=True):
+        assert offered == o and accepted == c
+    t = transitions(steps)
+    assert t["accepted_then_no_drafts"] > 0 and t["partial_acceptance"] > 0
+    assert t["accepted_drafts"] == sum(a for _, a in steps)
+
+
+def test_replay_of_a_diverged_output_accepts_nothing_after_the_divergence():
+    s = script()
+    cont = s.continuations[0]
+    out = [cont[0]] + [(t + 5) % VOCAB for t in cont[1:]]  # a different path from the second token on
+    steps = s.replay(0, out)
+    assert transitions(steps)["accepted_drafts"] == 0
+
+
+def test_replay_does_not_disturb_the_live_counters():
+    s = script()
+    s.replay(1, s.continuations[1])
+    assert s.steps == {}
+
+
+def test_json_round_trip():
+    s = script()
+    back = Script.from_json(s.to_json())
+    assert (back.prompts, back.continuations, back.k, back.vocab) == (s.prompts, s.continuations, 3, VOCAB)

@@ -1,0 +1,32 @@
+"""`apply.py verify` where it cannot run: one line, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from cli_runner import run
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("vllm") is not None,
+                                reason="vLLM is installed here: verify would really run")
+
+
+def test_without_vllm_verify_refuses_in_one_line(tmp_path):
+    work = tmp_path / "work"
+    r = run("verify", "--work-dir", str(work))
+    assert r.code == 2
+    assert r.err.strip().splitlines() == ["error: verify needs vLLM installed in this Python (run it in the image or after apply.py)"]
+    assert not work.exists()
+
+
+def test_json_error(tmp_path):
+    r = run("verify", "--json", "--work-dir", str(tmp_path / "w"))
+    assert r.code == 2 and r.json["exit_code"] == 2 and "vLLM" in r.json["error"]
+
+
+@pytest.mark.parametrize("args", [["--batch", "3"], ["--mode", "fast"], ["--threshold", "0"], ["--tp", "0"]])
+def test_bad_options_are_usage_errors(tmp_path, args):
+    r = run("verify", "--work-dir", str(tmp_path / "w"), *args)
+    assert r.code == 2
+    assert not (tmp_path / "w").exists()
