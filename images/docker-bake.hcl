@@ -17,15 +17,15 @@ target "v0-20-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.0-ampere-bp875581b5", "ghcr.io/vllm-backports/vllm-backports:v0.20.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.0-ampere-bp29ea30ac", "ghcr.io/vllm-backports/vllm-backports:v0.20.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.0"
     VLLM_VERSION = "0.20.0"
-    BACKPORT_REVISION = "875581b5"
+    BACKPORT_REVISION = "29ea30ac"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.0-bp875581b5"
+    "org.opencontainers.image.version" = "0.20.0-bp29ea30ac"
     "io.vllm-backports.series" = "0.20.0"
   }
 }
@@ -34,15 +34,15 @@ target "v0-20-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.0-hopper-bp875581b5", "ghcr.io/vllm-backports/vllm-backports:v0.20.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.0-hopper-bp29ea30ac", "ghcr.io/vllm-backports/vllm-backports:v0.20.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.0"
     VLLM_VERSION = "0.20.0"
-    BACKPORT_REVISION = "875581b5"
+    BACKPORT_REVISION = "29ea30ac"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.0-bp875581b5"
+    "org.opencontainers.image.version" = "0.20.0-bp29ea30ac"
     "io.vllm-backports.series" = "0.20.0"
   }
 }
@@ -51,16 +51,16 @@ target "v0-20-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-ampere-bp875581b5", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-ampere-bpf73a076d", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.1"
     VLLM_VERSION = "0.20.1"
-    BACKPORT_REVISION = "875581b5"
+    BACKPORT_REVISION = "f73a076d"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.1-bp875581b5"
-    "io.vllm-backports.series" = "0.20.0"
+    "org.opencontainers.image.version" = "0.20.1-bpf73a076d"
+    "io.vllm-backports.series" = "0.20.1"
   }
 }
 
@@ -68,16 +68,16 @@ target "v0-20-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper-bp875581b5", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper-bpf73a076d", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.1"
     VLLM_VERSION = "0.20.1"
-    BACKPORT_REVISION = "875581b5"
+    BACKPORT_REVISION = "f73a076d"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.1-bp875581b5"
-    "io.vllm-backports.series" = "0.20.0"
+    "org.opencontainers.image.version" = "0.20.1-bpf73a076d"
+    "io.vllm-backports.series" = "0.20.1"
   }
 }
 
@@ -85,16 +85,16 @@ target "v0-20-2-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.2-ampere-bp875581b5", "ghcr.io/vllm-backports/vllm-backports:v0.20.2-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.2-ampere-bpf73a076d", "ghcr.io/vllm-backports/vllm-backports:v0.20.2-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.2"
     VLLM_VERSION = "0.20.2"
-    BACKPORT_REVISION = "875581b5"
+    BACKPORT_REVISION = "f73a076d"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.2-bp875581b5"
-    "io.vllm-backports.series" = "0.20.0"
+    "org.opencontainers.image.version" = "0.20.2-bpf73a076d"
+    "io.vllm-backports.series" = "0.20.1"
   }
 }
 
@@ -102,16 +102,16 @@ target "v0-20-2-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.2-hopper-bp875581b5", "ghcr.io/vllm-backports/vllm-backports:v0.20.2-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.2-hopper-bpf73a076d", "ghcr.io/vllm-backports/vllm-backports:v0.20.2-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.2"
     VLLM_VERSION = "0.20.2"
-    BACKPORT_REVISION = "875581b5"
+    BACKPORT_REVISION = "f73a076d"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.2-bp875581b5"
-    "io.vllm-backports.series" = "0.20.0"
+    "org.opencontainers.image.version" = "0.20.2-bpf73a076d"
+    "io.vllm-backports.series" = "0.20.1"
   }
 }
 
@@ -119,15 +119,15 @@ target "v0-21-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-bp8568ac76", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-bpfc221cb4", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0"
     VLLM_VERSION = "0.21.0"
-    BACKPORT_REVISION = "8568ac76"
+    BACKPORT_REVISION = "fc221cb4"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.21.0-bp8568ac76"
+    "org.opencontainers.image.version" = "0.21.0-bpfc221cb4"
     "io.vllm-backports.series" = "0.21.0"
   }
 }
@@ -136,15 +136,15 @@ target "v0-21-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-bp8568ac76", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-bpfc221cb4", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0"
     VLLM_VERSION = "0.21.0"
-    BACKPORT_REVISION = "8568ac76"
+    BACKPORT_REVISION = "fc221cb4"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.21.0-bp8568ac76"
+    "org.opencontainers.image.version" = "0.21.0-bpfc221cb4"
     "io.vllm-backports.series" = "0.21.0"
   }
 }
@@ -153,15 +153,15 @@ target "v0-22-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-bp8568ac76", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-bp35514763", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.0"
     VLLM_VERSION = "0.22.0"
-    BACKPORT_REVISION = "8568ac76"
+    BACKPORT_REVISION = "35514763"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.0-bp8568ac76"
+    "org.opencontainers.image.version" = "0.22.0-bp35514763"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -170,15 +170,15 @@ target "v0-22-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-bp8568ac76", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-bp35514763", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.0"
     VLLM_VERSION = "0.22.0"
-    BACKPORT_REVISION = "8568ac76"
+    BACKPORT_REVISION = "35514763"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.0-bp8568ac76"
+    "org.opencontainers.image.version" = "0.22.0-bp35514763"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -187,15 +187,15 @@ target "v0-22-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-bp8568ac76", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-bp35514763", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.1"
     VLLM_VERSION = "0.22.1"
-    BACKPORT_REVISION = "8568ac76"
+    BACKPORT_REVISION = "35514763"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.1-bp8568ac76"
+    "org.opencontainers.image.version" = "0.22.1-bp35514763"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -204,15 +204,15 @@ target "v0-22-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-bp8568ac76", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-bp35514763", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.1"
     VLLM_VERSION = "0.22.1"
-    BACKPORT_REVISION = "8568ac76"
+    BACKPORT_REVISION = "35514763"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.1-bp8568ac76"
+    "org.opencontainers.image.version" = "0.22.1-bp35514763"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -221,16 +221,16 @@ target "v0-23-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-bp8568ac76", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-bpa9e4df06", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.23.0"
     VLLM_VERSION = "0.23.0"
-    BACKPORT_REVISION = "8568ac76"
+    BACKPORT_REVISION = "a9e4df06"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.23.0-bp8568ac76"
-    "io.vllm-backports.series" = "0.22.0"
+    "org.opencontainers.image.version" = "0.23.0-bpa9e4df06"
+    "io.vllm-backports.series" = "0.23.0"
   }
 }
 
@@ -238,16 +238,16 @@ target "v0-23-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-bp8568ac76", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-bpa9e4df06", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.23.0"
     VLLM_VERSION = "0.23.0"
-    BACKPORT_REVISION = "8568ac76"
+    BACKPORT_REVISION = "a9e4df06"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.23.0-bp8568ac76"
-    "io.vllm-backports.series" = "0.22.0"
+    "org.opencontainers.image.version" = "0.23.0-bpa9e4df06"
+    "io.vllm-backports.series" = "0.23.0"
   }
 }
 
@@ -255,15 +255,15 @@ target "v0-24-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-bpfb7922f9", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-bpbf4a89ce", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.24.0"
     VLLM_VERSION = "0.24.0"
-    BACKPORT_REVISION = "fb7922f9"
+    BACKPORT_REVISION = "bf4a89ce"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.24.0-bpfb7922f9"
+    "org.opencontainers.image.version" = "0.24.0-bpbf4a89ce"
     "io.vllm-backports.series" = "0.24.0"
   }
 }
@@ -272,15 +272,15 @@ target "v0-24-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-bpfb7922f9", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-bpbf4a89ce", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.24.0"
     VLLM_VERSION = "0.24.0"
-    BACKPORT_REVISION = "fb7922f9"
+    BACKPORT_REVISION = "bf4a89ce"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.24.0-bpfb7922f9"
+    "org.opencontainers.image.version" = "0.24.0-bpbf4a89ce"
     "io.vllm-backports.series" = "0.24.0"
   }
 }
@@ -289,16 +289,16 @@ target "v0-25-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-bpfb7922f9", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-bpd9cbc62a", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.0"
     VLLM_VERSION = "0.25.0"
-    BACKPORT_REVISION = "fb7922f9"
+    BACKPORT_REVISION = "d9cbc62a"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.0-bpfb7922f9"
-    "io.vllm-backports.series" = "0.24.0"
+    "org.opencontainers.image.version" = "0.25.0-bpd9cbc62a"
+    "io.vllm-backports.series" = "0.25.0"
   }
 }
 
@@ -306,16 +306,16 @@ target "v0-25-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-bpfb7922f9", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-bpd9cbc62a", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.0"
     VLLM_VERSION = "0.25.0"
-    BACKPORT_REVISION = "fb7922f9"
+    BACKPORT_REVISION = "d9cbc62a"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.0-bpfb7922f9"
-    "io.vllm-backports.series" = "0.24.0"
+    "org.opencontainers.image.version" = "0.25.0-bpd9cbc62a"
+    "io.vllm-backports.series" = "0.25.0"
   }
 }
 
@@ -323,16 +323,16 @@ target "v0-25-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-bpfb7922f9", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-bpd9cbc62a", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1"
     VLLM_VERSION = "0.25.1"
-    BACKPORT_REVISION = "fb7922f9"
+    BACKPORT_REVISION = "d9cbc62a"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.1-bpfb7922f9"
-    "io.vllm-backports.series" = "0.24.0"
+    "org.opencontainers.image.version" = "0.25.1-bpd9cbc62a"
+    "io.vllm-backports.series" = "0.25.0"
   }
 }
 
@@ -340,16 +340,16 @@ target "v0-25-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-bpfb7922f9", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-bpd9cbc62a", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1"
     VLLM_VERSION = "0.25.1"
-    BACKPORT_REVISION = "fb7922f9"
+    BACKPORT_REVISION = "d9cbc62a"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.1-bpfb7922f9"
-    "io.vllm-backports.series" = "0.24.0"
+    "org.opencontainers.image.version" = "0.25.1-bpd9cbc62a"
+    "io.vllm-backports.series" = "0.25.0"
   }
 }
 
@@ -357,15 +357,15 @@ target "v0-26-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-bp500b3723", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-bp82980ca9", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.26.0"
     VLLM_VERSION = "0.26.0"
-    BACKPORT_REVISION = "500b3723"
+    BACKPORT_REVISION = "82980ca9"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.26.0-bp500b3723"
+    "org.opencontainers.image.version" = "0.26.0-bp82980ca9"
     "io.vllm-backports.series" = "0.26.0"
   }
 }
@@ -374,15 +374,15 @@ target "v0-26-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-bp500b3723", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-bp82980ca9", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.26.0"
     VLLM_VERSION = "0.26.0"
-    BACKPORT_REVISION = "500b3723"
+    BACKPORT_REVISION = "82980ca9"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.26.0-bp500b3723"
+    "org.opencontainers.image.version" = "0.26.0-bp82980ca9"
     "io.vllm-backports.series" = "0.26.0"
   }
 }

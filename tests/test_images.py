@@ -66,7 +66,8 @@ def _smoke(tmp_path, status: dict) -> subprocess.CompletedProcess:
 
 
 def test_smoke_passes_when_every_backport_is_applied(tmp_path):
-    ok = _smoke(tmp_path, {"vllm": "0.20.0", "consistent": True, "applied": [{"id": "turboquant-cudagraph"}]})
+    applied = [{"id": b} for b in CAT.releases["0.20.0"].backports]
+    ok = _smoke(tmp_path, {"vllm": "0.20.0", "consistent": True, "applied": applied})
     assert ok.returncode == 0, ok.stderr
 
 
