@@ -11,9 +11,9 @@ without drafts.
 from __future__ import annotations
 
 import json
-from itertools import pairwise
 import os
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 ENV = "VLLM_BACKPORTS_VERIFY_DRAFTS"
 
@@ -32,8 +32,7 @@ class Script:
     steps: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._by_prefix = {tuple(p): i for i, p in enumerate(self.prompts)}
-        if len(self._by_prefix) != len(self.prompts):
+        if len({tuple(p) for p in self.prompts}) != len(self.prompts):
             raise ValueError("scripted drafts need distinct prompts")
 
     def request_of(self, context: list[int]) -> int | None:

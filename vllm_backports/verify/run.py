@@ -95,7 +95,8 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
             tag = f"b{batch}-{mode}-baseline"
             progress(f"engine: {tag}")
             base = _engine(shape.engine_spec(str(model_dir), ps, eager, plan.tp, extra), plan.work, tag, None)
-            runs.append({"scenario": "baseline", "batch": batch, "mode": mode, "prompts": ps, **base})
+            runs.append({"scenario": "baseline", "batch": batch, "mode": mode, "prompts": ps,
+                         "baseline_tokens": base["tokens"], **base})
             for preset in plan.presets:
                 tag = f"b{batch}-{mode}-{preset}"
                 progress(f"engine: {tag}")
@@ -103,7 +104,8 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                 script = drafts.Script(ps, base["tokens"], k=cfg["speculative"]["num_speculative_tokens"], vocab=vocab)
                 out = _engine(shape.engine_spec(str(model_dir), ps, eager, plan.tp, cfg), plan.work, tag, script)
                 hit = exercised(script, out["tokens"])
-                runs.append({"scenario": preset, "batch": batch, "mode": mode, "prompts": ps, "exercised": hit, **out})
+                runs.append({"scenario": preset, "batch": batch, "mode": mode, "prompts": ps, "exercised": hit,
+                             "baseline_tokens": base["tokens"], **out})
     progress("reference: float32 teacher forcing")
     ref = Reference(str(model_dir))
     scored = [(r, [ref.regrets(p, t) for p, t in zip(r["prompts"], r["tokens"])]) for r in runs]
@@ -112,8 +114,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     rows = []
     for r, regrets in scored:
         verdict = judge(regrets, threshold)
-        baseline = next(b for b in runs if b["scenario"] == "baseline" and b["batch"] == r["batch"] and b["mode"] == r["mode"])
-        same = sum(a == b for a, b in zip(r["tokens"], baseline["tokens"]))
+        same = sum(a == b for a, b in zip(r["tokens"], r["baseline_tokens"], strict=True))
         rows.append({"scenario": r["scenario"], "batch": r["batch"], "mode": r["mode"], **verdict.as_dict(),
                      "exercised": r.get("exercised"),
                      "same_as_baseline": same, "tokens_per_s": round(r["tokens_per_s"], 1),
