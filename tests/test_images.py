@@ -76,3 +76,27 @@ def test_smoke_fails_on_a_missing_backport_or_inconsistent_files(tmp_path):
     assert missing.returncode == 1 and "turboquant-cudagraph is not applied" in missing.stderr
     broken = _smoke(tmp_path, {"vllm": "0.20.0", "consistent": False, "applied": [{"id": "turboquant-cudagraph"}]})
     assert broken.returncode == 1 and "not consistent" in broken.stderr
+
+
+def test_gpu_smoke_runs_each_platform_of_an_image_on_its_own_runner():
+    from vllm_backports.images import smoke_targets
+
+    jobs = smoke_targets(CAT)
+    hopper = [j for j in jobs if j["vllm"] == "0.20.0" and j["arch"] == "hopper"]
+    assert {j["platform"]: j["runs_on"] for j in hopper} == {
+        "linux/amd64": ["self-hosted", "linux", "X64", "gpu-hopper"],
+        "linux/arm64": ["self-hosted", "linux", "ARM64", "gpu-hopper"],
+    }
+    ampere = [j for j in jobs if j["vllm"] == "0.20.0" and j["arch"] == "ampere"]
+    assert [j["runs_on"][-2:] for j in ampere] == [["X64", "gpu-ampere"]]
+    # The smoke test runs the pinned build, not the moving tag, and the arch's own prefill path.
+    assert all(j["image"].endswith(f"-bp{backport_revision(CAT, CAT.releases['0.20.0'].series)}") for j in hopper)
+    assert {j["gdn_prefill_backend"] for j in hopper} == {"flashinfer"}
+    assert len({j["name"] for j in jobs}) == len(jobs)
+
+
+def test_workflow_smoke_job_reads_the_smoke_matrix_and_runs_verify():
+    workflow = (REPO / ".github/workflows/images.yml").read_text()
+    smoke = workflow[workflow.index("  gpu-smoke:"):]
+    assert "fromJSON(needs.matrix.outputs.smoke)" in smoke and "runs-on: ${{ matrix.runs_on }}" in smoke
+    assert "apply.py verify" in smoke and "--prefill-backend ${{ matrix.gdn_prefill_backend }}" in smoke

@@ -76,6 +76,24 @@ def render_bake(cat: Catalogue) -> str:
     return "\n".join(lines) + "\n"
 
 
+# GitHub gives every self-hosted runner its CPU arch as a label; ours add `gpu-<arch>`.
+RUNNER_ARCH = {"linux/amd64": "X64", "linux/arm64": "ARM64"}
+
+
+def smoke_targets(cat: Catalogue) -> list[dict]:
+    """One GPU smoke job per image and platform: a multi-platform Hopper image is run on an H100
+    (amd64) and on a GH200 (arm64), since each platform's image is a different build."""
+    out = []
+    for t in image_targets(cat):
+        for platform in t["platforms"]:
+            out.append({
+                "name": f"{t['name']}-{platform.split('/')[1]}", "vllm": t["vllm"], "arch": t["arch"],
+                "platform": platform, "image": t["tags"][0], "gdn_prefill_backend": t["gdn_prefill_backend"],
+                "runs_on": ["self-hosted", "linux", RUNNER_ARCH[platform], f"gpu-{t['arch']}"],
+            })
+    return out
+
+
 def ci_matrix(cat: Catalogue) -> dict:
     """The release-test matrix for GitHub Actions (read with fromJSON)."""
     return {"include": [{"vllm": v, "series": cat.releases[v].series or "none"} for v in cat.versions]}

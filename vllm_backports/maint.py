@@ -181,16 +181,20 @@ def bake(write: bool) -> None:
 
 
 @main.command("matrix-json")
-@click.argument("kind", type=click.Choice(["releases", "images"]))
+@click.argument("kind", type=click.Choice(["releases", "images", "smoke"]))
 def matrix_json(kind: str) -> None:
     """Print a GitHub Actions matrix as JSON (for fromJSON)."""
     import json
 
-    from .images import ci_matrix, image_targets
+    from .images import ci_matrix, image_targets, smoke_targets
 
     cat = Catalogue(HOME)
-    data = ci_matrix(cat) if kind == "releases" else {"include": [
-        {k: t[k] for k in ("name", "vllm", "arch", "revision", "gdn_prefill_backend")} for t in image_targets(cat)]}
+    if kind == "releases":
+        data = ci_matrix(cat)
+    elif kind == "images":
+        data = {"include": [{k: t[k] for k in ("name", "vllm", "arch", "revision")} for t in image_targets(cat)]}
+    else:
+        data = {"include": smoke_targets(cat)}
     click.echo(json.dumps(data, separators=(",", ":")))
 
 

@@ -30,3 +30,19 @@ def test_bad_options_are_usage_errors(tmp_path, args):
     r = run("verify", "--work-dir", str(tmp_path / "w"), *args)
     assert r.code == 2
     assert not (tmp_path / "w").exists()
+
+
+def test_engine_process_finds_this_package_from_any_directory(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from vllm_backports.verify import drafts
+    from vllm_backports.verify.run import PACKAGE_ROOT, engine_env
+
+    env = engine_env(tmp_path / "d.json")
+    assert env[drafts.ENV] == str(tmp_path / "d.json")
+    assert drafts.ENV not in engine_env(None)
+    where = subprocess.run([sys.executable, "-c", "import vllm_backports.verify.engine as e; print(e.__file__)"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout
+    assert Path(where.strip()).is_relative_to(PACKAGE_ROOT)

@@ -53,15 +53,28 @@ def preflight() -> str:
     return vllm_version
 
 
+# The engine runs as `python -m vllm_backports.verify.engine`; from an image, apply.py is started by
+# path from any directory, so the child must be told where this package lives.
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def engine_env(script_path: Path | None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
+    env.pop(drafts.ENV, None)
+    if script_path is not None:
+        env[drafts.ENV] = str(script_path)
+    return env
+
+
 def _engine(spec: dict, work: Path, tag: str, script: drafts.Script | None) -> dict:
     spec_path, out_path, log_path = work / f"{tag}.spec.json", work / f"{tag}.out.json", work / f"{tag}.log"
     spec_path.write_text(json.dumps(spec))
-    env = dict(os.environ)
-    env.pop(drafts.ENV, None)
+    script_path = None
     if script is not None:
         script_path = work / f"{tag}.drafts.json"
         script_path.write_text(script.to_json())
-        env[drafts.ENV] = str(script_path)
+    env = engine_env(script_path)
     with open(log_path, "w") as log:
         rc = subprocess.run([sys.executable, "-m", "vllm_backports.verify.engine", str(spec_path), str(out_path)],
                             env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
