@@ -77,3 +77,14 @@ def test_json_round_trip():
     s = script()
     back = Script.from_json(s.to_json())
     assert (back.prompts, back.continuations, back.k, back.vocab) == (s.prompts, s.continuations, 3, VOCAB)
+
+
+def test_a_custom_schedule_survives_the_trip_to_the_engine_and_replays():
+    s = script()
+    s.schedule = ((3, 3),)
+    back = Script.from_json(s.to_json())
+    assert back.schedule == ((3, 3),)
+    out = s.continuations[1][:13]
+    # Every draft right: each step emits its 3 drafts plus the bonus token.
+    assert back.replay(1, out) == [(3, 3)] * 3
+    assert Script.from_json(script().to_json()).schedule == SCHEDULE

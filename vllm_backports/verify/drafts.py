@@ -29,6 +29,7 @@ class Script:
     continuations: list[list[int]]
     k: int
     vocab: int
+    schedule: tuple[tuple[int, int], ...] = SCHEDULE
     steps: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -48,7 +49,7 @@ class Script:
             return []
         step = self.steps.get(req, 0)
         self.steps[req] = step + 1
-        offered, correct = SCHEDULE[(step + req) % len(SCHEDULE)]
+        offered, correct = self.schedule[(step + req) % len(self.schedule)]
         offered = min(offered, self.k)
         cont = self.continuations[req]
         done = len(context) - len(self.prompts[req])
@@ -62,7 +63,7 @@ class Script:
         Greedy verification accepts exactly the drafts that equal the tokens the engine emitted,
         so the output alone says what every step did; no engine metrics are needed.
         """
-        probe = Script(self.prompts, self.continuations, self.k, self.vocab)
+        probe = Script(self.prompts, self.continuations, self.k, self.vocab, self.schedule)
         prompt = self.prompts[req]
         done, steps = 1, []  # the prefill step emits the first token without drafts
         while done < len(output):
@@ -76,17 +77,29 @@ class Script:
 
     def to_json(self) -> str:
         return json.dumps({"prompts": self.prompts, "continuations": self.continuations,
-                           "k": self.k, "vocab": self.vocab})
+                           "k": self.k, "vocab": self.vocab, "schedule": self.schedule})
 
     @classmethod
     def from_json(cls, text: str) -> Script:
         d = json.loads(text)
-        return cls(d["prompts"], d["continuations"], int(d["k"]), int(d["vocab"]))
+        schedule = tuple((int(o), int(c)) for o, c in d.get("schedule", SCHEDULE))
+        return cls(d["prompts"], d["continuations"], int(d["k"]), int(d["vocab"]), schedule)
+
+
+_installed: list[Script] = []
+
+
+def reset() -> None:
+    """Start the installed script's schedule over (a new round of the same requests)."""
+    for script in _installed:
+        script.steps.clear()
 
 
 def install(script: Script) -> None:
     """Make vLLM's CPU ngram proposer serve the script (same hook in 0.17 .. 0.33)."""
     from vllm.v1.spec_decode.ngram_proposer import NgramProposer
+
+    _installed.append(script)
 
     def batch_propose(self, num_requests, valid_ngram_requests, num_tokens_no_spec, token_ids_cpu, *rest, **kw):
         out: list[list[int]] = [[] for _ in range(num_requests)]

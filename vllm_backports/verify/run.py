@@ -67,7 +67,7 @@ def engine_env(script_path: Path | None) -> dict[str, str]:
     return env
 
 
-def _engine(spec: dict, work: Path, tag: str, script: drafts.Script | None) -> dict:
+def run_engine(spec: dict, work: Path, tag: str, script: drafts.Script | None) -> dict:
     spec_path, out_path, log_path = work / f"{tag}.spec.json", work / f"{tag}.out.json", work / f"{tag}.log"
     spec_path.write_text(json.dumps(spec))
     script_path = None
@@ -107,7 +107,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
             eager = mode == "eager"
             tag = f"b{batch}-{mode}-baseline"
             progress(f"engine: {tag}")
-            base = _engine(shape.engine_spec(str(model_dir), ps, eager, plan.tp, extra), plan.work, tag, None)
+            base = run_engine(shape.engine_spec(str(model_dir), ps, eager, plan.tp, extra), plan.work, tag, None)
             runs.append({"scenario": "baseline", "batch": batch, "mode": mode, "prompts": ps,
                          "baseline_tokens": base["tokens"], **base})
             for preset in plan.presets:
@@ -115,7 +115,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                 progress(f"engine: {tag}")
                 cfg = dict(extra, speculative=scenarios.PRESETS[preset])
                 script = drafts.Script(ps, base["tokens"], k=cfg["speculative"]["num_speculative_tokens"], vocab=vocab)
-                out = _engine(shape.engine_spec(str(model_dir), ps, eager, plan.tp, cfg), plan.work, tag, script)
+                out = run_engine(shape.engine_spec(str(model_dir), ps, eager, plan.tp, cfg), plan.work, tag, script)
                 hit = exercised(script, out["tokens"])
                 runs.append({"scenario": preset, "batch": batch, "mode": mode, "prompts": ps, "exercised": hit,
                              "baseline_tokens": base["tokens"], **out})

@@ -1,0 +1,91 @@
+"""Decode throughput of the installed vLLM on verify's tiny hybrid model, with and without
+speculation: the speed side of the GDN backports.
+
+    python benchmarks/bench_gdn_decode.py --label unpatched --out unpatched.json [--prefill-backend triton]
+    python apply.py --vllm X
+    python benchmarks/bench_gdn_decode.py --label patched --out patched.json [--prefill-backend triton]
+    python benchmarks/bench_gdn_decode.py --compare unpatched.json patched.json
+
+Two engines per run, each in its own process, eager: no speculation, and ngram k=3 whose drafts
+are scripted to be always right (the limit of a repetitive workload, where ngram finds the
+continuation in the context every step). Each engine generates once to warm up, then times
+`--rounds` identical rounds; the median is reported. The model is tiny, so these numbers weigh the
+per-step host work (where the backports add their few lines) more than a real model would.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from vllm_backports.errors import BackportError  # noqa: E402
+from vllm_backports.verify import drafts, model, scenarios  # noqa: E402
+from vllm_backports.verify.run import exercised, preflight, run_engine  # noqa: E402
+
+ALWAYS_RIGHT = ((3, 3),)
+
+
+def measure(work: Path, backend: str, rounds: int, batch: int, max_tokens: int) -> dict:
+    vllm_version = preflight()
+    model_dir = model.write_model(work / "model")
+    ps = scenarios.prompts(batch, model.vocab_size())
+    spec = {"model": str(model_dir), "prompts": ps, "max_num_seqs": batch, "max_tokens": max_tokens,
+            "max_model_len": 512, "eager": True, "tp": 1, "timed_rounds": rounds,
+            "additional_config": {} if backend == "default" else {"gdn_prefill_backend": backend}}
+    base = run_engine(spec, work, "nospec", None)
+    preset = scenarios.PRESETS["ngram"]
+    script = drafts.Script(ps, base["tokens"], k=preset["num_speculative_tokens"], vocab=model.vocab_size(),
+                           schedule=ALWAYS_RIGHT)
+    spec_run = run_engine(dict(spec, speculative=preset), work, "ngram", script)
+    nospec = statistics.median(base["timed_rounds_tokens_per_s"])
+    ngram = statistics.median(spec_run["timed_rounds_tokens_per_s"])
+    return {"vllm": vllm_version, "batch": batch, "max_tokens": max_tokens, "rounds": rounds,
+            "nospec_tokens_per_s": round(nospec, 1), "ngram_tokens_per_s": round(ngram, 1),
+            "ngram_speedup": round(ngram / nospec, 3),
+            # Acceptance of the first round, rebuilt from its output: drafts stop matching once the
+            # speculative run parts from the plain one at a near-tie.
+            "ngram_exercised": exercised(script, spec_run["tokens"]),
+            "nospec_rounds": base["timed_rounds_tokens_per_s"], "ngram_rounds": spec_run["timed_rounds_tokens_per_s"]}
+
+
+def compare(before: dict, after: dict) -> dict:
+    return {"nospec_patched_over_unpatched": round(after["nospec_tokens_per_s"] / before["nospec_tokens_per_s"], 3),
+            "ngram_patched_over_unpatched": round(after["ngram_tokens_per_s"] / before["ngram_tokens_per_s"], 3),
+            "speedup_unpatched": before["ngram_speedup"], "speedup_patched": after["ngram_speedup"]}
+
+
+@click.command()
+@click.option("--label", default="run", help="Name stored with the result (e.g. patched).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the JSON here.")
+@click.option("--prefill-backend", type=click.Choice(["default", "triton", "flashinfer"]), default="default")
+@click.option("--rounds", type=click.IntRange(1, 20), default=3, show_default=True)
+@click.option("--batch", type=click.IntRange(1, 64), default=16, show_default=True)
+@click.option("--max-tokens", type=click.IntRange(8, 400), default=256, show_default=True)
+@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=Path(tempfile.gettempdir()) / "bench-gdn",
+              show_default=True, help="Model, engine specs and logs.")
+@click.option("--compare", "pair", nargs=2, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Compare two earlier results (unpatched, patched) instead of measuring.")
+def main(label, out, prefill_backend, rounds, batch, max_tokens, work_dir, pair) -> None:
+    if pair:
+        result = compare(*(json.loads(p.read_text()) for p in pair))
+    else:
+        work_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            result = {"label": label, **measure(work_dir, prefill_backend, rounds, batch, max_tokens)}
+        except BackportError as exc:
+            raise click.ClickException(str(exc)) from None
+    text = json.dumps(result, indent=2)
+    if out:
+        out.write_text(text + "\n")
+    click.echo(text)
+
+
+if __name__ == "__main__":
+    main()
