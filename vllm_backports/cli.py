@@ -22,6 +22,7 @@ from .materialize import materialize
 from .report import Reporter, outcome_table
 from .resolve import Resolution, check_requested, resolve
 from .tree import Tree, installed_tree, open_tree
+from .verify.scenarios import PRESETS
 
 HOME = Path(os.environ.get("VLLM_BACKPORTS_HOME") or Path(__file__).resolve().parent.parent)
 
@@ -310,7 +311,7 @@ def _span(versions: list[str], order: list[str]) -> str:
 @main.command("verify")
 @click.option("--batch", "batches", multiple=True, type=click.Choice(["1", "16"]), help="Requests a batch (repeatable; default 1 and 16).")
 @click.option("--mode", "modes", multiple=True, type=click.Choice(["eager", "graphs"]), help="Eager or CUDA graphs (repeatable; default both).")
-@click.option("--preset", "presets", multiple=True, type=click.Choice(["ngram"]), help="Speculative preset (repeatable; default all).")
+@click.option("--preset", "presets", multiple=True, type=click.Choice(sorted(PRESETS)), help="Speculative preset (repeatable; default ngram).")
 @click.option("--tp", type=click.IntRange(1, 8), default=1, show_default=True, help="Tensor-parallel size.")
 @click.option("--threshold", type=click.FloatRange(min=0.0, min_open=True), default=None,
               help="Regret (nats below the float32 reference's best) above which a token is an error "
@@ -337,13 +338,15 @@ def verify_cmd(reporter: Reporter, batches, modes, presets, tp, threshold, prefi
                         f"baseline worst {result['baseline_worst_regret']:.2f})",
                   title_justify="left", show_edge=False)
     for col in ("scenario", "batch", "mode", "sequences", "tokens", "errors", "worst regret", "first error at",
-                "accepted then no drafts", "tok/s"):
+                "accepted then no drafts", "accepted drafts", "tok/s"):
         table.add_column(col)
     for r in result["rows"]:
+        ex = r["exercised"] or {}  # scripted drafts: replayed transitions; a model drafter: vLLM's counters
         style = "green" if r["errors"] == 0 else "bold red"
         table.add_row(r["scenario"], str(r["batch"]), r["mode"], str(r["sequences"]), str(r["tokens"]),
                       f"[{style}]{r['errors']}[/]", f"{r['worst_regret']:.2f}", str(r["first_error_at"] if r["first_error_at"] is not None else "-"),
-                      str((r["exercised"] or {}).get("accepted_then_no_drafts", "-")), f"{r['tokens_per_s']:.0f}")
+                      str(ex.get("accepted_then_no_drafts", "-")),
+                      str(ex.get("accepted_drafts", ex.get("num_accepted_tokens", "-"))), f"{r['tokens_per_s']:.0f}")
     payload = {"command": "verify", **{k: v for k, v in result.items() if k != "rows"},
                "rows": [{k: v for k, v in r.items() if k != "regrets"} for r in result["rows"]]}
     (work_dir / "verify.json").write_text(json.dumps(result))

@@ -33,6 +33,7 @@ def run(spec: dict) -> dict:
         kwargs["compilation_config"] = {"cudagraph_capture_sizes": [1, 2, 4, 8, 16, 32, 64]}
     if spec.get("speculative"):
         kwargs["speculative_config"] = spec["speculative"]
+        kwargs["disable_log_stats"] = False  # the spec-decode counters read below
     if spec.get("kv_cache_dtype"):
         kwargs["kv_cache_dtype"] = spec["kv_cache_dtype"]
     started = time.perf_counter()
@@ -51,9 +52,20 @@ def run(spec: dict) -> dict:
         t0 = time.perf_counter()
         again = llm.generate(batch, params, use_tqdm=False)
         rounds.append(sum(len(o.outputs[0].token_ids) for o in again) / (time.perf_counter() - t0))
-    return {"tokens": tokens, "scripted": scripted, "start_s": ready - started,
+    return {"tokens": tokens, "scripted": scripted, "spec_counters": spec_counters(llm), "start_s": ready - started,
             "generate_s": done - ready, "tokens_per_s": sum(map(len, tokens)) / (done - ready),
             "timed_rounds_tokens_per_s": rounds}
+
+
+def spec_counters(llm) -> dict | None:
+    """vLLM's speculative-decoding counters (drafts, draft tokens, accepted tokens), if it has them."""
+    try:
+        metrics = llm.get_metrics()
+    except Exception:  # an older or newer metrics API: the counters are a report, not a verdict
+        return None
+    out = {m.name.removeprefix("vllm:spec_decode_"): m.value for m in metrics
+           if m.name.startswith("vllm:spec_decode_") and isinstance(getattr(m, "value", None), int | float)}
+    return out or None
 
 
 def main(argv: list[str]) -> int:

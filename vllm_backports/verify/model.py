@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 # Continuous routing (every expert chosen for every token): with top-2 of 8, near-tied router
@@ -51,12 +52,16 @@ def vocab_size() -> int:
     return int(CONFIG["vocab_size"])
 
 
-def write_model(directory: Path) -> Path:
-    """Write the checkpoint once; an existing one with the same config is reused."""
+def write_model(directory: Path, mtp: bool = False) -> Path:
+    """Write the checkpoint once; an existing one with the same config is reused. With `mtp`, it
+    also carries one random multi-token-prediction layer for vLLM's MTP drafter."""
     stamp = directory / "verify-config.json"
-    wanted = json.dumps({"config": CONFIG, "logit_scale": LOGIT_SCALE, "seed": SEED}, sort_keys=True)
+    wanted = json.dumps({"config": CONFIG, "logit_scale": LOGIT_SCALE, "seed": SEED, "mtp": mtp}, sort_keys=True)
     if stamp.exists() and stamp.read_text() == wanted:
         return directory
+    # A stale MTP shard or index would still be read by vLLM: start from an empty directory.
+    if stamp.exists():
+        shutil.rmtree(directory)
     import torch
     from transformers import Qwen3NextConfig, Qwen3NextForCausalLM
 
@@ -67,5 +72,72 @@ def write_model(directory: Path) -> Path:
         model.lm_head.weight.mul_(LOGIT_SCALE)
     directory.mkdir(parents=True, exist_ok=True)
     model.to(torch.bfloat16).save_pretrained(directory)
+    if mtp:
+        add_mtp_layer(directory)
     stamp.write_text(wanted)
     return directory
+
+
+def mtp_weights(seed: int = SEED + 1) -> dict:
+    """Random weights for one Qwen3-Next MTP layer, named as vLLM's Qwen3NextMTP loads them.
+
+    transformers' Qwen3NextForCausalLM has no MTP module, so these are written by hand. The layer
+    is a full-attention MoE decoder layer shaped like the target's; the drafter takes
+    embed_tokens and lm_head from the target. RMSNorm weights are offsets from one (zero is the
+    identity), as in the target.
+    """
+    import torch
+
+    c = CONFIG
+    hidden, heads, kv, head_dim = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+    gen = torch.Generator().manual_seed(seed)
+
+    def rand(*shape):
+        return (torch.randn(*shape, generator=gen) * c.get("initializer_range", 0.02)).to(torch.bfloat16)
+
+    def zero(*shape):
+        return torch.zeros(*shape, dtype=torch.bfloat16)
+
+    layer = "mtp.layers.0."
+    out = {
+        "mtp.fc.weight": rand(hidden, 2 * hidden),  # from [embedding; hidden state]
+        "mtp.pre_fc_norm_embedding.weight": zero(hidden),
+        "mtp.pre_fc_norm_hidden.weight": zero(hidden),
+        "mtp.norm.weight": zero(hidden),
+        layer + "input_layernorm.weight": zero(hidden),
+        layer + "post_attention_layernorm.weight": zero(hidden),
+        layer + "self_attn.q_proj.weight": rand(2 * heads * head_dim, hidden),  # queries and output gate
+        layer + "self_attn.k_proj.weight": rand(kv * head_dim, hidden),
+        layer + "self_attn.v_proj.weight": rand(kv * head_dim, hidden),
+        layer + "self_attn.o_proj.weight": rand(hidden, heads * head_dim),
+        layer + "self_attn.q_norm.weight": zero(head_dim),
+        layer + "self_attn.k_norm.weight": zero(head_dim),
+        layer + "mlp.gate.weight": rand(c["num_experts"], hidden),
+        layer + "mlp.shared_expert_gate.weight": rand(1, hidden),
+    }
+    shared, moe = c["shared_expert_intermediate_size"], c["moe_intermediate_size"]
+    for name, inner in [("mlp.shared_expert.", shared)] + [(f"mlp.experts.{e}.", moe) for e in range(c["num_experts"])]:
+        out[layer + name + "gate_proj.weight"] = rand(inner, hidden)
+        out[layer + name + "up_proj.weight"] = rand(inner, hidden)
+        out[layer + name + "down_proj.weight"] = rand(hidden, inner)
+    return out
+
+
+def add_mtp_layer(directory: Path) -> None:
+    """A second shard with the MTP weights, listed in the index (vLLM reads only indexed shards)."""
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    weights = mtp_weights()
+    save_file(weights, str(directory / "model-mtp.safetensors"), metadata={"format": "pt"})
+    index_path = directory / "model.safetensors.index.json"
+    if index_path.exists():
+        index = json.loads(index_path.read_text())
+    else:
+        with safe_open(str(directory / "model.safetensors"), "pt") as f:
+            index = {"metadata": {}, "weight_map": dict.fromkeys(f.keys(), "model.safetensors")}
+    index["weight_map"].update(dict.fromkeys(weights, "model-mtp.safetensors"))
+    index_path.write_text(json.dumps(index, indent=2))
+    config = json.loads((directory / "config.json").read_text())
+    config["num_nextn_predict_layers"] = 1
+    (directory / "config.json").write_text(json.dumps(config, indent=2))

@@ -6,9 +6,14 @@ import random
 from dataclasses import dataclass
 
 # ngram with a scripted drafter: the proposer vLLM builds is ngram, its drafts come from drafts.py.
+# mtp: vLLM's own MTP drafter on a random MTP layer; its drafts are rarely right, so it exercises
+# the speculative kernels on every row at every step rather than the accepted-state transitions.
 PRESETS: dict[str, dict] = {
     "ngram": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1},
+    "mtp": {"method": "mtp", "num_speculative_tokens": 3},
 }
+SCRIPTED = frozenset({"ngram"})
+NEEDS_MTP_LAYER = frozenset({"mtp"})
 
 
 @dataclass(frozen=True)
