@@ -391,15 +391,15 @@ target "v0-27-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-bp5bd4de26", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-bp2b461b6b", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.0"
     VLLM_VERSION = "0.27.0"
-    BACKPORT_REVISION = "5bd4de26"
+    BACKPORT_REVISION = "2b461b6b"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.0-bp5bd4de26"
+    "org.opencontainers.image.version" = "0.27.0-bp2b461b6b"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -408,15 +408,15 @@ target "v0-27-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-bp5bd4de26", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-bp2b461b6b", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.0"
     VLLM_VERSION = "0.27.0"
-    BACKPORT_REVISION = "5bd4de26"
+    BACKPORT_REVISION = "2b461b6b"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.0-bp5bd4de26"
+    "org.opencontainers.image.version" = "0.27.0-bp2b461b6b"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -425,15 +425,15 @@ target "v0-27-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-bp5bd4de26", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-bp2b461b6b", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.1"
     VLLM_VERSION = "0.27.1"
-    BACKPORT_REVISION = "5bd4de26"
+    BACKPORT_REVISION = "2b461b6b"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.1-bp5bd4de26"
+    "org.opencontainers.image.version" = "0.27.1-bp2b461b6b"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -442,15 +442,15 @@ target "v0-27-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-bp5bd4de26", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-bp2b461b6b", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.1"
     VLLM_VERSION = "0.27.1"
-    BACKPORT_REVISION = "5bd4de26"
+    BACKPORT_REVISION = "2b461b6b"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.1-bp5bd4de26"
+    "org.opencontainers.image.version" = "0.27.1-bp2b461b6b"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -459,15 +459,15 @@ target "v0-28-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-bp66d5ac72", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-bpc575c910", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.28.0"
     VLLM_VERSION = "0.28.0"
-    BACKPORT_REVISION = "66d5ac72"
+    BACKPORT_REVISION = "c575c910"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.28.0-bp66d5ac72"
+    "org.opencontainers.image.version" = "0.28.0-bpc575c910"
     "io.vllm-backports.series" = "0.28.0"
   }
 }
@@ -476,15 +476,15 @@ target "v0-28-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-bp66d5ac72", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-bpc575c910", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.28.0"
     VLLM_VERSION = "0.28.0"
-    BACKPORT_REVISION = "66d5ac72"
+    BACKPORT_REVISION = "c575c910"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.28.0-bp66d5ac72"
+    "org.opencontainers.image.version" = "0.28.0-bpc575c910"
     "io.vllm-backports.series" = "0.28.0"
   }
 }
@@ -493,15 +493,15 @@ target "v0-29-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-bpbbb3b16e", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-bp7ba050e6", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.29.0"
     VLLM_VERSION = "0.29.0"
-    BACKPORT_REVISION = "bbb3b16e"
+    BACKPORT_REVISION = "7ba050e6"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.29.0-bpbbb3b16e"
+    "org.opencontainers.image.version" = "0.29.0-bp7ba050e6"
     "io.vllm-backports.series" = "0.29.0"
   }
 }
@@ -510,15 +510,15 @@ target "v0-29-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-bpbbb3b16e", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-bp7ba050e6", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.29.0"
     VLLM_VERSION = "0.29.0"
-    BACKPORT_REVISION = "bbb3b16e"
+    BACKPORT_REVISION = "7ba050e6"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.29.0-bpbbb3b16e"
+    "org.opencontainers.image.version" = "0.29.0-bp7ba050e6"
     "io.vllm-backports.series" = "0.29.0"
   }
 }
@@ -527,15 +527,15 @@ target "v0-30-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-bp6bdae31f", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-bp55ffa12c", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.30.0"
     VLLM_VERSION = "0.30.0"
-    BACKPORT_REVISION = "6bdae31f"
+    BACKPORT_REVISION = "55ffa12c"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.30.0-bp6bdae31f"
+    "org.opencontainers.image.version" = "0.30.0-bp55ffa12c"
     "io.vllm-backports.series" = "0.30.0"
   }
 }
@@ -544,15 +544,15 @@ target "v0-30-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-bp6bdae31f", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-bp55ffa12c", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.30.0"
     VLLM_VERSION = "0.30.0"
-    BACKPORT_REVISION = "6bdae31f"
+    BACKPORT_REVISION = "55ffa12c"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.30.0-bp6bdae31f"
+    "org.opencontainers.image.version" = "0.30.0-bp55ffa12c"
     "io.vllm-backports.series" = "0.30.0"
   }
 }
@@ -561,15 +561,15 @@ target "v0-31-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-bp4eb0f990", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-bpb2078ec6", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.31.0"
     VLLM_VERSION = "0.31.0"
-    BACKPORT_REVISION = "4eb0f990"
+    BACKPORT_REVISION = "b2078ec6"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.31.0-bp4eb0f990"
+    "org.opencontainers.image.version" = "0.31.0-bpb2078ec6"
     "io.vllm-backports.series" = "0.31.0"
   }
 }
@@ -578,15 +578,15 @@ target "v0-31-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-bp4eb0f990", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-bpb2078ec6", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.31.0"
     VLLM_VERSION = "0.31.0"
-    BACKPORT_REVISION = "4eb0f990"
+    BACKPORT_REVISION = "b2078ec6"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.31.0-bp4eb0f990"
+    "org.opencontainers.image.version" = "0.31.0-bpb2078ec6"
     "io.vllm-backports.series" = "0.31.0"
   }
 }
