@@ -2,15 +2,151 @@
 # Build one: docker buildx bake -f images/docker-bake.hcl v0-20-0-ampere
 
 group "default" {
-  targets = ["v0-20-0-ampere", "v0-20-0-hopper", "v0-20-1-ampere", "v0-20-1-hopper", "v0-20-2-ampere", "v0-20-2-hopper", "v0-21-0-ampere", "v0-21-0-hopper", "v0-22-0-ampere", "v0-22-0-hopper", "v0-22-1-ampere", "v0-22-1-hopper", "v0-23-0-ampere", "v0-23-0-hopper", "v0-24-0-ampere", "v0-24-0-hopper", "v0-25-0-ampere", "v0-25-0-hopper", "v0-25-1-ampere", "v0-25-1-hopper", "v0-26-0-ampere", "v0-26-0-hopper", "v0-27-0-ampere", "v0-27-0-hopper", "v0-27-1-ampere", "v0-27-1-hopper", "v0-28-0-ampere", "v0-28-0-hopper", "v0-29-0-ampere", "v0-29-0-hopper", "v0-30-0-ampere", "v0-30-0-hopper", "v0-31-0-ampere", "v0-31-0-hopper", "v0-32-0-ampere", "v0-32-0-hopper", "v0-33-0-ampere", "v0-33-0-hopper"]
+  targets = ["v0-18-0-ampere", "v0-18-0-hopper", "v0-18-1-ampere", "v0-18-1-hopper", "v0-19-0-ampere", "v0-19-0-hopper", "v0-19-1-ampere", "v0-19-1-hopper", "v0-20-0-ampere", "v0-20-0-hopper", "v0-20-1-ampere", "v0-20-1-hopper", "v0-20-2-ampere", "v0-20-2-hopper", "v0-21-0-ampere", "v0-21-0-hopper", "v0-22-0-ampere", "v0-22-0-hopper", "v0-22-1-ampere", "v0-22-1-hopper", "v0-23-0-ampere", "v0-23-0-hopper", "v0-24-0-ampere", "v0-24-0-hopper", "v0-25-0-ampere", "v0-25-0-hopper", "v0-25-1-ampere", "v0-25-1-hopper", "v0-26-0-ampere", "v0-26-0-hopper", "v0-27-0-ampere", "v0-27-0-hopper", "v0-27-1-ampere", "v0-27-1-hopper", "v0-28-0-ampere", "v0-28-0-hopper", "v0-29-0-ampere", "v0-29-0-hopper", "v0-30-0-ampere", "v0-30-0-hopper", "v0-31-0-ampere", "v0-31-0-hopper", "v0-32-0-ampere", "v0-32-0-hopper", "v0-33-0-ampere", "v0-33-0-hopper"]
 }
 
 group "ampere" {
-  targets = ["v0-20-0-ampere", "v0-20-1-ampere", "v0-20-2-ampere", "v0-21-0-ampere", "v0-22-0-ampere", "v0-22-1-ampere", "v0-23-0-ampere", "v0-24-0-ampere", "v0-25-0-ampere", "v0-25-1-ampere", "v0-26-0-ampere", "v0-27-0-ampere", "v0-27-1-ampere", "v0-28-0-ampere", "v0-29-0-ampere", "v0-30-0-ampere", "v0-31-0-ampere", "v0-32-0-ampere", "v0-33-0-ampere"]
+  targets = ["v0-18-0-ampere", "v0-18-1-ampere", "v0-19-0-ampere", "v0-19-1-ampere", "v0-20-0-ampere", "v0-20-1-ampere", "v0-20-2-ampere", "v0-21-0-ampere", "v0-22-0-ampere", "v0-22-1-ampere", "v0-23-0-ampere", "v0-24-0-ampere", "v0-25-0-ampere", "v0-25-1-ampere", "v0-26-0-ampere", "v0-27-0-ampere", "v0-27-1-ampere", "v0-28-0-ampere", "v0-29-0-ampere", "v0-30-0-ampere", "v0-31-0-ampere", "v0-32-0-ampere", "v0-33-0-ampere"]
 }
 
 group "hopper" {
-  targets = ["v0-20-0-hopper", "v0-20-1-hopper", "v0-20-2-hopper", "v0-21-0-hopper", "v0-22-0-hopper", "v0-22-1-hopper", "v0-23-0-hopper", "v0-24-0-hopper", "v0-25-0-hopper", "v0-25-1-hopper", "v0-26-0-hopper", "v0-27-0-hopper", "v0-27-1-hopper", "v0-28-0-hopper", "v0-29-0-hopper", "v0-30-0-hopper", "v0-31-0-hopper", "v0-32-0-hopper", "v0-33-0-hopper"]
+  targets = ["v0-18-0-hopper", "v0-18-1-hopper", "v0-19-0-hopper", "v0-19-1-hopper", "v0-20-0-hopper", "v0-20-1-hopper", "v0-20-2-hopper", "v0-21-0-hopper", "v0-22-0-hopper", "v0-22-1-hopper", "v0-23-0-hopper", "v0-24-0-hopper", "v0-25-0-hopper", "v0-25-1-hopper", "v0-26-0-hopper", "v0-27-0-hopper", "v0-27-1-hopper", "v0-28-0-hopper", "v0-29-0-hopper", "v0-30-0-hopper", "v0-31-0-hopper", "v0-32-0-hopper", "v0-33-0-hopper"]
+}
+
+target "v0-18-0-ampere" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.18.0-ampere-bpd17bb591", "ghcr.io/vllm-backports/vllm-backports:v0.18.0-ampere"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.18.0"
+    VLLM_VERSION = "0.18.0"
+    BACKPORT_REVISION = "d17bb591"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.18.0-bpd17bb591"
+    "io.vllm-backports.series" = "0.18.0"
+  }
+}
+
+target "v0-18-0-hopper" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.18.0-hopper-bpd17bb591", "ghcr.io/vllm-backports/vllm-backports:v0.18.0-hopper"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.18.0"
+    VLLM_VERSION = "0.18.0"
+    BACKPORT_REVISION = "d17bb591"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.18.0-bpd17bb591"
+    "io.vllm-backports.series" = "0.18.0"
+  }
+}
+
+target "v0-18-1-ampere" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.18.1-ampere-bpd17bb591", "ghcr.io/vllm-backports/vllm-backports:v0.18.1-ampere"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.18.1"
+    VLLM_VERSION = "0.18.1"
+    BACKPORT_REVISION = "d17bb591"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.18.1-bpd17bb591"
+    "io.vllm-backports.series" = "0.18.0"
+  }
+}
+
+target "v0-18-1-hopper" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.18.1-hopper-bpd17bb591", "ghcr.io/vllm-backports/vllm-backports:v0.18.1-hopper"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.18.1"
+    VLLM_VERSION = "0.18.1"
+    BACKPORT_REVISION = "d17bb591"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.18.1-bpd17bb591"
+    "io.vllm-backports.series" = "0.18.0"
+  }
+}
+
+target "v0-19-0-ampere" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.19.0-ampere-bpeafd8bb9", "ghcr.io/vllm-backports/vllm-backports:v0.19.0-ampere"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.19.0"
+    VLLM_VERSION = "0.19.0"
+    BACKPORT_REVISION = "eafd8bb9"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.19.0-bpeafd8bb9"
+    "io.vllm-backports.series" = "0.19.0"
+  }
+}
+
+target "v0-19-0-hopper" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.19.0-hopper-bpeafd8bb9", "ghcr.io/vllm-backports/vllm-backports:v0.19.0-hopper"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.19.0"
+    VLLM_VERSION = "0.19.0"
+    BACKPORT_REVISION = "eafd8bb9"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.19.0-bpeafd8bb9"
+    "io.vllm-backports.series" = "0.19.0"
+  }
+}
+
+target "v0-19-1-ampere" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.19.1-ampere-bpeafd8bb9", "ghcr.io/vllm-backports/vllm-backports:v0.19.1-ampere"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.19.1"
+    VLLM_VERSION = "0.19.1"
+    BACKPORT_REVISION = "eafd8bb9"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.19.1-bpeafd8bb9"
+    "io.vllm-backports.series" = "0.19.0"
+  }
+}
+
+target "v0-19-1-hopper" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.19.1-hopper-bpeafd8bb9", "ghcr.io/vllm-backports/vllm-backports:v0.19.1-hopper"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.19.1"
+    VLLM_VERSION = "0.19.1"
+    BACKPORT_REVISION = "eafd8bb9"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.19.1-bpeafd8bb9"
+    "io.vllm-backports.series" = "0.19.0"
+  }
 }
 
 target "v0-20-0-ampere" {
