@@ -2,15 +2,83 @@
 # Build one: docker buildx bake -f images/docker-bake.hcl v0-20-0-ampere
 
 group "default" {
-  targets = ["v0-18-0-ampere", "v0-18-0-hopper", "v0-18-1-ampere", "v0-18-1-hopper", "v0-19-0-ampere", "v0-19-0-hopper", "v0-19-1-ampere", "v0-19-1-hopper", "v0-20-0-ampere", "v0-20-0-hopper", "v0-20-1-ampere", "v0-20-1-hopper", "v0-20-2-ampere", "v0-20-2-hopper", "v0-21-0-ampere", "v0-21-0-hopper", "v0-22-0-ampere", "v0-22-0-hopper", "v0-22-1-ampere", "v0-22-1-hopper", "v0-23-0-ampere", "v0-23-0-hopper", "v0-24-0-ampere", "v0-24-0-hopper", "v0-25-0-ampere", "v0-25-0-hopper", "v0-25-1-ampere", "v0-25-1-hopper", "v0-26-0-ampere", "v0-26-0-hopper", "v0-27-0-ampere", "v0-27-0-hopper", "v0-27-1-ampere", "v0-27-1-hopper", "v0-28-0-ampere", "v0-28-0-hopper", "v0-29-0-ampere", "v0-29-0-hopper", "v0-30-0-ampere", "v0-30-0-hopper", "v0-31-0-ampere", "v0-31-0-hopper", "v0-32-0-ampere", "v0-32-0-hopper", "v0-33-0-ampere", "v0-33-0-hopper"]
+  targets = ["v0-17-0-ampere", "v0-17-0-hopper", "v0-17-1-ampere", "v0-17-1-hopper", "v0-18-0-ampere", "v0-18-0-hopper", "v0-18-1-ampere", "v0-18-1-hopper", "v0-19-0-ampere", "v0-19-0-hopper", "v0-19-1-ampere", "v0-19-1-hopper", "v0-20-0-ampere", "v0-20-0-hopper", "v0-20-1-ampere", "v0-20-1-hopper", "v0-20-2-ampere", "v0-20-2-hopper", "v0-21-0-ampere", "v0-21-0-hopper", "v0-22-0-ampere", "v0-22-0-hopper", "v0-22-1-ampere", "v0-22-1-hopper", "v0-23-0-ampere", "v0-23-0-hopper", "v0-24-0-ampere", "v0-24-0-hopper", "v0-25-0-ampere", "v0-25-0-hopper", "v0-25-1-ampere", "v0-25-1-hopper", "v0-26-0-ampere", "v0-26-0-hopper", "v0-27-0-ampere", "v0-27-0-hopper", "v0-27-1-ampere", "v0-27-1-hopper", "v0-28-0-ampere", "v0-28-0-hopper", "v0-29-0-ampere", "v0-29-0-hopper", "v0-30-0-ampere", "v0-30-0-hopper", "v0-31-0-ampere", "v0-31-0-hopper", "v0-32-0-ampere", "v0-32-0-hopper", "v0-33-0-ampere", "v0-33-0-hopper"]
 }
 
 group "ampere" {
-  targets = ["v0-18-0-ampere", "v0-18-1-ampere", "v0-19-0-ampere", "v0-19-1-ampere", "v0-20-0-ampere", "v0-20-1-ampere", "v0-20-2-ampere", "v0-21-0-ampere", "v0-22-0-ampere", "v0-22-1-ampere", "v0-23-0-ampere", "v0-24-0-ampere", "v0-25-0-ampere", "v0-25-1-ampere", "v0-26-0-ampere", "v0-27-0-ampere", "v0-27-1-ampere", "v0-28-0-ampere", "v0-29-0-ampere", "v0-30-0-ampere", "v0-31-0-ampere", "v0-32-0-ampere", "v0-33-0-ampere"]
+  targets = ["v0-17-0-ampere", "v0-17-1-ampere", "v0-18-0-ampere", "v0-18-1-ampere", "v0-19-0-ampere", "v0-19-1-ampere", "v0-20-0-ampere", "v0-20-1-ampere", "v0-20-2-ampere", "v0-21-0-ampere", "v0-22-0-ampere", "v0-22-1-ampere", "v0-23-0-ampere", "v0-24-0-ampere", "v0-25-0-ampere", "v0-25-1-ampere", "v0-26-0-ampere", "v0-27-0-ampere", "v0-27-1-ampere", "v0-28-0-ampere", "v0-29-0-ampere", "v0-30-0-ampere", "v0-31-0-ampere", "v0-32-0-ampere", "v0-33-0-ampere"]
 }
 
 group "hopper" {
-  targets = ["v0-18-0-hopper", "v0-18-1-hopper", "v0-19-0-hopper", "v0-19-1-hopper", "v0-20-0-hopper", "v0-20-1-hopper", "v0-20-2-hopper", "v0-21-0-hopper", "v0-22-0-hopper", "v0-22-1-hopper", "v0-23-0-hopper", "v0-24-0-hopper", "v0-25-0-hopper", "v0-25-1-hopper", "v0-26-0-hopper", "v0-27-0-hopper", "v0-27-1-hopper", "v0-28-0-hopper", "v0-29-0-hopper", "v0-30-0-hopper", "v0-31-0-hopper", "v0-32-0-hopper", "v0-33-0-hopper"]
+  targets = ["v0-17-0-hopper", "v0-17-1-hopper", "v0-18-0-hopper", "v0-18-1-hopper", "v0-19-0-hopper", "v0-19-1-hopper", "v0-20-0-hopper", "v0-20-1-hopper", "v0-20-2-hopper", "v0-21-0-hopper", "v0-22-0-hopper", "v0-22-1-hopper", "v0-23-0-hopper", "v0-24-0-hopper", "v0-25-0-hopper", "v0-25-1-hopper", "v0-26-0-hopper", "v0-27-0-hopper", "v0-27-1-hopper", "v0-28-0-hopper", "v0-29-0-hopper", "v0-30-0-hopper", "v0-31-0-hopper", "v0-32-0-hopper", "v0-33-0-hopper"]
+}
+
+target "v0-17-0-ampere" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.17.0-ampere-bpda25605d", "ghcr.io/vllm-backports/vllm-backports:v0.17.0-ampere"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.17.0"
+    VLLM_VERSION = "0.17.0"
+    BACKPORT_REVISION = "da25605d"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.17.0-bpda25605d"
+    "io.vllm-backports.series" = "0.17.0"
+  }
+}
+
+target "v0-17-0-hopper" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.17.0-hopper-bpda25605d", "ghcr.io/vllm-backports/vllm-backports:v0.17.0-hopper"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.17.0"
+    VLLM_VERSION = "0.17.0"
+    BACKPORT_REVISION = "da25605d"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.17.0-bpda25605d"
+    "io.vllm-backports.series" = "0.17.0"
+  }
+}
+
+target "v0-17-1-ampere" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.17.1-ampere-bpa5cb5e33", "ghcr.io/vllm-backports/vllm-backports:v0.17.1-ampere"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.17.1"
+    VLLM_VERSION = "0.17.1"
+    BACKPORT_REVISION = "a5cb5e33"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.17.1-bpa5cb5e33"
+    "io.vllm-backports.series" = "0.17.1"
+  }
+}
+
+target "v0-17-1-hopper" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.17.1-hopper-bpa5cb5e33", "ghcr.io/vllm-backports/vllm-backports:v0.17.1-hopper"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.17.1"
+    VLLM_VERSION = "0.17.1"
+    BACKPORT_REVISION = "a5cb5e33"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.17.1-bpa5cb5e33"
+    "io.vllm-backports.series" = "0.17.1"
+  }
 }
 
 target "v0-18-0-ampere" {
