@@ -17,15 +17,15 @@ target "v0-17-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.17.0-ampere-bpda25605d", "ghcr.io/vllm-backports/vllm-backports:v0.17.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.17.0-ampere-bp99f19a8c", "ghcr.io/vllm-backports/vllm-backports:v0.17.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.17.0"
     VLLM_VERSION = "0.17.0"
-    BACKPORT_REVISION = "da25605d"
+    BACKPORT_REVISION = "99f19a8c"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.17.0-bpda25605d"
+    "org.opencontainers.image.version" = "0.17.0-bp99f19a8c"
     "io.vllm-backports.series" = "0.17.0"
   }
 }
@@ -34,15 +34,15 @@ target "v0-17-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.17.0-hopper-bpda25605d", "ghcr.io/vllm-backports/vllm-backports:v0.17.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.17.0-hopper-bp99f19a8c", "ghcr.io/vllm-backports/vllm-backports:v0.17.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.17.0"
     VLLM_VERSION = "0.17.0"
-    BACKPORT_REVISION = "da25605d"
+    BACKPORT_REVISION = "99f19a8c"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.17.0-bpda25605d"
+    "org.opencontainers.image.version" = "0.17.0-bp99f19a8c"
     "io.vllm-backports.series" = "0.17.0"
   }
 }
@@ -51,15 +51,15 @@ target "v0-17-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.17.1-ampere-bpa5cb5e33", "ghcr.io/vllm-backports/vllm-backports:v0.17.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.17.1-ampere-bp0c047946", "ghcr.io/vllm-backports/vllm-backports:v0.17.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.17.1"
     VLLM_VERSION = "0.17.1"
-    BACKPORT_REVISION = "a5cb5e33"
+    BACKPORT_REVISION = "0c047946"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.17.1-bpa5cb5e33"
+    "org.opencontainers.image.version" = "0.17.1-bp0c047946"
     "io.vllm-backports.series" = "0.17.1"
   }
 }
@@ -68,15 +68,15 @@ target "v0-17-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.17.1-hopper-bpa5cb5e33", "ghcr.io/vllm-backports/vllm-backports:v0.17.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.17.1-hopper-bp0c047946", "ghcr.io/vllm-backports/vllm-backports:v0.17.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.17.1"
     VLLM_VERSION = "0.17.1"
-    BACKPORT_REVISION = "a5cb5e33"
+    BACKPORT_REVISION = "0c047946"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.17.1-bpa5cb5e33"
+    "org.opencontainers.image.version" = "0.17.1-bp0c047946"
     "io.vllm-backports.series" = "0.17.1"
   }
 }
