@@ -19,12 +19,14 @@ PY
   cp "/tmp/v-$tag/verify.json" "$out/$tag-full.json" 2>/dev/null
   tar -czf "$out/$tag-logs.tgz" --exclude=model -C /tmp "v-$tag" 2>/dev/null; true
 }
-b() { python3 benchmarks/bench_gdn_decode.py --prefill-backend triton --label "$1" --out "$HOME/bench-$1.json" | tail -n 14; cp "$HOME/bench-$1.json" "$out/"; }
+b() { python3 benchmarks/bench_gdn_decode.py --prefill-backend triton --rounds 7 --label "$1" --out "$HOME/bench-$1.json" | tail -n 14; cp "$HOME/bench-$1.json" "$out/"; }
 case $step in
   unpatched) b unpatched; v mtp-unpatched-b16-eager --preset mtp --batch 16 --mode eager ;;
   patched)   python3 apply.py --vllm 0.20.0 --json | head -c 300; echo
              b patched; python3 benchmarks/bench_gdn_decode.py --compare "$HOME/bench-unpatched.json" "$HOME/bench-patched.json" 2>/dev/null
              v mtp-patched-eager --preset mtp --batch 1 --batch 16 --mode eager ;;
+  unpatched-again) python3 apply.py revert --vllm 0.20.0 --json | head -c 300; echo
+             b unpatched; python3 benchmarks/bench_gdn_decode.py --compare "$HOME/bench-unpatched.json" "$HOME/bench-patched.json" ;;
   mtp-graphs) v mtp-patched-b16-graphs --preset mtp --batch 16 --mode graphs ;;
   *) echo "unknown step $step"; exit 2 ;;
 esac
