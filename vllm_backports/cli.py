@@ -22,7 +22,7 @@ from .materialize import materialize
 from .report import Reporter, outcome_table
 from .resolve import Resolution, check_requested, resolve
 from .tree import Tree, installed_tree, open_tree
-from .verify.scenarios import PRESETS
+from .verify.scenarios import PRESETS, TURBOQUANT
 
 HOME = Path(os.environ.get("VLLM_BACKPORTS_HOME") or Path(__file__).resolve().parent.parent)
 
@@ -318,11 +318,14 @@ def _span(versions: list[str], order: list[str]) -> str:
                    "[default: twice the plain baseline's worst, at least 1].")
 @click.option("--prefill-backend", type=click.Choice(["default", "triton", "flashinfer"]), default="default", show_default=True,
               help="GDN prefill backend (vLLM's additional_config gdn_prefill_backend).")
+@click.option("--kv-cache", type=click.Choice(["auto", *TURBOQUANT]), default="auto", show_default=True,
+              help="KV cache dtype for every engine of the session, baselines included (TurboQuant presets: vLLM 0.21+).")
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=Path(".verify"), show_default=True,
               help="Where the model, engine logs and raw outputs go.")
 @click.option("--json", "as_json", is_flag=True, default=None, help="One JSON object on stdout.")
 @guarded
-def verify_cmd(reporter: Reporter, batches, modes, presets, tp, threshold, prefill_backend, work_dir, as_json) -> int:
+def verify_cmd(reporter: Reporter, batches, modes, presets, tp, threshold, prefill_backend, kv_cache, work_dir,
+               as_json) -> int:
     """Judge this vLLM's greedy speculative decoding against a float32 reference (needs a GPU).
 
     Exit 0: every scenario's tokens are what the model predicts; 1: some are not;
@@ -331,10 +334,10 @@ def verify_cmd(reporter: Reporter, batches, modes, presets, tp, threshold, prefi
     from .verify.run import Plan, execute
 
     plan = Plan(batches=tuple(int(b) for b in batches) or (1, 16), modes=tuple(modes) or ("eager", "graphs"),
-                presets=tuple(presets) or ("ngram",), tp=tp, threshold=threshold, work=work_dir,
+                presets=tuple(presets) or ("ngram",), tp=tp, threshold=threshold, work=work_dir, kv_cache=kv_cache,
                 additional_config={} if prefill_backend == "default" else {"gdn_prefill_backend": prefill_backend})
     result = execute(plan, reporter.progress)
-    table = Table(title=f"vLLM {result['vllm']}: tokens judged by the float32 reference (error: regret > {result['threshold']:.2f}; "
+    table = Table(title=f"vLLM {result['vllm']}: KV {result['kv_cache']}, tokens judged by the float32 reference (error: regret > {result['threshold']:.2f}; "
                         f"baseline worst {result['baseline_worst_regret']:.2f})",
                   title_justify="left", show_edge=False)
     for col in ("scenario", "batch", "mode", "sequences", "tokens", "errors", "worst regret", "first error at",

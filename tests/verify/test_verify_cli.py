@@ -46,3 +46,19 @@ def test_engine_process_finds_this_package_from_any_directory(tmp_path):
     where = subprocess.run([sys.executable, "-c", "import vllm_backports.verify.engine as e; print(e.__file__)"],
                            cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout
     assert Path(where.strip()).is_relative_to(PACKAGE_ROOT)
+
+
+def test_turboquant_kv_is_refused_where_vllm_refuses_it_on_hybrids():
+    from vllm_backports.errors import UsageError
+    from vllm_backports.verify.run import check_kv_cache
+
+    with pytest.raises(UsageError, match="0.20.2 refuses TurboQuant KV on hybrid models"):
+        check_kv_cache("0.20.2", "turboquant_k8v4")
+    check_kv_cache("0.21.0", "turboquant_k8v4")
+    check_kv_cache("0.20.0", "auto")
+
+
+def test_unknown_kv_cache_is_a_usage_error_and_writes_nothing(tmp_path):
+    r = run("verify", "--kv-cache", "fp4", "--work-dir", str(tmp_path / "w"))
+    assert r.code == 2 and "'fp4' is not one of" in r.err
+    assert not (tmp_path / "w").exists()

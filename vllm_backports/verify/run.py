@@ -33,6 +33,16 @@ class Plan:
     threshold: float | None  # None: calibrated on this session's baselines
     work: Path
     additional_config: dict
+    kv_cache: str = "auto"  # or a TurboQuant preset: baselines and speculative runs alike
+
+
+def check_kv_cache(vllm_version: str, kv_cache: str) -> None:
+    """Refuse before any engine starts what this vLLM would refuse after loading the model."""
+    from packaging.version import Version
+
+    if kv_cache in scenarios.TURBOQUANT and Version(vllm_version) < Version(scenarios.TURBOQUANT_ON_HYBRIDS_FROM):
+        raise UsageError(f"vLLM {vllm_version} refuses TurboQuant KV on hybrid models "
+                         f"(from {scenarios.TURBOQUANT_ON_HYBRIDS_FROM} it accepts them); verify's model is hybrid")
 
 
 def preflight() -> str:
@@ -95,6 +105,7 @@ def exercised(script: drafts.Script, outputs: list[list[int]]) -> dict[str, int]
 
 def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     vllm_version = preflight()
+    check_kv_cache(vllm_version, plan.kv_cache)
     plan.work.mkdir(parents=True, exist_ok=True)
     model_dir = model.write_model(plan.work / "model", mtp=bool(scenarios.NEEDS_MTP_LAYER & set(plan.presets)))
     vocab = model.vocab_size()
@@ -104,6 +115,8 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
         ps = scenarios.prompts(shape.prompts, vocab)
         for mode in plan.modes:
             extra = {"additional_config": plan.additional_config}
+            if plan.kv_cache != "auto":
+                extra["kv_cache_dtype"] = plan.kv_cache
             eager = mode == "eager"
             tag = f"b{batch}-{mode}-baseline"
             progress(f"engine: {tag}")
@@ -136,6 +149,6 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                      "same_as_baseline": same, "tokens_per_s": round(r["tokens_per_s"], 1),
                      "regrets": [[round(x, 3) for x in s] for s in regrets]})
     calibration = [x for x in rows if x["scenario"] == "baseline"]
-    return {"vllm": vllm_version, "threshold": threshold, "baseline_worst_regret": round(noise, 3), "tp": plan.tp,
+    return {"vllm": vllm_version, "kv_cache": plan.kv_cache, "threshold": threshold, "baseline_worst_regret": round(noise, 3), "tp": plan.tp,
             "calibrated": all(x["errors"] == 0 for x in calibration) and noise <= CALIBRATION_CAP,
             "passed": all(x["errors"] == 0 for x in rows), "rows": rows}

@@ -13,6 +13,11 @@ PRESETS: dict[str, dict] = {
     "mtp": {"method": "mtp", "num_speculative_tokens": 3},
 }
 SCRIPTED = frozenset({"ngram"})
+
+# TurboQuant KV presets (vLLM's kv_cache_dtype names; the same four in 0.20 .. 0.33). vLLM 0.20.x
+# refuses them on hybrid models; from 0.21 they run there, on FlashAttention 2, which vLLM picks.
+TURBOQUANT = ("turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc")
+TURBOQUANT_ON_HYBRIDS_FROM = "0.21.0"
 NEEDS_MTP_LAYER = frozenset({"mtp"})
 
 
