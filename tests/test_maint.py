@@ -88,3 +88,77 @@ def test_watch_classifies_a_new_release(monkeypatch):
     assert _watch_with(monkeypatch, fixed)["releases"][0]["backports"][0]["state"] == "upstream"
     drift = pristine.replace(b"UNIFORM_BATCH", b"UNIFORM_SOMETHING")
     assert _watch_with(monkeypatch, drift)["releases"][0]["backports"][0]["state"] == "drift"
+
+
+class FakeRegistry:
+    """Docker Hub's token and manifest endpoints, for one index per tag."""
+
+    def __init__(self, platforms: dict[str, list[str]]):
+        self.platforms = platforms
+        self.asked: list[str] = []
+
+    def get(self, url, params=None, headers=None, timeout=None):
+        import json as jsonlib
+
+        import requests
+
+        response = requests.Response()
+        if url.startswith("https://auth.docker.io/"):
+            response.status_code, response._content = 200, b'{"token": "t"}'
+            return response
+        tag = url.rsplit("/", 1)[1]
+        self.asked.append(tag)
+        assert headers["Authorization"] == "Bearer t" and "manifest.list" in headers["Accept"]
+        if tag not in self.platforms:
+            response.status_code, response._content = 404, b"{}"
+            return response
+        manifests = [{"platform": {"os": "linux", "architecture": p.split("/")[1]}} for p in self.platforms[tag]]
+        manifests.append({"platform": {"os": "unknown", "architecture": "unknown"}})  # an attestation
+        response.status_code = 200
+        response._content = jsonlib.dumps({"manifests": manifests}).encode()
+        response.headers["Docker-Content-Digest"] = "sha256:" + tag.encode().hex().ljust(64, "0")[:64]
+        return response
+
+
+def _served_tags() -> list[str]:
+    from vllm_backports.catalogue import Catalogue
+
+    cat = Catalogue(REPO)
+    return [cat.releases[v].image.rsplit(":", 1)[1] for v in cat.versions if cat.releases[v].series]
+
+
+def test_digests_pin_each_served_base_image_and_write_only_when_asked(tmp_path, monkeypatch):
+    home = _copy(tmp_path, monkeypatch)
+    fake = FakeRegistry(dict.fromkeys(_served_tags(), ["linux/amd64", "linux/arm64"]))
+    monkeypatch.setattr("requests.Session.get", lambda self, *a, **k: fake.get(*a, **k))
+    before = (home / "versions.toml").read_text()
+    drift = CliRunner().invoke(maint.main, ["digests"])
+    assert drift.exit_code == 1 and "sha256:" in drift.output
+    assert (home / "versions.toml").read_text() == before
+    assert CliRunner().invoke(maint.main, ["digests", "--write"]).exit_code == 0
+    from vllm_backports.catalogue import Catalogue
+    from vllm_backports.images import image_targets
+
+    cat = Catalogue(home)
+    target = next(t for t in image_targets(cat) if t["vllm"] == "0.20.0" and t["arch"] == "hopper")
+    assert target["base"] == "vllm/vllm-openai:v0.20.0@sha256:" + b"v0.20.0".hex().ljust(64, "0")
+    assert CliRunner().invoke(maint.main, ["digests"]).exit_code == 0
+
+
+def test_digests_fail_when_a_base_image_lacks_a_platform_we_build(tmp_path, monkeypatch):
+    home = _copy(tmp_path, monkeypatch)
+    tags = _served_tags()
+    fake = FakeRegistry({t: ["linux/amd64"] if t == "v0.20.0" else ["linux/amd64", "linux/arm64"] for t in tags})
+    monkeypatch.setattr("requests.Session.get", lambda self, *a, **k: fake.get(*a, **k))
+    result = CliRunner().invoke(maint.main, ["digests", "--write"])
+    assert result.exit_code == 1 and "vllm/vllm-openai:v0.20.0 has no linux/arm64 image" in result.output
+
+
+def test_digests_report_a_missing_tag_in_one_line_and_write_nothing(tmp_path, monkeypatch):
+    home = _copy(tmp_path, monkeypatch)
+    fake = FakeRegistry({})
+    monkeypatch.setattr("requests.Session.get", lambda self, *a, **k: fake.get(*a, **k))
+    before = (home / "versions.toml").read_text()
+    result = CliRunner().invoke(maint.main, ["digests", "--write"])
+    assert result.exit_code != 0 and "no such tag in the registry" in str(result.exception or result.output)
+    assert (home / "versions.toml").read_text() == before

@@ -251,6 +251,46 @@ def watch(as_json: bool) -> None:
             click.echo(f"{r['vllm']}: {b['id']}: {b['state']} {b['detail']}".rstrip())
 
 
+@main.command()
+@click.option("--write", is_flag=True, help="Pin the digests in versions.toml (otherwise show the diff, exit 1 on drift).")
+def digests(write: bool) -> None:
+    """Pin every served release's base image by digest, read from the registry; fail if a base
+    image lacks a platform one of our arches builds for."""
+    from .registry import read_tag
+
+    cat = Catalogue(HOME)
+    session = requests.Session()
+    needed = sorted({p for arch in cat.arches.values() for p in arch.platforms})
+    pins: dict[str, str] = {}
+    missing = []
+    for version in cat.versions:
+        release = cat.releases[version]
+        if not release.series or not release.image:
+            continue
+        info = read_tag(session, release.image)
+        lacks = [p for p in needed if p not in info.platforms]
+        if lacks:
+            missing.append(f"{release.image} has no {', '.join(lacks)} image")
+        digests_by_arch = ", ".join(f'{arch} = "{info.digest}"' for arch in cat.arches)
+        pins[version] = (f"image_digests = {{ {digests_by_arch} }}  "
+                         f"# index of {release.image}: {', '.join(info.platforms) or 'single manifest'}\n")
+    path = HOME / "versions.toml"
+    text = path.read_text()
+    out, section = [], None
+    for line in text.splitlines(keepends=True):
+        if line.startswith("["):
+            m = re.match(r'^\[releases\."([^"]+)"\]', line)
+            section = m.group(1) if m else None
+        if section in pins and line.startswith("image_digests ="):
+            line = pins[section]
+        out.append(line)
+    for problem in missing:
+        click.echo(f"error: {problem}", err=True)
+    _write_or_diff(path, text, "".join(out), write, "image digests are current")
+    if missing:
+        sys.exit(1)
+
+
 def _write_or_diff(path: Path, old: str, new: str, write: bool, current: str) -> None:
     """Generators print a diff and write only when asked; in check mode drift exits 1 (for CI)."""
     if new == old:

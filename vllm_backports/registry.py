@@ -1,0 +1,55 @@
+"""Read an image tag's digest and platforms from a container registry (Docker Registry HTTP API v2,
+anonymous pull token), so images can be built on a base pinned by digest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import requests
+
+from .errors import BackportError
+
+# Docker Hub's registry and token service; `vllm/vllm-openai` lives there.
+REGISTRY = "https://registry-1.docker.io"
+AUTH = "https://auth.docker.io/token"
+INDEX_TYPES = ("application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json")
+MANIFEST_TYPES = ("application/vnd.oci.image.manifest.v1+json", "application/vnd.docker.distribution.manifest.v2+json")
+
+
+@dataclass(frozen=True)
+class TagInfo:
+    image: str  # repository:tag as asked
+    digest: str  # of the index (multi-platform) or of the single manifest
+    platforms: tuple[str, ...]  # "linux/amd64", ...; a single manifest reports none
+
+
+def split(image: str) -> tuple[str, str]:
+    repo, sep, tag = image.rpartition(":")
+    if not sep or not repo or "/" in tag:
+        raise BackportError(f"image {image!r} is not repository:tag")
+    return repo, tag
+
+
+def read_tag(session: requests.Session, image: str) -> TagInfo:
+    repo, tag = split(image)
+    try:
+        token = session.get(AUTH, params={"service": "registry.docker.io", "scope": f"repository:{repo}:pull"},
+                            timeout=30)
+        token.raise_for_status()
+        response = session.get(f"{REGISTRY}/v2/{repo}/manifests/{tag}", timeout=30, headers={
+            "Authorization": f"Bearer {token.json()['token']}", "Accept": ", ".join(INDEX_TYPES + MANIFEST_TYPES)})
+    except requests.RequestException as exc:
+        raise BackportError(f"cannot reach the registry for {image}: {exc}") from None
+    if response.status_code == 404:
+        raise BackportError(f"{image}: no such tag in the registry")
+    if not response.ok:
+        raise BackportError(f"{image}: registry answered HTTP {response.status_code}")
+    digest = response.headers.get("Docker-Content-Digest", "")
+    if not digest.startswith("sha256:"):
+        raise BackportError(f"{image}: the registry sent no content digest")
+    body = response.json()
+    platforms = tuple(sorted(
+        f"{m['platform']['os']}/{m['platform']['architecture']}" for m in body.get("manifests", [])
+        # Indexes also list attestation manifests, whose platform is unknown/unknown.
+        if m.get("platform", {}).get("os") not in (None, "unknown")))
+    return TagInfo(image, digest, platforms)
