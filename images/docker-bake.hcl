@@ -221,15 +221,15 @@ target "v0-20-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.0-ampere-bp29ea30ac", "ghcr.io/vllm-backports/vllm-backports:v0.20.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.0-ampere-bp6deeffd2", "ghcr.io/vllm-backports/vllm-backports:v0.20.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.0"
     VLLM_VERSION = "0.20.0"
-    BACKPORT_REVISION = "29ea30ac"
+    BACKPORT_REVISION = "6deeffd2"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.0-bp29ea30ac"
+    "org.opencontainers.image.version" = "0.20.0-bp6deeffd2"
     "io.vllm-backports.series" = "0.20.0"
   }
 }
@@ -238,15 +238,15 @@ target "v0-20-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.0-hopper-bp29ea30ac", "ghcr.io/vllm-backports/vllm-backports:v0.20.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.0-hopper-bp6deeffd2", "ghcr.io/vllm-backports/vllm-backports:v0.20.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.0"
     VLLM_VERSION = "0.20.0"
-    BACKPORT_REVISION = "29ea30ac"
+    BACKPORT_REVISION = "6deeffd2"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.0-bp29ea30ac"
+    "org.opencontainers.image.version" = "0.20.0-bp6deeffd2"
     "io.vllm-backports.series" = "0.20.0"
   }
 }
@@ -255,15 +255,15 @@ target "v0-20-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-ampere-bpf73a076d", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-ampere-bp6deeffd2", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.1"
     VLLM_VERSION = "0.20.1"
-    BACKPORT_REVISION = "f73a076d"
+    BACKPORT_REVISION = "6deeffd2"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.1-bpf73a076d"
+    "org.opencontainers.image.version" = "0.20.1-bp6deeffd2"
     "io.vllm-backports.series" = "0.20.1"
   }
 }
@@ -272,15 +272,15 @@ target "v0-20-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper-bpf73a076d", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper-bp6deeffd2", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.1"
     VLLM_VERSION = "0.20.1"
-    BACKPORT_REVISION = "f73a076d"
+    BACKPORT_REVISION = "6deeffd2"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.1-bpf73a076d"
+    "org.opencontainers.image.version" = "0.20.1-bp6deeffd2"
     "io.vllm-backports.series" = "0.20.1"
   }
 }
@@ -289,15 +289,15 @@ target "v0-20-2-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.2-ampere-bpf73a076d", "ghcr.io/vllm-backports/vllm-backports:v0.20.2-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.2-ampere-bp6deeffd2", "ghcr.io/vllm-backports/vllm-backports:v0.20.2-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.2"
     VLLM_VERSION = "0.20.2"
-    BACKPORT_REVISION = "f73a076d"
+    BACKPORT_REVISION = "6deeffd2"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.2-bpf73a076d"
+    "org.opencontainers.image.version" = "0.20.2-bp6deeffd2"
     "io.vllm-backports.series" = "0.20.1"
   }
 }
@@ -306,15 +306,15 @@ target "v0-20-2-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.2-hopper-bpf73a076d", "ghcr.io/vllm-backports/vllm-backports:v0.20.2-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.2-hopper-bp6deeffd2", "ghcr.io/vllm-backports/vllm-backports:v0.20.2-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.2"
     VLLM_VERSION = "0.20.2"
-    BACKPORT_REVISION = "f73a076d"
+    BACKPORT_REVISION = "6deeffd2"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.2-bpf73a076d"
+    "org.opencontainers.image.version" = "0.20.2-bp6deeffd2"
     "io.vllm-backports.series" = "0.20.1"
   }
 }
@@ -323,15 +323,15 @@ target "v0-21-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-bpfc221cb4", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-bpb4b4d1ba", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0"
     VLLM_VERSION = "0.21.0"
-    BACKPORT_REVISION = "fc221cb4"
+    BACKPORT_REVISION = "b4b4d1ba"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.21.0-bpfc221cb4"
+    "org.opencontainers.image.version" = "0.21.0-bpb4b4d1ba"
     "io.vllm-backports.series" = "0.21.0"
   }
 }
@@ -340,15 +340,15 @@ target "v0-21-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-bpfc221cb4", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-bpb4b4d1ba", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0"
     VLLM_VERSION = "0.21.0"
-    BACKPORT_REVISION = "fc221cb4"
+    BACKPORT_REVISION = "b4b4d1ba"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.21.0-bpfc221cb4"
+    "org.opencontainers.image.version" = "0.21.0-bpb4b4d1ba"
     "io.vllm-backports.series" = "0.21.0"
   }
 }
@@ -357,15 +357,15 @@ target "v0-22-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-bp35514763", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-bp195f9118", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.0"
     VLLM_VERSION = "0.22.0"
-    BACKPORT_REVISION = "35514763"
+    BACKPORT_REVISION = "195f9118"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.0-bp35514763"
+    "org.opencontainers.image.version" = "0.22.0-bp195f9118"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -374,15 +374,15 @@ target "v0-22-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-bp35514763", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-bp195f9118", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.0"
     VLLM_VERSION = "0.22.0"
-    BACKPORT_REVISION = "35514763"
+    BACKPORT_REVISION = "195f9118"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.0-bp35514763"
+    "org.opencontainers.image.version" = "0.22.0-bp195f9118"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -391,15 +391,15 @@ target "v0-22-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-bp35514763", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-bp195f9118", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.1"
     VLLM_VERSION = "0.22.1"
-    BACKPORT_REVISION = "35514763"
+    BACKPORT_REVISION = "195f9118"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.1-bp35514763"
+    "org.opencontainers.image.version" = "0.22.1-bp195f9118"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -408,15 +408,15 @@ target "v0-22-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-bp35514763", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-bp195f9118", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.1"
     VLLM_VERSION = "0.22.1"
-    BACKPORT_REVISION = "35514763"
+    BACKPORT_REVISION = "195f9118"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.1-bp35514763"
+    "org.opencontainers.image.version" = "0.22.1-bp195f9118"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -425,15 +425,15 @@ target "v0-23-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-bpa9e4df06", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-bpac884c0c", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.23.0"
     VLLM_VERSION = "0.23.0"
-    BACKPORT_REVISION = "a9e4df06"
+    BACKPORT_REVISION = "ac884c0c"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.23.0-bpa9e4df06"
+    "org.opencontainers.image.version" = "0.23.0-bpac884c0c"
     "io.vllm-backports.series" = "0.23.0"
   }
 }
@@ -442,15 +442,15 @@ target "v0-23-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-bpa9e4df06", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-bpac884c0c", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.23.0"
     VLLM_VERSION = "0.23.0"
-    BACKPORT_REVISION = "a9e4df06"
+    BACKPORT_REVISION = "ac884c0c"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.23.0-bpa9e4df06"
+    "org.opencontainers.image.version" = "0.23.0-bpac884c0c"
     "io.vllm-backports.series" = "0.23.0"
   }
 }
@@ -459,15 +459,15 @@ target "v0-24-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-bpbf4a89ce", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-bp16a679ad", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.24.0"
     VLLM_VERSION = "0.24.0"
-    BACKPORT_REVISION = "bf4a89ce"
+    BACKPORT_REVISION = "16a679ad"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.24.0-bpbf4a89ce"
+    "org.opencontainers.image.version" = "0.24.0-bp16a679ad"
     "io.vllm-backports.series" = "0.24.0"
   }
 }
@@ -476,15 +476,15 @@ target "v0-24-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-bpbf4a89ce", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-bp16a679ad", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.24.0"
     VLLM_VERSION = "0.24.0"
-    BACKPORT_REVISION = "bf4a89ce"
+    BACKPORT_REVISION = "16a679ad"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.24.0-bpbf4a89ce"
+    "org.opencontainers.image.version" = "0.24.0-bp16a679ad"
     "io.vllm-backports.series" = "0.24.0"
   }
 }
@@ -493,15 +493,15 @@ target "v0-25-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-bpd9cbc62a", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-bpa2887dfa", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.0"
     VLLM_VERSION = "0.25.0"
-    BACKPORT_REVISION = "d9cbc62a"
+    BACKPORT_REVISION = "a2887dfa"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.0-bpd9cbc62a"
+    "org.opencontainers.image.version" = "0.25.0-bpa2887dfa"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -510,15 +510,15 @@ target "v0-25-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-bpd9cbc62a", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-bpa2887dfa", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.0"
     VLLM_VERSION = "0.25.0"
-    BACKPORT_REVISION = "d9cbc62a"
+    BACKPORT_REVISION = "a2887dfa"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.0-bpd9cbc62a"
+    "org.opencontainers.image.version" = "0.25.0-bpa2887dfa"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -527,15 +527,15 @@ target "v0-25-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-bpd9cbc62a", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-bpa2887dfa", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1"
     VLLM_VERSION = "0.25.1"
-    BACKPORT_REVISION = "d9cbc62a"
+    BACKPORT_REVISION = "a2887dfa"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.1-bpd9cbc62a"
+    "org.opencontainers.image.version" = "0.25.1-bpa2887dfa"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -544,15 +544,15 @@ target "v0-25-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-bpd9cbc62a", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-bpa2887dfa", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1"
     VLLM_VERSION = "0.25.1"
-    BACKPORT_REVISION = "d9cbc62a"
+    BACKPORT_REVISION = "a2887dfa"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.1-bpd9cbc62a"
+    "org.opencontainers.image.version" = "0.25.1-bpa2887dfa"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -561,15 +561,15 @@ target "v0-26-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-bp82980ca9", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-bp7f41d40b", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.26.0"
     VLLM_VERSION = "0.26.0"
-    BACKPORT_REVISION = "82980ca9"
+    BACKPORT_REVISION = "7f41d40b"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.26.0-bp82980ca9"
+    "org.opencontainers.image.version" = "0.26.0-bp7f41d40b"
     "io.vllm-backports.series" = "0.26.0"
   }
 }
@@ -578,15 +578,15 @@ target "v0-26-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-bp82980ca9", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-bp7f41d40b", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.26.0"
     VLLM_VERSION = "0.26.0"
-    BACKPORT_REVISION = "82980ca9"
+    BACKPORT_REVISION = "7f41d40b"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.26.0-bp82980ca9"
+    "org.opencontainers.image.version" = "0.26.0-bp7f41d40b"
     "io.vllm-backports.series" = "0.26.0"
   }
 }

@@ -496,3 +496,11 @@ def test_fetch_with_pypi_unreachable_in_a_subprocess(home, tmp_path):
 def test_fetch_into_a_directory_holding_another_release(home, tmp_path):
     other = home.tree("0.21.0")
     refused(tmp_path, ["--fetch", "--vllm", "0.20.0", "--target", str(other)], 2, "holds vLLM 0.21.0, not 0.20.0")
+
+
+def test_release_with_backports_but_no_series(home, site, tmp_path):
+    toml = home.root / "versions.toml"
+    text = toml.read_text()
+    assert 'series = "s1"\n' in text
+    toml.write_text(text.replace('series = "s1"\n', "", 1))
+    refused(tmp_path, apply_args(site), 1, "0.20.0", "backports but no series")

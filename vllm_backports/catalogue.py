@@ -155,6 +155,8 @@ class Catalogue:
                 raise CatalogueError(f"versions.toml: release {key} names unknown backport {bid!r}")
         if release.series and release.series not in self.data.get("series", {}):
             raise CatalogueError(f"versions.toml: release {key} names unknown series {release.series!r}")
+        if release.backports and not release.series:
+            raise CatalogueError(f"versions.toml: release {key} lists backports but no series")
         return release
 
     @cached_property
