@@ -323,15 +323,15 @@ target "v0-21-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-bpb4b4d1ba", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-bpb5d3f55e", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0"
     VLLM_VERSION = "0.21.0"
-    BACKPORT_REVISION = "b4b4d1ba"
+    BACKPORT_REVISION = "b5d3f55e"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.21.0-bpb4b4d1ba"
+    "org.opencontainers.image.version" = "0.21.0-bpb5d3f55e"
     "io.vllm-backports.series" = "0.21.0"
   }
 }
@@ -340,15 +340,15 @@ target "v0-21-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-bpb4b4d1ba", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-bpb5d3f55e", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0"
     VLLM_VERSION = "0.21.0"
-    BACKPORT_REVISION = "b4b4d1ba"
+    BACKPORT_REVISION = "b5d3f55e"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.21.0-bpb4b4d1ba"
+    "org.opencontainers.image.version" = "0.21.0-bpb5d3f55e"
     "io.vllm-backports.series" = "0.21.0"
   }
 }
@@ -357,15 +357,15 @@ target "v0-22-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-bp195f9118", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-bpd5619086", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.0"
     VLLM_VERSION = "0.22.0"
-    BACKPORT_REVISION = "195f9118"
+    BACKPORT_REVISION = "d5619086"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.0-bp195f9118"
+    "org.opencontainers.image.version" = "0.22.0-bpd5619086"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -374,15 +374,15 @@ target "v0-22-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-bp195f9118", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-bpd5619086", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.0"
     VLLM_VERSION = "0.22.0"
-    BACKPORT_REVISION = "195f9118"
+    BACKPORT_REVISION = "d5619086"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.0-bp195f9118"
+    "org.opencontainers.image.version" = "0.22.0-bpd5619086"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -391,15 +391,15 @@ target "v0-22-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-bp195f9118", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-bpd5619086", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.1"
     VLLM_VERSION = "0.22.1"
-    BACKPORT_REVISION = "195f9118"
+    BACKPORT_REVISION = "d5619086"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.1-bp195f9118"
+    "org.opencontainers.image.version" = "0.22.1-bpd5619086"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -408,15 +408,15 @@ target "v0-22-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-bp195f9118", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-bpd5619086", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.1"
     VLLM_VERSION = "0.22.1"
-    BACKPORT_REVISION = "195f9118"
+    BACKPORT_REVISION = "d5619086"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.1-bp195f9118"
+    "org.opencontainers.image.version" = "0.22.1-bpd5619086"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -425,15 +425,15 @@ target "v0-23-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-bpac884c0c", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-bp247249cd", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.23.0"
     VLLM_VERSION = "0.23.0"
-    BACKPORT_REVISION = "ac884c0c"
+    BACKPORT_REVISION = "247249cd"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.23.0-bpac884c0c"
+    "org.opencontainers.image.version" = "0.23.0-bp247249cd"
     "io.vllm-backports.series" = "0.23.0"
   }
 }
@@ -442,15 +442,15 @@ target "v0-23-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-bpac884c0c", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-bp247249cd", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.23.0"
     VLLM_VERSION = "0.23.0"
-    BACKPORT_REVISION = "ac884c0c"
+    BACKPORT_REVISION = "247249cd"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.23.0-bpac884c0c"
+    "org.opencontainers.image.version" = "0.23.0-bp247249cd"
     "io.vllm-backports.series" = "0.23.0"
   }
 }
@@ -459,15 +459,15 @@ target "v0-24-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-bp16a679ad", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-bp36438369", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.24.0"
     VLLM_VERSION = "0.24.0"
-    BACKPORT_REVISION = "16a679ad"
+    BACKPORT_REVISION = "36438369"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.24.0-bp16a679ad"
+    "org.opencontainers.image.version" = "0.24.0-bp36438369"
     "io.vllm-backports.series" = "0.24.0"
   }
 }
@@ -476,15 +476,15 @@ target "v0-24-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-bp16a679ad", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-bp36438369", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.24.0"
     VLLM_VERSION = "0.24.0"
-    BACKPORT_REVISION = "16a679ad"
+    BACKPORT_REVISION = "36438369"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.24.0-bp16a679ad"
+    "org.opencontainers.image.version" = "0.24.0-bp36438369"
     "io.vllm-backports.series" = "0.24.0"
   }
 }
@@ -493,15 +493,15 @@ target "v0-25-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-bpa2887dfa", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-bp3314271e", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.0"
     VLLM_VERSION = "0.25.0"
-    BACKPORT_REVISION = "a2887dfa"
+    BACKPORT_REVISION = "3314271e"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.0-bpa2887dfa"
+    "org.opencontainers.image.version" = "0.25.0-bp3314271e"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -510,15 +510,15 @@ target "v0-25-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-bpa2887dfa", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-bp3314271e", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.0"
     VLLM_VERSION = "0.25.0"
-    BACKPORT_REVISION = "a2887dfa"
+    BACKPORT_REVISION = "3314271e"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.0-bpa2887dfa"
+    "org.opencontainers.image.version" = "0.25.0-bp3314271e"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -527,15 +527,15 @@ target "v0-25-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-bpa2887dfa", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-bp3314271e", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1"
     VLLM_VERSION = "0.25.1"
-    BACKPORT_REVISION = "a2887dfa"
+    BACKPORT_REVISION = "3314271e"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.1-bpa2887dfa"
+    "org.opencontainers.image.version" = "0.25.1-bp3314271e"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -544,15 +544,15 @@ target "v0-25-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-bpa2887dfa", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-bp3314271e", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1"
     VLLM_VERSION = "0.25.1"
-    BACKPORT_REVISION = "a2887dfa"
+    BACKPORT_REVISION = "3314271e"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.1-bpa2887dfa"
+    "org.opencontainers.image.version" = "0.25.1-bp3314271e"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -561,15 +561,15 @@ target "v0-26-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-bp7f41d40b", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-bpfd897a11", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.26.0"
     VLLM_VERSION = "0.26.0"
-    BACKPORT_REVISION = "7f41d40b"
+    BACKPORT_REVISION = "fd897a11"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.26.0-bp7f41d40b"
+    "org.opencontainers.image.version" = "0.26.0-bpfd897a11"
     "io.vllm-backports.series" = "0.26.0"
   }
 }
@@ -578,15 +578,15 @@ target "v0-26-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-bp7f41d40b", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-bpfd897a11", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.26.0"
     VLLM_VERSION = "0.26.0"
-    BACKPORT_REVISION = "7f41d40b"
+    BACKPORT_REVISION = "fd897a11"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.26.0-bp7f41d40b"
+    "org.opencontainers.image.version" = "0.26.0-bpfd897a11"
     "io.vllm-backports.series" = "0.26.0"
   }
 }
