@@ -2,15 +2,19 @@
 # Build one: docker buildx bake -f images/docker-bake.hcl v0-20-0-ampere
 
 group "default" {
-  targets = ["v0-17-0-ampere", "v0-17-0-hopper", "v0-17-1-ampere", "v0-17-1-hopper", "v0-18-0-ampere", "v0-18-0-hopper", "v0-18-1-ampere", "v0-18-1-hopper", "v0-19-0-ampere", "v0-19-0-hopper", "v0-19-1-ampere", "v0-19-1-hopper", "v0-20-0-ampere", "v0-20-0-hopper", "v0-20-1-ampere", "v0-20-1-hopper", "v0-20-2-ampere", "v0-20-2-hopper", "v0-21-0-ampere", "v0-21-0-hopper", "v0-22-0-ampere", "v0-22-0-hopper", "v0-22-1-ampere", "v0-22-1-hopper", "v0-23-0-ampere", "v0-23-0-hopper", "v0-24-0-ampere", "v0-24-0-hopper", "v0-25-0-ampere", "v0-25-0-hopper", "v0-25-1-ampere", "v0-25-1-hopper", "v0-26-0-ampere", "v0-26-0-hopper", "v0-27-0-ampere", "v0-27-0-hopper", "v0-27-1-ampere", "v0-27-1-hopper", "v0-28-0-ampere", "v0-28-0-hopper", "v0-29-0-ampere", "v0-29-0-hopper", "v0-30-0-ampere", "v0-30-0-hopper", "v0-31-0-ampere", "v0-31-0-hopper", "v0-32-0-ampere", "v0-32-0-hopper", "v0-33-0-ampere", "v0-33-0-hopper"]
+  targets = ["v0-17-0-ampere", "v0-17-0-hopper", "v0-17-1-ampere", "v0-17-1-hopper", "v0-18-0-ampere", "v0-18-0-hopper", "v0-18-1-ampere", "v0-18-1-hopper", "v0-19-0-ampere", "v0-19-0-hopper", "v0-19-1-ampere", "v0-19-1-hopper", "v0-20-0-ampere", "v0-20-0-hopper", "v0-20-0-ampere-cu129", "v0-20-0-hopper-cu129", "v0-20-1-ampere", "v0-20-1-hopper", "v0-20-1-ampere-cu129", "v0-20-1-hopper-cu129", "v0-20-2-ampere", "v0-20-2-hopper", "v0-20-2-ampere-cu129", "v0-20-2-hopper-cu129", "v0-21-0-ampere", "v0-21-0-hopper", "v0-21-0-ampere-cu129", "v0-21-0-hopper-cu129", "v0-22-0-ampere", "v0-22-0-hopper", "v0-22-0-ampere-cu129", "v0-22-0-hopper-cu129", "v0-22-1-ampere", "v0-22-1-hopper", "v0-22-1-ampere-cu129", "v0-22-1-hopper-cu129", "v0-23-0-ampere", "v0-23-0-hopper", "v0-23-0-ampere-cu129", "v0-23-0-hopper-cu129", "v0-24-0-ampere", "v0-24-0-hopper", "v0-24-0-ampere-cu129", "v0-24-0-hopper-cu129", "v0-25-0-ampere", "v0-25-0-hopper", "v0-25-0-ampere-cu129", "v0-25-0-hopper-cu129", "v0-25-1-ampere", "v0-25-1-hopper", "v0-25-1-ampere-cu129", "v0-25-1-hopper-cu129", "v0-26-0-ampere", "v0-26-0-hopper", "v0-26-0-ampere-cu129", "v0-26-0-hopper-cu129", "v0-27-0-ampere", "v0-27-0-hopper", "v0-27-0-ampere-cu129", "v0-27-0-hopper-cu129", "v0-27-1-ampere", "v0-27-1-hopper", "v0-27-1-ampere-cu129", "v0-27-1-hopper-cu129", "v0-28-0-ampere", "v0-28-0-hopper", "v0-28-0-ampere-cu129", "v0-28-0-hopper-cu129", "v0-29-0-ampere", "v0-29-0-hopper", "v0-29-0-ampere-cu129", "v0-29-0-hopper-cu129", "v0-30-0-ampere", "v0-30-0-hopper", "v0-30-0-ampere-cu129", "v0-30-0-hopper-cu129", "v0-31-0-ampere", "v0-31-0-hopper", "v0-31-0-ampere-cu129", "v0-31-0-hopper-cu129", "v0-32-0-ampere", "v0-32-0-hopper", "v0-32-0-ampere-cu129", "v0-32-0-hopper-cu129", "v0-33-0-ampere", "v0-33-0-hopper", "v0-33-0-ampere-cu129", "v0-33-0-hopper-cu129"]
 }
 
 group "ampere" {
-  targets = ["v0-17-0-ampere", "v0-17-1-ampere", "v0-18-0-ampere", "v0-18-1-ampere", "v0-19-0-ampere", "v0-19-1-ampere", "v0-20-0-ampere", "v0-20-1-ampere", "v0-20-2-ampere", "v0-21-0-ampere", "v0-22-0-ampere", "v0-22-1-ampere", "v0-23-0-ampere", "v0-24-0-ampere", "v0-25-0-ampere", "v0-25-1-ampere", "v0-26-0-ampere", "v0-27-0-ampere", "v0-27-1-ampere", "v0-28-0-ampere", "v0-29-0-ampere", "v0-30-0-ampere", "v0-31-0-ampere", "v0-32-0-ampere", "v0-33-0-ampere"]
+  targets = ["v0-17-0-ampere", "v0-17-1-ampere", "v0-18-0-ampere", "v0-18-1-ampere", "v0-19-0-ampere", "v0-19-1-ampere", "v0-20-0-ampere", "v0-20-0-ampere-cu129", "v0-20-1-ampere", "v0-20-1-ampere-cu129", "v0-20-2-ampere", "v0-20-2-ampere-cu129", "v0-21-0-ampere", "v0-21-0-ampere-cu129", "v0-22-0-ampere", "v0-22-0-ampere-cu129", "v0-22-1-ampere", "v0-22-1-ampere-cu129", "v0-23-0-ampere", "v0-23-0-ampere-cu129", "v0-24-0-ampere", "v0-24-0-ampere-cu129", "v0-25-0-ampere", "v0-25-0-ampere-cu129", "v0-25-1-ampere", "v0-25-1-ampere-cu129", "v0-26-0-ampere", "v0-26-0-ampere-cu129", "v0-27-0-ampere", "v0-27-0-ampere-cu129", "v0-27-1-ampere", "v0-27-1-ampere-cu129", "v0-28-0-ampere", "v0-28-0-ampere-cu129", "v0-29-0-ampere", "v0-29-0-ampere-cu129", "v0-30-0-ampere", "v0-30-0-ampere-cu129", "v0-31-0-ampere", "v0-31-0-ampere-cu129", "v0-32-0-ampere", "v0-32-0-ampere-cu129", "v0-33-0-ampere", "v0-33-0-ampere-cu129"]
 }
 
 group "hopper" {
-  targets = ["v0-17-0-hopper", "v0-17-1-hopper", "v0-18-0-hopper", "v0-18-1-hopper", "v0-19-0-hopper", "v0-19-1-hopper", "v0-20-0-hopper", "v0-20-1-hopper", "v0-20-2-hopper", "v0-21-0-hopper", "v0-22-0-hopper", "v0-22-1-hopper", "v0-23-0-hopper", "v0-24-0-hopper", "v0-25-0-hopper", "v0-25-1-hopper", "v0-26-0-hopper", "v0-27-0-hopper", "v0-27-1-hopper", "v0-28-0-hopper", "v0-29-0-hopper", "v0-30-0-hopper", "v0-31-0-hopper", "v0-32-0-hopper", "v0-33-0-hopper"]
+  targets = ["v0-17-0-hopper", "v0-17-1-hopper", "v0-18-0-hopper", "v0-18-1-hopper", "v0-19-0-hopper", "v0-19-1-hopper", "v0-20-0-hopper", "v0-20-0-hopper-cu129", "v0-20-1-hopper", "v0-20-1-hopper-cu129", "v0-20-2-hopper", "v0-20-2-hopper-cu129", "v0-21-0-hopper", "v0-21-0-hopper-cu129", "v0-22-0-hopper", "v0-22-0-hopper-cu129", "v0-22-1-hopper", "v0-22-1-hopper-cu129", "v0-23-0-hopper", "v0-23-0-hopper-cu129", "v0-24-0-hopper", "v0-24-0-hopper-cu129", "v0-25-0-hopper", "v0-25-0-hopper-cu129", "v0-25-1-hopper", "v0-25-1-hopper-cu129", "v0-26-0-hopper", "v0-26-0-hopper-cu129", "v0-27-0-hopper", "v0-27-0-hopper-cu129", "v0-27-1-hopper", "v0-27-1-hopper-cu129", "v0-28-0-hopper", "v0-28-0-hopper-cu129", "v0-29-0-hopper", "v0-29-0-hopper-cu129", "v0-30-0-hopper", "v0-30-0-hopper-cu129", "v0-31-0-hopper", "v0-31-0-hopper-cu129", "v0-32-0-hopper", "v0-32-0-hopper-cu129", "v0-33-0-hopper", "v0-33-0-hopper-cu129"]
+}
+
+group "cu129" {
+  targets = ["v0-20-0-ampere-cu129", "v0-20-0-hopper-cu129", "v0-20-1-ampere-cu129", "v0-20-1-hopper-cu129", "v0-20-2-ampere-cu129", "v0-20-2-hopper-cu129", "v0-21-0-ampere-cu129", "v0-21-0-hopper-cu129", "v0-22-0-ampere-cu129", "v0-22-0-hopper-cu129", "v0-22-1-ampere-cu129", "v0-22-1-hopper-cu129", "v0-23-0-ampere-cu129", "v0-23-0-hopper-cu129", "v0-24-0-ampere-cu129", "v0-24-0-hopper-cu129", "v0-25-0-ampere-cu129", "v0-25-0-hopper-cu129", "v0-25-1-ampere-cu129", "v0-25-1-hopper-cu129", "v0-26-0-ampere-cu129", "v0-26-0-hopper-cu129", "v0-27-0-ampere-cu129", "v0-27-0-hopper-cu129", "v0-27-1-ampere-cu129", "v0-27-1-hopper-cu129", "v0-28-0-ampere-cu129", "v0-28-0-hopper-cu129", "v0-29-0-ampere-cu129", "v0-29-0-hopper-cu129", "v0-30-0-ampere-cu129", "v0-30-0-hopper-cu129", "v0-31-0-ampere-cu129", "v0-31-0-hopper-cu129", "v0-32-0-ampere-cu129", "v0-32-0-hopper-cu129", "v0-33-0-ampere-cu129", "v0-33-0-hopper-cu129"]
 }
 
 target "v0-17-0-ampere" {
@@ -251,6 +255,40 @@ target "v0-20-0-hopper" {
   }
 }
 
+target "v0-20-0-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.0-ampere-cu129-bp6deeffd2", "ghcr.io/vllm-backports/vllm-backports:v0.20.0-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.20.0-cu129"
+    VLLM_VERSION = "0.20.0"
+    BACKPORT_REVISION = "6deeffd2"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.20.0-bp6deeffd2"
+    "io.vllm-backports.series" = "0.20.0"
+  }
+}
+
+target "v0-20-0-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.0-hopper-cu129-bp6deeffd2", "ghcr.io/vllm-backports/vllm-backports:v0.20.0-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.20.0-cu129"
+    VLLM_VERSION = "0.20.0"
+    BACKPORT_REVISION = "6deeffd2"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.20.0-bp6deeffd2"
+    "io.vllm-backports.series" = "0.20.0"
+  }
+}
+
 target "v0-20-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
@@ -275,6 +313,40 @@ target "v0-20-1-hopper" {
   tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper-bp6deeffd2", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.1"
+    VLLM_VERSION = "0.20.1"
+    BACKPORT_REVISION = "6deeffd2"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.20.1-bp6deeffd2"
+    "io.vllm-backports.series" = "0.20.1"
+  }
+}
+
+target "v0-20-1-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-ampere-cu129-bp6deeffd2", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.20.1-cu129"
+    VLLM_VERSION = "0.20.1"
+    BACKPORT_REVISION = "6deeffd2"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.20.1-bp6deeffd2"
+    "io.vllm-backports.series" = "0.20.1"
+  }
+}
+
+target "v0-20-1-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper-cu129-bp6deeffd2", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.20.1-cu129"
     VLLM_VERSION = "0.20.1"
     BACKPORT_REVISION = "6deeffd2"
     GPU_ARCH = "hopper"
@@ -319,6 +391,40 @@ target "v0-20-2-hopper" {
   }
 }
 
+target "v0-20-2-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.2-ampere-cu129-bp6deeffd2", "ghcr.io/vllm-backports/vllm-backports:v0.20.2-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.20.2-cu129"
+    VLLM_VERSION = "0.20.2"
+    BACKPORT_REVISION = "6deeffd2"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.20.2-bp6deeffd2"
+    "io.vllm-backports.series" = "0.20.1"
+  }
+}
+
+target "v0-20-2-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.2-hopper-cu129-bp6deeffd2", "ghcr.io/vllm-backports/vllm-backports:v0.20.2-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.20.2-cu129"
+    VLLM_VERSION = "0.20.2"
+    BACKPORT_REVISION = "6deeffd2"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.20.2-bp6deeffd2"
+    "io.vllm-backports.series" = "0.20.1"
+  }
+}
+
 target "v0-21-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
@@ -343,6 +449,40 @@ target "v0-21-0-hopper" {
   tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-bpb5d3f55e", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0"
+    VLLM_VERSION = "0.21.0"
+    BACKPORT_REVISION = "b5d3f55e"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.21.0-bpb5d3f55e"
+    "io.vllm-backports.series" = "0.21.0"
+  }
+}
+
+target "v0-21-0-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-cu129-bpb5d3f55e", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.21.0-cu129"
+    VLLM_VERSION = "0.21.0"
+    BACKPORT_REVISION = "b5d3f55e"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.21.0-bpb5d3f55e"
+    "io.vllm-backports.series" = "0.21.0"
+  }
+}
+
+target "v0-21-0-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-cu129-bpb5d3f55e", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.21.0-cu129"
     VLLM_VERSION = "0.21.0"
     BACKPORT_REVISION = "b5d3f55e"
     GPU_ARCH = "hopper"
@@ -387,6 +527,40 @@ target "v0-22-0-hopper" {
   }
 }
 
+target "v0-22-0-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-cu129-bpd5619086", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.22.0-cu129"
+    VLLM_VERSION = "0.22.0"
+    BACKPORT_REVISION = "d5619086"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.22.0-bpd5619086"
+    "io.vllm-backports.series" = "0.22.0"
+  }
+}
+
+target "v0-22-0-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-cu129-bpd5619086", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.22.0-cu129"
+    VLLM_VERSION = "0.22.0"
+    BACKPORT_REVISION = "d5619086"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.22.0-bpd5619086"
+    "io.vllm-backports.series" = "0.22.0"
+  }
+}
+
 target "v0-22-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
@@ -411,6 +585,40 @@ target "v0-22-1-hopper" {
   tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-bpd5619086", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.1"
+    VLLM_VERSION = "0.22.1"
+    BACKPORT_REVISION = "d5619086"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.22.1-bpd5619086"
+    "io.vllm-backports.series" = "0.22.0"
+  }
+}
+
+target "v0-22-1-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-cu129-bpd5619086", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.22.1-cu129"
+    VLLM_VERSION = "0.22.1"
+    BACKPORT_REVISION = "d5619086"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.22.1-bpd5619086"
+    "io.vllm-backports.series" = "0.22.0"
+  }
+}
+
+target "v0-22-1-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-cu129-bpd5619086", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.22.1-cu129"
     VLLM_VERSION = "0.22.1"
     BACKPORT_REVISION = "d5619086"
     GPU_ARCH = "hopper"
@@ -455,6 +663,40 @@ target "v0-23-0-hopper" {
   }
 }
 
+target "v0-23-0-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-cu129-bp247249cd", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.23.0-cu129"
+    VLLM_VERSION = "0.23.0"
+    BACKPORT_REVISION = "247249cd"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.23.0-bp247249cd"
+    "io.vllm-backports.series" = "0.23.0"
+  }
+}
+
+target "v0-23-0-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-cu129-bp247249cd", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.23.0-cu129"
+    VLLM_VERSION = "0.23.0"
+    BACKPORT_REVISION = "247249cd"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.23.0-bp247249cd"
+    "io.vllm-backports.series" = "0.23.0"
+  }
+}
+
 target "v0-24-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
@@ -479,6 +721,40 @@ target "v0-24-0-hopper" {
   tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-bp36438369", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.24.0"
+    VLLM_VERSION = "0.24.0"
+    BACKPORT_REVISION = "36438369"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.24.0-bp36438369"
+    "io.vllm-backports.series" = "0.24.0"
+  }
+}
+
+target "v0-24-0-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-cu129-bp36438369", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.24.0-cu129"
+    VLLM_VERSION = "0.24.0"
+    BACKPORT_REVISION = "36438369"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.24.0-bp36438369"
+    "io.vllm-backports.series" = "0.24.0"
+  }
+}
+
+target "v0-24-0-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-cu129-bp36438369", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.24.0-cu129"
     VLLM_VERSION = "0.24.0"
     BACKPORT_REVISION = "36438369"
     GPU_ARCH = "hopper"
@@ -523,6 +799,40 @@ target "v0-25-0-hopper" {
   }
 }
 
+target "v0-25-0-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-cu129-bp3314271e", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.25.0-cu129"
+    VLLM_VERSION = "0.25.0"
+    BACKPORT_REVISION = "3314271e"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.25.0-bp3314271e"
+    "io.vllm-backports.series" = "0.25.0"
+  }
+}
+
+target "v0-25-0-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-cu129-bp3314271e", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.25.0-cu129"
+    VLLM_VERSION = "0.25.0"
+    BACKPORT_REVISION = "3314271e"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.25.0-bp3314271e"
+    "io.vllm-backports.series" = "0.25.0"
+  }
+}
+
 target "v0-25-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
@@ -547,6 +857,40 @@ target "v0-25-1-hopper" {
   tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-bp3314271e", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1"
+    VLLM_VERSION = "0.25.1"
+    BACKPORT_REVISION = "3314271e"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.25.1-bp3314271e"
+    "io.vllm-backports.series" = "0.25.0"
+  }
+}
+
+target "v0-25-1-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-cu129-bp3314271e", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.25.1-cu129"
+    VLLM_VERSION = "0.25.1"
+    BACKPORT_REVISION = "3314271e"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.25.1-bp3314271e"
+    "io.vllm-backports.series" = "0.25.0"
+  }
+}
+
+target "v0-25-1-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-cu129-bp3314271e", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.25.1-cu129"
     VLLM_VERSION = "0.25.1"
     BACKPORT_REVISION = "3314271e"
     GPU_ARCH = "hopper"
@@ -591,6 +935,40 @@ target "v0-26-0-hopper" {
   }
 }
 
+target "v0-26-0-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-cu129-bpfd897a11", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.26.0-cu129"
+    VLLM_VERSION = "0.26.0"
+    BACKPORT_REVISION = "fd897a11"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.26.0-bpfd897a11"
+    "io.vllm-backports.series" = "0.26.0"
+  }
+}
+
+target "v0-26-0-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-cu129-bpfd897a11", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.26.0-cu129"
+    VLLM_VERSION = "0.26.0"
+    BACKPORT_REVISION = "fd897a11"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.26.0-bpfd897a11"
+    "io.vllm-backports.series" = "0.26.0"
+  }
+}
+
 target "v0-27-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
@@ -615,6 +993,40 @@ target "v0-27-0-hopper" {
   tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-bp2b461b6b", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.0"
+    VLLM_VERSION = "0.27.0"
+    BACKPORT_REVISION = "2b461b6b"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.27.0-bp2b461b6b"
+    "io.vllm-backports.series" = "0.27.0"
+  }
+}
+
+target "v0-27-0-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-cu129-bp2b461b6b", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.27.0-cu129"
+    VLLM_VERSION = "0.27.0"
+    BACKPORT_REVISION = "2b461b6b"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.27.0-bp2b461b6b"
+    "io.vllm-backports.series" = "0.27.0"
+  }
+}
+
+target "v0-27-0-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-cu129-bp2b461b6b", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.27.0-cu129"
     VLLM_VERSION = "0.27.0"
     BACKPORT_REVISION = "2b461b6b"
     GPU_ARCH = "hopper"
@@ -659,6 +1071,40 @@ target "v0-27-1-hopper" {
   }
 }
 
+target "v0-27-1-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-cu129-bp2b461b6b", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.27.1-cu129"
+    VLLM_VERSION = "0.27.1"
+    BACKPORT_REVISION = "2b461b6b"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.27.1-bp2b461b6b"
+    "io.vllm-backports.series" = "0.27.0"
+  }
+}
+
+target "v0-27-1-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-cu129-bp2b461b6b", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.27.1-cu129"
+    VLLM_VERSION = "0.27.1"
+    BACKPORT_REVISION = "2b461b6b"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.27.1-bp2b461b6b"
+    "io.vllm-backports.series" = "0.27.0"
+  }
+}
+
 target "v0-28-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
@@ -683,6 +1129,40 @@ target "v0-28-0-hopper" {
   tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-bpc575c910", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.28.0"
+    VLLM_VERSION = "0.28.0"
+    BACKPORT_REVISION = "c575c910"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.28.0-bpc575c910"
+    "io.vllm-backports.series" = "0.28.0"
+  }
+}
+
+target "v0-28-0-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-cu129-bpc575c910", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.28.0-cu129"
+    VLLM_VERSION = "0.28.0"
+    BACKPORT_REVISION = "c575c910"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.28.0-bpc575c910"
+    "io.vllm-backports.series" = "0.28.0"
+  }
+}
+
+target "v0-28-0-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-cu129-bpc575c910", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.28.0-cu129"
     VLLM_VERSION = "0.28.0"
     BACKPORT_REVISION = "c575c910"
     GPU_ARCH = "hopper"
@@ -727,6 +1207,40 @@ target "v0-29-0-hopper" {
   }
 }
 
+target "v0-29-0-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-cu129-bp7ba050e6", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.29.0-cu129"
+    VLLM_VERSION = "0.29.0"
+    BACKPORT_REVISION = "7ba050e6"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.29.0-bp7ba050e6"
+    "io.vllm-backports.series" = "0.29.0"
+  }
+}
+
+target "v0-29-0-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-cu129-bp7ba050e6", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.29.0-cu129"
+    VLLM_VERSION = "0.29.0"
+    BACKPORT_REVISION = "7ba050e6"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.29.0-bp7ba050e6"
+    "io.vllm-backports.series" = "0.29.0"
+  }
+}
+
 target "v0-30-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
@@ -751,6 +1265,40 @@ target "v0-30-0-hopper" {
   tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-bp55ffa12c", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.30.0"
+    VLLM_VERSION = "0.30.0"
+    BACKPORT_REVISION = "55ffa12c"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.30.0-bp55ffa12c"
+    "io.vllm-backports.series" = "0.30.0"
+  }
+}
+
+target "v0-30-0-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-cu129-bp55ffa12c", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.30.0-cu129"
+    VLLM_VERSION = "0.30.0"
+    BACKPORT_REVISION = "55ffa12c"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.30.0-bp55ffa12c"
+    "io.vllm-backports.series" = "0.30.0"
+  }
+}
+
+target "v0-30-0-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-cu129-bp55ffa12c", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.30.0-cu129"
     VLLM_VERSION = "0.30.0"
     BACKPORT_REVISION = "55ffa12c"
     GPU_ARCH = "hopper"
@@ -795,6 +1343,40 @@ target "v0-31-0-hopper" {
   }
 }
 
+target "v0-31-0-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-cu129-bpb2078ec6", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.31.0-cu129"
+    VLLM_VERSION = "0.31.0"
+    BACKPORT_REVISION = "b2078ec6"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.31.0-bpb2078ec6"
+    "io.vllm-backports.series" = "0.31.0"
+  }
+}
+
+target "v0-31-0-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-cu129-bpb2078ec6", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.31.0-cu129"
+    VLLM_VERSION = "0.31.0"
+    BACKPORT_REVISION = "b2078ec6"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.31.0-bpb2078ec6"
+    "io.vllm-backports.series" = "0.31.0"
+  }
+}
+
 target "v0-32-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
@@ -829,6 +1411,40 @@ target "v0-32-0-hopper" {
   }
 }
 
+target "v0-32-0-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.32.0-ampere-cu129-bpadc51ca7", "ghcr.io/vllm-backports/vllm-backports:v0.32.0-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.32.0-cu129"
+    VLLM_VERSION = "0.32.0"
+    BACKPORT_REVISION = "adc51ca7"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.32.0-bpadc51ca7"
+    "io.vllm-backports.series" = "0.32.0"
+  }
+}
+
+target "v0-32-0-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.32.0-hopper-cu129-bpadc51ca7", "ghcr.io/vllm-backports/vllm-backports:v0.32.0-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.32.0-cu129"
+    VLLM_VERSION = "0.32.0"
+    BACKPORT_REVISION = "adc51ca7"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.32.0-bpadc51ca7"
+    "io.vllm-backports.series" = "0.32.0"
+  }
+}
+
 target "v0-33-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
@@ -853,6 +1469,40 @@ target "v0-33-0-hopper" {
   tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper-bpadc51ca7", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.33.0"
+    VLLM_VERSION = "0.33.0"
+    BACKPORT_REVISION = "adc51ca7"
+    GPU_ARCH = "hopper"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.33.0-bpadc51ca7"
+    "io.vllm-backports.series" = "0.33.0"
+  }
+}
+
+target "v0-33-0-ampere-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-ampere-cu129-bpadc51ca7", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-ampere-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.33.0-cu129"
+    VLLM_VERSION = "0.33.0"
+    BACKPORT_REVISION = "adc51ca7"
+    GPU_ARCH = "ampere"
+  }
+  labels = {
+    "org.opencontainers.image.version" = "0.33.0-bpadc51ca7"
+    "io.vllm-backports.series" = "0.33.0"
+  }
+}
+
+target "v0-33-0-hopper-cu129" {
+  context = "."
+  dockerfile = "images/Dockerfile"
+  platforms = ["linux/amd64", "linux/arm64"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper-cu129-bpadc51ca7", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper-cu129"]
+  args = {
+    BASE_IMAGE = "vllm/vllm-openai:v0.33.0-cu129"
     VLLM_VERSION = "0.33.0"
     BACKPORT_REVISION = "adc51ca7"
     GPU_ARCH = "hopper"

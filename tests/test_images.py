@@ -82,12 +82,13 @@ def test_gpu_smoke_runs_each_platform_of_an_image_on_its_own_runner():
     from vllm_backports.images import smoke_targets
 
     jobs = smoke_targets(CAT)
-    hopper = [j for j in jobs if j["vllm"] == "0.20.0" and j["arch"] == "hopper"]
+    hopper = [j for j in jobs if j["vllm"] == "0.20.0" and j["arch"] == "hopper" and not j["name"].endswith("cu129-amd64")
+              and not j["name"].endswith("cu129-arm64")]
     assert {j["platform"]: j["runs_on"] for j in hopper} == {
         "linux/amd64": ["self-hosted", "linux", "X64", "gpu-hopper"],
         "linux/arm64": ["self-hosted", "linux", "ARM64", "gpu-hopper"],
     }
-    ampere = [j for j in jobs if j["vllm"] == "0.20.0" and j["arch"] == "ampere"]
+    ampere = [j for j in jobs if j["vllm"] == "0.20.0" and j["arch"] == "ampere" and "cu129" not in j["name"]]
     assert [j["runs_on"][-2:] for j in ampere] == [["X64", "gpu-ampere"]]
     # The smoke test runs the pinned build, not the moving tag, and the arch's own prefill path.
     assert all(j["image"].endswith(f"-bp{backport_revision(CAT, CAT.releases['0.20.0'].series)}") for j in hopper)
@@ -100,3 +101,17 @@ def test_workflow_smoke_job_reads_the_smoke_matrix_and_runs_verify():
     smoke = workflow[workflow.index("  gpu-smoke:"):]
     assert "fromJSON(needs.matrix.outputs.smoke)" in smoke and "runs-on: ${{ matrix.runs_on }}" in smoke
     assert "apply.py verify" in smoke and "--prefill-backend ${{ matrix.gdn_prefill_backend }}" in smoke
+
+
+def test_tag_variants_are_built_from_their_first_release_with_their_own_base_and_tags():
+    targets = {t["name"]: t for t in image_targets(CAT)}
+    since = CAT.variants["cu129"].since
+    assert "v0-19-1-ampere-cu129" not in targets and since == "0.20.0"
+    t = targets["v0-20-0-ampere-cu129"]
+    assert t["base"] == "vllm/vllm-openai:v0.20.0-cu129" and t["variant"] == "cu129"
+    assert t["tags"] == [targets["v0-20-0-ampere"]["tags"][0].replace("-ampere-", "-ampere-cu129-"),
+                         targets["v0-20-0-ampere"]["tags"][1] + "-cu129"]
+    from packaging.version import Version
+
+    plain = {n for n, t in targets.items() if not t["variant"] and Version(t["vllm"]) >= Version(since)}
+    assert {n for n, t in targets.items() if t["variant"] == "cu129"} == {n + "-cu129" for n in plain}

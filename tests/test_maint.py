@@ -122,9 +122,9 @@ class FakeRegistry:
 
 def _served_tags() -> list[str]:
     from vllm_backports.catalogue import Catalogue
+    from vllm_backports.images import image_targets
 
-    cat = Catalogue(REPO)
-    return [cat.releases[v].image.rsplit(":", 1)[1] for v in cat.versions if cat.releases[v].series]
+    return sorted({t["base_tag"].rsplit(":", 1)[1] for t in image_targets(Catalogue(REPO))})
 
 
 def test_digests_pin_each_served_base_image_and_write_only_when_asked(tmp_path, monkeypatch):
@@ -140,8 +140,11 @@ def test_digests_pin_each_served_base_image_and_write_only_when_asked(tmp_path, 
     from vllm_backports.images import image_targets
 
     cat = Catalogue(home)
-    target = next(t for t in image_targets(cat) if t["vllm"] == "0.20.0" and t["arch"] == "hopper")
-    assert target["base"] == "vllm/vllm-openai:v0.20.0@sha256:" + b"v0.20.0".hex().ljust(64, "0")
+    targets = {t["name"]: t for t in image_targets(cat)}
+    assert targets["v0-20-0-hopper"]["base"] == "vllm/vllm-openai:v0.20.0@sha256:" + b"v0.20.0".hex().ljust(64, "0")
+    assert targets["v0-20-0-ampere-cu129"]["base"] == (
+        "vllm/vllm-openai:v0.20.0-cu129@sha256:" + b"v0.20.0-cu129".hex().ljust(64, "0"))
+    assert fake.asked.count("v0.20.0") == 2  # once per run: each tag is read once, not once per arch
     assert CliRunner().invoke(maint.main, ["digests"]).exit_code == 0
 
 

@@ -24,6 +24,7 @@ RELEASE_KEYS = {"torch", "cuda", "wheel", "wheel_sha256", "record_sha256", "seri
 SERIES_KEYS = {"releases", "files"}
 BACKPORT_KEYS = {"title", "bug", "origin", "upstream_in", "releases"}
 ARCH_KEYS = {"platforms", "gpus", "gdn_prefill_backend", "why"}
+VARIANT_KEYS = {"tag_suffix", "since", "why"}
 
 
 def sha256(data: bytes) -> str:
@@ -53,6 +54,16 @@ class Arch:
     platforms: tuple[str, ...]  # docker platforms, e.g. linux/amd64
     gpus: str
     gdn_prefill_backend: str  # what vLLM picks there by default; the GPU smoke test must run it
+    why: str
+
+
+@dataclass(frozen=True)
+class Variant:
+    """An official tag variant besides the plain one (e.g. -cu129), built for every arch."""
+
+    name: str
+    tag_suffix: str  # appended to the release's official tag
+    since: str  # first release that publishes it
     why: str
 
 
@@ -115,8 +126,10 @@ class Catalogue:
             raise CatalogueError(f"{path}: {exc}") from None
         if self.data.get("schema") != SCHEMA:
             raise CatalogueError(f"{path}: schema {self.data.get('schema')!r} is not {SCHEMA}")
-        _unknown(self.data, {"schema", "backports", "releases", "series", "unpublished", "arches"}, "the top level")
+        _unknown(self.data, {"schema", "backports", "releases", "series", "unpublished", "arches", "variants"},
+                 "the top level")
         self.arches = {k: self._arch(k, v) for k, v in self.data.get("arches", {}).items()}
+        self.variants = {k: self._variant(k, v) for k, v in self.data.get("variants", {}).items()}
         self.backports = {k: self._backport(k, v) for k, v in self.data.get("backports", {}).items()}
         self.releases = {k: self._release(k, v) for k, v in self.data.get("releases", {}).items()}
         self.unpublished = {
@@ -129,6 +142,14 @@ class Catalogue:
         _unknown(raw, ARCH_KEYS, f"[arches.{key}]")
         return Arch(name=key, platforms=tuple(raw["platforms"]), gpus=raw["gpus"],
                     gdn_prefill_backend=raw["gdn_prefill_backend"], why=raw["why"])
+
+    def _variant(self, key: str, raw: dict) -> Variant:
+        _unknown(raw, VARIANT_KEYS, f"[variants.{key}]")
+        return Variant(name=key, tag_suffix=raw["tag_suffix"], since=raw["since"], why=raw["why"])
+
+    def variants_of(self, version: str) -> list[Variant | None]:
+        """The plain image (None) and every variant published for this release."""
+        return [None, *(v for v in self.variants.values() if Version(version) >= Version(v.since))]
 
     def _backport(self, key: str, raw: dict) -> Backport:
         _unknown(raw, BACKPORT_KEYS, f"[backports.{key}]")

@@ -18,25 +18,29 @@ def backport_revision(cat: Catalogue, series: str) -> str:
 
 
 def image_targets(cat: Catalogue) -> list[dict]:
-    """One target per release that has a series, per arch."""
+    """One target per release that has a series, per arch, per official tag variant."""
     out = []
     for version in cat.versions:
         release = cat.releases[version]
         if not release.series:
             continue
         rev = backport_revision(cat, release.series)
-        for arch in cat.arches.values():
-            base = release.image
-            # Pin by digest where one is known; a tag otherwise (recorded as unconfirmed).
-            digest = release.image_digests.get(arch.name, "")
-            out.append({
-                "name": f"v{version.replace('.', '-')}-{arch.name}",
-                "vllm": version, "arch": arch.name, "series": release.series, "revision": rev,
-                "base": f"{base}@{digest}" if digest else base,
-                "platforms": list(arch.platforms),
-                "gdn_prefill_backend": arch.gdn_prefill_backend,
-                "tags": [f"{REGISTRY}:v{version}-{arch.name}-bp{rev}", f"{REGISTRY}:v{version}-{arch.name}"],
-            })
+        for variant in cat.variants_of(version):
+            suffix = f"-{variant.name}" if variant else ""
+            base = release.image + (variant.tag_suffix if variant else "")
+            for arch in cat.arches.values():
+                # Pin by digest where one is known (`maint digests`); a tag otherwise.
+                digest = release.image_digests.get(arch.name + suffix, "")
+                out.append({
+                    "name": f"v{version.replace('.', '-')}-{arch.name}{suffix}",
+                    "vllm": version, "arch": arch.name, "variant": variant.name if variant else "",
+                    "series": release.series, "revision": rev,
+                    "base_tag": base, "digest_key": arch.name + suffix,
+                    "base": f"{base}@{digest}" if digest else base,
+                    "platforms": list(arch.platforms),
+                    "gdn_prefill_backend": arch.gdn_prefill_backend,
+                    "tags": [f"{REGISTRY}:v{version}-{arch.name}{suffix}-bp{rev}", f"{REGISTRY}:v{version}-{arch.name}{suffix}"],
+                })
     return out
 
 
@@ -50,9 +54,10 @@ def render_bake(cat: Catalogue) -> str:
         "  targets = [" + ", ".join(json.dumps(t["name"]) for t in targets) + "]",
         "}",
     ]
-    for arch in cat.arches:
-        names = [t["name"] for t in targets if t["arch"] == arch]
-        lines += ["", f'group "{arch}" {{', "  targets = [" + ", ".join(json.dumps(n) for n in names) + "]", "}"]
+    groups = {arch: [t["name"] for t in targets if t["arch"] == arch] for arch in cat.arches}
+    groups |= {v: [t["name"] for t in targets if t["variant"] == v] for v in cat.variants}
+    for group, names in groups.items():
+        lines += ["", f'group "{group}" {{', "  targets = [" + ", ".join(json.dumps(n) for n in names) + "]", "}"]
     for t in targets:
         lines += [
             "",

@@ -256,24 +256,24 @@ def watch(as_json: bool) -> None:
 def digests(write: bool) -> None:
     """Pin every served release's base image by digest, read from the registry; fail if a base
     image lacks a platform one of our arches builds for."""
-    from .registry import read_tag
+    from .images import image_targets
+    from .registry import TagInfo, read_tag
 
     cat = Catalogue(HOME)
     session = requests.Session()
-    needed = sorted({p for arch in cat.arches.values() for p in arch.platforms})
-    pins: dict[str, str] = {}
+    read: dict[str, TagInfo] = {}
+    by_release: dict[str, dict[str, str]] = {}
     missing = []
-    for version in cat.versions:
-        release = cat.releases[version]
-        if not release.series or not release.image:
-            continue
-        info = read_tag(session, release.image)
-        lacks = [p for p in needed if p not in info.platforms]
+    for target in image_targets(cat):
+        tag = target["base_tag"]
+        if tag not in read:
+            read[tag] = read_tag(session, tag)
+        lacks = [p for p in target["platforms"] if p not in read[tag].platforms]
         if lacks:
-            missing.append(f"{release.image} has no {', '.join(lacks)} image")
-        digests_by_arch = ", ".join(f'{arch} = "{info.digest}"' for arch in cat.arches)
-        pins[version] = (f"image_digests = {{ {digests_by_arch} }}  "
-                         f"# index of {release.image}: {', '.join(info.platforms) or 'single manifest'}\n")
+            missing.append(f"{tag} has no {', '.join(lacks)} image ({target['name']} builds it)")
+        by_release.setdefault(target["vllm"], {})[target["digest_key"]] = read[tag].digest
+    pins = {version: "image_digests = { " + ", ".join(f'"{k}" = "{d}"' for k, d in keys.items()) + " }\n"
+            for version, keys in by_release.items()}
     path = HOME / "versions.toml"
     text = path.read_text()
     out, section = [], None
