@@ -15,7 +15,6 @@ from vllm_backports.pypi import release_files
 from .conftest import CATALOGUE
 
 SERVED = [v for v in CATALOGUE.versions if CATALOGUE.releases[v].series]
-UNSERVED = [v for v in CATALOGUE.versions if not CATALOGUE.releases[v].series]
 
 
 @pytest.mark.parametrize("version", SERVED)
@@ -44,14 +43,6 @@ def test_series_applies_exactly_compiles_and_reverts(version, tmp_path):
     for rel, pristine in release.files.items():
         assert hashlib.sha256((site / rel).read_bytes()).hexdigest() == pristine
         assert rel in record
-
-
-@pytest.mark.parametrize("version", UNSERVED)
-def test_releases_without_a_series_say_so(version):
-    result = run("check", "--vllm", version, "--fetch", "--json")
-    assert result.code == 0, result.out + result.err
-    assert result.json["series"] is None
-    assert result.json["known_bugs"] == list(CATALOGUE.releases[version].bugs)
 
 
 def test_every_release_on_pypi_from_0_17_is_in_versions_toml():
