@@ -973,15 +973,15 @@ target "v0-27-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-bp2b461b6b", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-bp101a5e3b", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.0"
     VLLM_VERSION = "0.27.0"
-    BACKPORT_REVISION = "2b461b6b"
+    BACKPORT_REVISION = "101a5e3b"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.0-bp2b461b6b"
+    "org.opencontainers.image.version" = "0.27.0-bp101a5e3b"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -990,15 +990,15 @@ target "v0-27-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-bp2b461b6b", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-bp101a5e3b", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.0"
     VLLM_VERSION = "0.27.0"
-    BACKPORT_REVISION = "2b461b6b"
+    BACKPORT_REVISION = "101a5e3b"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.0-bp2b461b6b"
+    "org.opencontainers.image.version" = "0.27.0-bp101a5e3b"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1007,15 +1007,15 @@ target "v0-27-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-cu129-bp2b461b6b", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-cu129-bp101a5e3b", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.0-cu129"
     VLLM_VERSION = "0.27.0"
-    BACKPORT_REVISION = "2b461b6b"
+    BACKPORT_REVISION = "101a5e3b"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.0-bp2b461b6b"
+    "org.opencontainers.image.version" = "0.27.0-bp101a5e3b"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1024,15 +1024,15 @@ target "v0-27-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-cu129-bp2b461b6b", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-cu129-bp101a5e3b", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.0-cu129"
     VLLM_VERSION = "0.27.0"
-    BACKPORT_REVISION = "2b461b6b"
+    BACKPORT_REVISION = "101a5e3b"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.0-bp2b461b6b"
+    "org.opencontainers.image.version" = "0.27.0-bp101a5e3b"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1041,15 +1041,15 @@ target "v0-27-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-bp2b461b6b", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-bp101a5e3b", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.1"
     VLLM_VERSION = "0.27.1"
-    BACKPORT_REVISION = "2b461b6b"
+    BACKPORT_REVISION = "101a5e3b"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.1-bp2b461b6b"
+    "org.opencontainers.image.version" = "0.27.1-bp101a5e3b"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1058,15 +1058,15 @@ target "v0-27-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-bp2b461b6b", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-bp101a5e3b", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.1"
     VLLM_VERSION = "0.27.1"
-    BACKPORT_REVISION = "2b461b6b"
+    BACKPORT_REVISION = "101a5e3b"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.1-bp2b461b6b"
+    "org.opencontainers.image.version" = "0.27.1-bp101a5e3b"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1075,15 +1075,15 @@ target "v0-27-1-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-cu129-bp2b461b6b", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-cu129-bp101a5e3b", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.1-cu129"
     VLLM_VERSION = "0.27.1"
-    BACKPORT_REVISION = "2b461b6b"
+    BACKPORT_REVISION = "101a5e3b"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.1-bp2b461b6b"
+    "org.opencontainers.image.version" = "0.27.1-bp101a5e3b"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1092,15 +1092,15 @@ target "v0-27-1-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-cu129-bp2b461b6b", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-cu129-bp101a5e3b", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.1-cu129"
     VLLM_VERSION = "0.27.1"
-    BACKPORT_REVISION = "2b461b6b"
+    BACKPORT_REVISION = "101a5e3b"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.1-bp2b461b6b"
+    "org.opencontainers.image.version" = "0.27.1-bp101a5e3b"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1109,15 +1109,15 @@ target "v0-28-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-bpc575c910", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-bpa4a4800e", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.28.0"
     VLLM_VERSION = "0.28.0"
-    BACKPORT_REVISION = "c575c910"
+    BACKPORT_REVISION = "a4a4800e"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.28.0-bpc575c910"
+    "org.opencontainers.image.version" = "0.28.0-bpa4a4800e"
     "io.vllm-backports.series" = "0.28.0"
   }
 }
@@ -1126,15 +1126,15 @@ target "v0-28-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-bpc575c910", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-bpa4a4800e", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.28.0"
     VLLM_VERSION = "0.28.0"
-    BACKPORT_REVISION = "c575c910"
+    BACKPORT_REVISION = "a4a4800e"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.28.0-bpc575c910"
+    "org.opencontainers.image.version" = "0.28.0-bpa4a4800e"
     "io.vllm-backports.series" = "0.28.0"
   }
 }
@@ -1143,15 +1143,15 @@ target "v0-28-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-cu129-bpc575c910", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-cu129-bpa4a4800e", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.28.0-cu129"
     VLLM_VERSION = "0.28.0"
-    BACKPORT_REVISION = "c575c910"
+    BACKPORT_REVISION = "a4a4800e"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.28.0-bpc575c910"
+    "org.opencontainers.image.version" = "0.28.0-bpa4a4800e"
     "io.vllm-backports.series" = "0.28.0"
   }
 }
@@ -1160,15 +1160,15 @@ target "v0-28-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-cu129-bpc575c910", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-cu129-bpa4a4800e", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.28.0-cu129"
     VLLM_VERSION = "0.28.0"
-    BACKPORT_REVISION = "c575c910"
+    BACKPORT_REVISION = "a4a4800e"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.28.0-bpc575c910"
+    "org.opencontainers.image.version" = "0.28.0-bpa4a4800e"
     "io.vllm-backports.series" = "0.28.0"
   }
 }
