@@ -88,3 +88,19 @@ def test_a_custom_schedule_survives_the_trip_to_the_engine_and_replays():
     # Every draft right: each step emits its 3 drafts plus the bonus token.
     assert back.replay(1, out) == [(3, 3)] * 3
     assert Script.from_json(script().to_json()).schedule == SCHEDULE
+
+
+def test_reset_restarts_the_schedule_and_can_follow_a_new_continuation():
+    from vllm_backports.verify import drafts
+
+    s = script()
+    s.schedule = ((3, 3),)
+    drafts._installed.append(s)
+    try:
+        prompt = s.prompts[0]
+        assert s.propose(prompt + s.continuations[0][:1]) == s.continuations[0][1:4]
+        own = [[t + 1 for t in c] for c in s.continuations]  # what the engine emitted last round
+        drafts.reset(own)
+        assert s.steps == {} and s.propose(prompt + own[0][:1]) == own[0][1:4]
+    finally:
+        drafts._installed.remove(s)

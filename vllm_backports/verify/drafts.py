@@ -89,10 +89,14 @@ class Script:
 _installed: list[Script] = []
 
 
-def reset() -> None:
-    """Start the installed script's schedule over (a new round of the same requests)."""
+def reset(continuations: list[list[int]] | None = None) -> None:
+    """Start the installed script's schedule over (a new round of the same requests), drafting
+    from `continuations` when given: a benchmark hands in the engine's own previous output, so
+    drafts stay right after the speculative run has parted from the plain one."""
     for script in _installed:
         script.steps.clear()
+        if continuations is not None:
+            script.continuations = [list(c) for c in continuations]
 
 
 def install(script: Script) -> None:

@@ -45,16 +45,21 @@ def run(spec: dict) -> dict:
     done = time.perf_counter()
     tokens = [list(o.outputs[0].token_ids) for o in outs]
     # Benchmarks time further identical rounds on the warm engine (the first pays for warm-up).
-    rounds = []
+    counters = spec_counters(llm)
+    rounds, accepted, previous = [], [], tokens
     for _ in range(spec.get("timed_rounds", 0)):
         if scripted:
-            drafts.reset()
+            drafts.reset(previous if spec.get("drafts_follow_own_output") else None)
+        before = spec_counters(llm) or {}
         t0 = time.perf_counter()
         again = llm.generate(batch, params, use_tqdm=False)
         rounds.append(sum(len(o.outputs[0].token_ids) for o in again) / (time.perf_counter() - t0))
-    return {"tokens": tokens, "scripted": scripted, "spec_counters": spec_counters(llm), "start_s": ready - started,
+        previous = [list(o.outputs[0].token_ids) for o in again]
+        after = spec_counters(llm) or {}
+        accepted.append(after.get("num_accepted_tokens", 0) - before.get("num_accepted_tokens", 0))
+    return {"tokens": tokens, "scripted": scripted, "spec_counters": counters, "start_s": ready - started,
             "generate_s": done - ready, "tokens_per_s": sum(map(len, tokens)) / (done - ready),
-            "timed_rounds_tokens_per_s": rounds}
+            "timed_rounds_tokens_per_s": rounds, "timed_rounds_accepted": accepted}
 
 
 def spec_counters(llm) -> dict | None:
