@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# A CPU-only Python environment with one vLLM release importable, for the GDN builder tests
+# (tests/release/test_gdn_routing.py): the release's pinned torch as a CPU build, vLLM without
+# its dependencies, then every plain dependency vLLM declares (no GPU libraries, no kernels).
+#   bash .ci/cpu-vllm-env.sh 0.20.0 2.11.0      # release, its torch pin (versions.toml)
+set -euo pipefail
+release=$1 torch=$2
+python -m pip install -q "torch==${torch}" --index-url https://download.pytorch.org/whl/cpu
+python -m pip install -q --no-deps "vllm==${release}"
+meta=$(python -c "import importlib.metadata as m; print(m.distribution('vllm')._path)")/METADATA
+grep '^Requires-Dist: ' "$meta" | grep -v 'extra ==' | sed 's/^Requires-Dist: //; s/;.*//; s/ //g' \
+  | grep -viE '^(torch|torchaudio|torchvision|triton|xformers|flashinfer|nvidia|cupy|deep|quack|flash)' \
+  > /tmp/vllm-plain-deps.txt
+python -m pip install -q -r /tmp/vllm-plain-deps.txt
+python -c "import vllm.v1.attention.backends.gdn_attn; print('vllm', '${release}', 'importable on CPU')"

@@ -1,0 +1,154 @@
+"""The GDN metadata builder of the installed vLLM release, pristine and with its series applied,
+run on the CPU: which rows the speculative path gets and which accepted counts they carry.
+
+Needs torch and the vLLM release that versions.toml serves (its pristine gdn_attn.py, checked
+against the sha256 versions.toml pins); skipped elsewhere. Kernels are not run: the builder's
+routing is plain tensor work, so this runs in a CPU-only venv with vLLM installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+from types import SimpleNamespace
+
+import pytest
+
+from vllm_backports.hunks import Mismatch, apply_file
+
+from .conftest import CATALOGUE
+
+# The CI job that installs torch and vLLM for these tests sets this, so they cannot skip there.
+REQUIRED = bool(os.environ.get("VLLM_BACKPORTS_REQUIRE_VLLM"))
+if REQUIRED:
+    import torch
+else:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("vllm")
+
+BUILDER = "vllm/v1/attention/backends/gdn_attn.py"
+K = 3  # num_speculative_tokens
+VERSION = importlib.metadata.version("vllm")
+RELEASE = CATALOGUE.releases.get(VERSION)
+if RELEASE is None or "gdn-spec-state" not in RELEASE.backports:
+    if REQUIRED:
+        raise RuntimeError(f"vLLM {VERSION} is not a release the GDN backports serve")
+    pytest.skip(f"vLLM {VERSION} is not a release the GDN backports serve", allow_module_level=True)
+
+
+def _load(tmp_path, patched: bool):
+    import vllm
+
+    pristine_path = importlib.util.find_spec("vllm").submodule_search_locations[0] + BUILDER[len("vllm"):]
+    content = open(pristine_path, "rb").read()
+    if hashlib.sha256(content).hexdigest() != RELEASE.files[BUILDER]:
+        if REQUIRED:
+            raise AssertionError(f"the installed {BUILDER} is not vLLM {vllm.__version__}'s pristine file")
+        pytest.skip(f"the installed {BUILDER} is not vLLM {vllm.__version__}'s pristine file")
+    if patched:
+        for patch in CATALOGUE.series(RELEASE.series).patches:
+            for fpatch in patch.files:
+                if fpatch.path == BUILDER:
+                    content = apply_file(content, fpatch)
+                    assert not isinstance(content, Mismatch), content
+    path = tmp_path / f"gdn_attn_{'patched' if patched else 'pristine'}.py"
+    path.write_bytes(content)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # its `from vllm...` imports resolve to the installed release
+    return module
+
+
+def _builder(module):
+    from vllm.v1.kv_cache_interface import MambaSpec
+
+    config = SimpleNamespace(
+        compilation_config=SimpleNamespace(cudagraph_mode=SimpleNamespace(has_full_cudagraphs=lambda: False),
+                                           max_cudagraph_capture_size=None),
+        speculative_config=SimpleNamespace(num_speculative_tokens=K, method="ngram", parallel_drafting=False),
+        scheduler_config=SimpleNamespace(max_num_seqs=8),
+        cache_config=SimpleNamespace(mamba_cache_mode="none"),
+        parallel_config=SimpleNamespace(decode_context_parallel_size=1),
+        use_v2_model_runner=False,
+    )
+    spec = object.__new__(MambaSpec)  # the builder only checks its type in "none" cache mode
+    return module.GDNAttentionMetadataBuilder(spec, ["layer"], config, torch.device("cpu"))
+
+
+def _batch(query_lens: list[int], computed: list[int]):
+    from vllm.v1.attention.backend import CommonAttentionMetadata
+
+    q = torch.tensor([0, *query_lens]).cumsum(0).to(torch.int32)
+    seq_lens = torch.tensor([c + n for c, n in zip(computed, query_lens, strict=True)], dtype=torch.int32)
+    rows = len(query_lens)
+    # Row r's state slots are 10r .. 10r+K: the builder hands out rows of this table.
+    table = torch.tensor([[10 * r + j for j in range(K + 1)] for r in range(rows)], dtype=torch.int32)
+    return CommonAttentionMetadata(
+        query_start_loc=q, query_start_loc_cpu=q.clone(), seq_lens=seq_lens, num_reqs=rows,
+        num_actual_tokens=int(q[-1]), max_query_len=max(query_lens), max_seq_len=int(seq_lens.max()),
+        block_table_tensor=table, slot_mapping=torch.zeros(int(q[-1]), dtype=torch.int64),
+        _seq_lens_cpu=seq_lens.clone(), _num_computed_tokens_cpu=seq_lens - torch.tensor(query_lens, dtype=torch.int32),
+    )
+
+
+def _build(module, query_lens, computed, drafts, accepted):
+    return _builder(module).build(0, _batch(query_lens, computed),
+                                  num_accepted_tokens=torch.tensor(accepted, dtype=torch.int32),
+                                  num_decode_draft_tokens_cpu=torch.tensor(drafts, dtype=torch.int32))
+
+
+@pytest.fixture(scope="module")
+def modules(tmp_path_factory):
+    from vllm.triton_utils import triton
+
+    tmp = tmp_path_factory.mktemp("gdn")
+    with pytest.MonkeyPatch.context() as mp:
+        # Without a GPU driver vLLM swaps Triton for a placeholder; the builder's prompt-chunk
+        # bookkeeping only needs its ceiling division.
+        if not hasattr(triton, "cdiv"):
+            mp.setattr(triton, "cdiv", lambda a, b: -(-a // b), raising=False)
+        yield {"pristine": _load(tmp, False), "patched": _load(tmp, True)}
+
+
+# The step after an acceptance: row 0 has 3 drafts, row 1 got none (it accepted 3 drafts last
+# step: its current state is in slot 3), row 2 is a prompt chunk. Each side gets what its runner
+# hands the builder: the patched runner marks row 1 as a row with 0 drafts, the pristine runner
+# as -1 (no draft row). That marking is the runner's half of the fix; these tests take it as given
+# and check the builder's half: what the marked rows become.
+MIXED = dict(query_lens=[K + 1, 1, 5], computed=[40, 44, 0], accepted=[2, 4, 1])
+
+
+def test_patched_builder_routes_a_draft_free_decode_to_the_slot_its_last_acceptance_left(modules):
+    meta = _build(modules["patched"], drafts=[K, 0, -1], **MIXED)
+    assert meta.num_spec_decodes == 2 and meta.num_prefills == 1
+    assert meta.spec_sequence_masks.tolist() == [True, True, False]
+    assert meta.num_accepted_tokens.tolist() == [2, 4]  # row 1 starts from slot 4-1 = 3
+    assert meta.spec_state_indices_tensor[1].tolist() == [10, 11, 12, 13]
+    assert meta.non_spec_state_indices_tensor.tolist() == [20]  # the prompt chunk keeps slot 0
+    # Tokens: row 0's four, then row 1's one are speculative; row 2's five are not.
+    assert meta.spec_token_indx.tolist() == [0, 1, 2, 3, 4]
+    assert meta.non_spec_token_indx.tolist() == [5, 6, 7, 8, 9]
+
+
+def test_pristine_builder_sends_the_same_row_down_the_plain_path_from_slot_0(modules):
+    """The bug the backport fixes, shown on the release's own code: row 1 reads slot 0."""
+    meta = _build(modules["pristine"], drafts=[K, -1, -1], **MIXED)
+    assert meta.spec_sequence_masks.tolist() == [True, False, False]
+    assert meta.non_spec_state_indices_tensor.tolist() == [10, 20]
+
+
+def test_a_step_without_any_drafts_still_reads_the_accepted_slots(modules):
+    """The pristine builder drops to the plain path when no row has a draft, even when the rows
+    are marked; the patched one keeps them on the speculative path."""
+    patched = _build(modules["patched"], query_lens=[1, 1], computed=[50, 60], drafts=[0, 0], accepted=[3, 1])
+    assert patched.num_spec_decodes == 2 and patched.num_accepted_tokens.tolist() == [3, 1]
+    pristine = _build(modules["pristine"], query_lens=[1, 1], computed=[50, 60], drafts=[0, 0], accepted=[3, 1])
+    assert pristine.num_spec_decodes == 0 and pristine.num_accepted_tokens is None
+
+
+def test_rows_whose_query_is_not_drafts_plus_one_stay_on_the_plain_path(modules):
+    """Dummy and profiling batches: query lengths beside a zero-filled draft buffer."""
+    meta = _build(modules["patched"], query_lens=[K + 1, 2], computed=[0, 0], drafts=[0, 0], accepted=[1, 1])
+    assert meta.num_spec_decodes == 0 and meta.spec_sequence_masks is None
