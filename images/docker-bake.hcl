@@ -1177,15 +1177,15 @@ target "v0-29-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-bp7ba050e6", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-bp2d985d4e", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.29.0"
     VLLM_VERSION = "0.29.0"
-    BACKPORT_REVISION = "7ba050e6"
+    BACKPORT_REVISION = "2d985d4e"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.29.0-bp7ba050e6"
+    "org.opencontainers.image.version" = "0.29.0-bp2d985d4e"
     "io.vllm-backports.series" = "0.29.0"
   }
 }
@@ -1194,15 +1194,15 @@ target "v0-29-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-bp7ba050e6", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-bp2d985d4e", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.29.0"
     VLLM_VERSION = "0.29.0"
-    BACKPORT_REVISION = "7ba050e6"
+    BACKPORT_REVISION = "2d985d4e"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.29.0-bp7ba050e6"
+    "org.opencontainers.image.version" = "0.29.0-bp2d985d4e"
     "io.vllm-backports.series" = "0.29.0"
   }
 }
@@ -1211,15 +1211,15 @@ target "v0-29-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-cu129-bp7ba050e6", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-cu129-bp2d985d4e", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.29.0-cu129"
     VLLM_VERSION = "0.29.0"
-    BACKPORT_REVISION = "7ba050e6"
+    BACKPORT_REVISION = "2d985d4e"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.29.0-bp7ba050e6"
+    "org.opencontainers.image.version" = "0.29.0-bp2d985d4e"
     "io.vllm-backports.series" = "0.29.0"
   }
 }
@@ -1228,15 +1228,15 @@ target "v0-29-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-cu129-bp7ba050e6", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-cu129-bp2d985d4e", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.29.0-cu129"
     VLLM_VERSION = "0.29.0"
-    BACKPORT_REVISION = "7ba050e6"
+    BACKPORT_REVISION = "2d985d4e"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.29.0-bp7ba050e6"
+    "org.opencontainers.image.version" = "0.29.0-bp2d985d4e"
     "io.vllm-backports.series" = "0.29.0"
   }
 }
@@ -1245,15 +1245,15 @@ target "v0-30-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-bp55ffa12c", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-bp8f153bda", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.30.0"
     VLLM_VERSION = "0.30.0"
-    BACKPORT_REVISION = "55ffa12c"
+    BACKPORT_REVISION = "8f153bda"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.30.0-bp55ffa12c"
+    "org.opencontainers.image.version" = "0.30.0-bp8f153bda"
     "io.vllm-backports.series" = "0.30.0"
   }
 }
@@ -1262,15 +1262,15 @@ target "v0-30-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-bp55ffa12c", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-bp8f153bda", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.30.0"
     VLLM_VERSION = "0.30.0"
-    BACKPORT_REVISION = "55ffa12c"
+    BACKPORT_REVISION = "8f153bda"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.30.0-bp55ffa12c"
+    "org.opencontainers.image.version" = "0.30.0-bp8f153bda"
     "io.vllm-backports.series" = "0.30.0"
   }
 }
@@ -1279,15 +1279,15 @@ target "v0-30-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-cu129-bp55ffa12c", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-cu129-bp8f153bda", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.30.0-cu129"
     VLLM_VERSION = "0.30.0"
-    BACKPORT_REVISION = "55ffa12c"
+    BACKPORT_REVISION = "8f153bda"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.30.0-bp55ffa12c"
+    "org.opencontainers.image.version" = "0.30.0-bp8f153bda"
     "io.vllm-backports.series" = "0.30.0"
   }
 }
@@ -1296,15 +1296,15 @@ target "v0-30-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-cu129-bp55ffa12c", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-cu129-bp8f153bda", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.30.0-cu129"
     VLLM_VERSION = "0.30.0"
-    BACKPORT_REVISION = "55ffa12c"
+    BACKPORT_REVISION = "8f153bda"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.30.0-bp55ffa12c"
+    "org.opencontainers.image.version" = "0.30.0-bp8f153bda"
     "io.vllm-backports.series" = "0.30.0"
   }
 }
@@ -1313,15 +1313,15 @@ target "v0-31-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-bpb2078ec6", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-bpc3fe0efc", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.31.0"
     VLLM_VERSION = "0.31.0"
-    BACKPORT_REVISION = "b2078ec6"
+    BACKPORT_REVISION = "c3fe0efc"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.31.0-bpb2078ec6"
+    "org.opencontainers.image.version" = "0.31.0-bpc3fe0efc"
     "io.vllm-backports.series" = "0.31.0"
   }
 }
@@ -1330,15 +1330,15 @@ target "v0-31-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-bpb2078ec6", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-bpc3fe0efc", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.31.0"
     VLLM_VERSION = "0.31.0"
-    BACKPORT_REVISION = "b2078ec6"
+    BACKPORT_REVISION = "c3fe0efc"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.31.0-bpb2078ec6"
+    "org.opencontainers.image.version" = "0.31.0-bpc3fe0efc"
     "io.vllm-backports.series" = "0.31.0"
   }
 }
@@ -1347,15 +1347,15 @@ target "v0-31-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-cu129-bpb2078ec6", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-cu129-bpc3fe0efc", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.31.0-cu129"
     VLLM_VERSION = "0.31.0"
-    BACKPORT_REVISION = "b2078ec6"
+    BACKPORT_REVISION = "c3fe0efc"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.31.0-bpb2078ec6"
+    "org.opencontainers.image.version" = "0.31.0-bpc3fe0efc"
     "io.vllm-backports.series" = "0.31.0"
   }
 }
@@ -1364,15 +1364,15 @@ target "v0-31-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-cu129-bpb2078ec6", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-cu129-bpc3fe0efc", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.31.0-cu129"
     VLLM_VERSION = "0.31.0"
-    BACKPORT_REVISION = "b2078ec6"
+    BACKPORT_REVISION = "c3fe0efc"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.31.0-bpb2078ec6"
+    "org.opencontainers.image.version" = "0.31.0-bpc3fe0efc"
     "io.vllm-backports.series" = "0.31.0"
   }
 }
