@@ -107,3 +107,17 @@ def test_list_names_every_backport(home):
     ids = {b["id"]: b for b in result.json["backports"]}
     assert ids["fix-thing"]["releases"] == ["0.20.0"]
     assert ids["fix-thing"]["affected_without_backport"] == ["0.19.1"]
+
+
+def test_backports_that_go_together_are_selected_together(home):
+    toml = home.root / "versions.toml"
+    toml.write_text(toml.read_text().replace('[backports.add-kernel]\n', '[backports.add-kernel]\ntogether_with = ["fix-thing"]\n'))
+    site = home.tree("0.20.0")
+    for args in (("--only", "add-kernel"), ("--skip", "fix-thing")):
+        result = run("--vllm", "0.20.0", "--target", str(site), *args)
+        assert result.code == 2 and "add-kernel and fix-thing go together in series s1" in result.err
+        assert (site / "vllm/mod.py").read_bytes() == MOD and not (site / "vllm/kernels").exists()
+    both = run("--vllm", "0.20.0", "--target", str(site), "--only", "add-kernel", "--only", "fix-thing", "--json")
+    assert both.code == 0 and both.json["summary"]["applied"] == 2
+    alone = run("revert", "--target", str(site), "--only", "fix-thing")
+    assert alone.code == 2 and "go together" in alone.err

@@ -22,7 +22,7 @@ SCHEMA = 1
 RELEASE_KEYS = {"torch", "cuda", "wheel", "wheel_sha256", "record_sha256", "series", "backports",
                 "upstream", "bugs", "image", "image_digests", "files", "verified"}
 SERIES_KEYS = {"releases", "files"}
-BACKPORT_KEYS = {"title", "bug", "origin", "upstream_in", "releases"}
+BACKPORT_KEYS = {"title", "bug", "origin", "upstream_in", "releases", "together_with"}
 ARCH_KEYS = {"platforms", "gpus", "gdn_prefill_backend", "why"}
 VARIANT_KEYS = {"tag_suffix", "since", "why"}
 
@@ -46,6 +46,9 @@ class Backport:
     bug: str
     origin: str
     upstream_in: str  # first release that carries the fix, or ""
+    # Backports that must be applied, checked and reverted with this one wherever a series carries
+    # both: one half of a fix without the other is unsafe or does not apply.
+    together_with: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,7 +157,7 @@ class Catalogue:
     def _backport(self, key: str, raw: dict) -> Backport:
         _unknown(raw, BACKPORT_KEYS, f"[backports.{key}]")
         return Backport(id=key, title=raw["title"], bug=raw["bug"], origin=raw.get("origin", ""),
-                        upstream_in=raw.get("upstream_in", ""))
+                        upstream_in=raw.get("upstream_in", ""), together_with=tuple(raw.get("together_with", ())))
 
     def _release(self, key: str, raw: dict) -> Release:
         _unknown(raw, RELEASE_KEYS, f"[releases.\"{key}\"]")

@@ -130,7 +130,7 @@ def _run(command: str, reporter: Reporter, vllm, target, fetch, only, skip) -> i
     tree, res, info = _open(cat, reporter, vllm, target, fetch)
     if res.series is None:
         return _nothing_backported(command, reporter, tree, res, info)
-    chosen = engine.select(res.series, only, skip)
+    chosen = engine.select(res.series, only, skip, {b.id: b.together_with for b in cat.backports.values()})
     dry = command == "check"
     plan = _dry_run(command, reporter, tree, res, chosen) if dry else _write(command, reporter, tree, res, chosen)
     summary = _summarise(command, plan)

@@ -46,15 +46,21 @@ class Plan:
         return sum(o.state == state for o in self.outcomes)
 
 
-def select(series: Series, only: tuple[str, ...], skip: tuple[str, ...]) -> set[str]:
+def select(series: Series, only: tuple[str, ...], skip: tuple[str, ...],
+           together: dict[str, tuple[str, ...]] | None = None) -> set[str]:
     ids = [p.backport_id for p in series.patches]
     for wanted in only + skip:
         if wanted not in ids:
             hint = difflib.get_close_matches(wanted, ids, n=1)
             more = f" (did you mean {hint[0]}?)" if hint else f" (series {series.name} has: {', '.join(ids)})"
             raise UsageError(f"no backport {wanted!r} in series {series.name}{more}")
-    chosen = set(only) if only else set(ids)
-    return chosen - set(skip)
+    chosen = (set(only) if only else set(ids)) - set(skip)
+    for bid, partners in (together or {}).items():
+        for partner in partners:
+            if bid in ids and partner in ids and (bid in chosen) != (partner in chosen):
+                raise UsageError(f"{bid} and {partner} go together in series {series.name}: "
+                                 "select both or neither")
+    return chosen
 
 
 def _contents(tree: Tree, res: Resolution, manifest: dict | None, notes: list[str],
