@@ -115,3 +115,11 @@ def test_tag_variants_are_built_from_their_first_release_with_their_own_base_and
 
     plain = {n for n, t in targets.items() if not t["variant"] and Version(t["vllm"]) >= Version(since)}
     assert {n for n, t in targets.items() if t["variant"] == "cu129"} == {n + "-cu129" for n in plain}
+
+
+def test_gdn_builder_matrix_lists_every_release_with_the_gdn_fix_and_its_torch():
+    from vllm_backports.images import gdn_builder_matrix
+
+    rows = gdn_builder_matrix(CAT)["include"]
+    assert {r["vllm"] for r in rows} == {v for v in CAT.versions if "gdn-spec-state" in CAT.releases[v].backports}
+    assert {"vllm": "0.20.0", "torch": "2.11.0"} in rows and all(r["vllm"] not in ("0.32.0", "0.33.0") for r in rows)

@@ -102,3 +102,9 @@ def smoke_targets(cat: Catalogue) -> list[dict]:
 def ci_matrix(cat: Catalogue) -> dict:
     """The release-test matrix for GitHub Actions (read with fromJSON)."""
     return {"include": [{"vllm": v, "series": cat.releases[v].series or "none"} for v in cat.versions]}
+
+
+def gdn_builder_matrix(cat: Catalogue) -> dict:
+    """Releases whose GDN builder the CPU routing tests run against, with the torch each pins."""
+    return {"include": [{"vllm": v, "torch": cat.releases[v].torch} for v in cat.versions
+                        if "gdn-spec-state" in cat.releases[v].backports]}

@@ -181,16 +181,18 @@ def bake(write: bool) -> None:
 
 
 @main.command("matrix-json")
-@click.argument("kind", type=click.Choice(["releases", "images", "smoke"]))
+@click.argument("kind", type=click.Choice(["releases", "images", "smoke", "gdn-builder"]))
 def matrix_json(kind: str) -> None:
     """Print a GitHub Actions matrix as JSON (for fromJSON)."""
     import json
 
-    from .images import ci_matrix, image_targets, smoke_targets
+    from .images import ci_matrix, gdn_builder_matrix, image_targets, smoke_targets
 
     cat = Catalogue(HOME)
     if kind == "releases":
         data = ci_matrix(cat)
+    elif kind == "gdn-builder":
+        data = gdn_builder_matrix(cat)
     elif kind == "images":
         data = {"include": [{k: t[k] for k in ("name", "vllm", "arch", "revision")} for t in image_targets(cat)]}
     else:
