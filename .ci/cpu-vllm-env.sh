@@ -7,9 +7,15 @@ set -euo pipefail
 release=$1 torch=$2
 python -m pip install -q "torch==${torch}" --index-url https://download.pytorch.org/whl/cpu
 python -m pip install -q --no-deps "vllm==${release}"
-meta=$(python -c "import importlib.metadata as m; print(m.distribution('vllm')._path)")/METADATA
-grep '^Requires-Dist: ' "$meta" | grep -v 'extra ==' | sed 's/^Requires-Dist: //; s/;.*//; s/ //g' \
-  | grep -viE '^(torch|torchaudio|torchvision|triton|xformers|flashinfer|nvidia|cupy|deep|quack|flash)' \
-  > /tmp/vllm-plain-deps.txt
+python - > /tmp/vllm-plain-deps.txt <<'PY'
+import importlib.metadata as md
+import re
+# GPU libraries and kernels: not needed to import the builder, and torch is already the CPU build.
+gpu = re.compile(r"(torch|torchaudio|torchvision|triton|xformers|flashinfer|nvidia|cupy|deep|quack|flash)", re.I)
+for req in md.requires("vllm") or []:
+    spec, _, marker = req.partition(";")
+    if "extra ==" not in marker and not gpu.match(spec.strip()):
+        print(spec.replace(" ", ""))
+PY
 python -m pip install -q -r /tmp/vllm-plain-deps.txt
 python -c "import vllm.v1.attention.backends.gdn_attn; print('vllm', '${release}', 'importable on CPU')"
