@@ -116,20 +116,28 @@ def rehash(write: bool) -> None:
     """Re-pin the sha256 of every backport file in versions.toml."""
     path = HOME / "versions.toml"
     text = path.read_text()
-    new = text
-    section = None
-    out_lines = []
-    for line in new.splitlines(keepends=True):
-        m = re.match(r'^\[series\."([^"]+)"\.files\]', line)
-        if line.startswith("["):
-            section = m.group(1) if m else None
+
+    def pin(series: str, line: str) -> str:
         fm = re.match(r'^"([^"]+)" = "([0-9a-f]*)"', line)
-        if section and fm:
-            file = HOME / "backports" / section / fm.group(1)
-            if file.exists():
-                line = f'"{fm.group(1)}" = "{sha256(file.read_bytes())}"\n'
-        out_lines.append(line)
-    _write_or_diff(path, text, "".join(out_lines), write, "backport hashes are current")
+        file = HOME / "backports" / series / fm.group(1) if fm else None
+        return f'"{fm.group(1)}" = "{sha256(file.read_bytes())}"\n' if file and file.exists() else line
+
+    new = _edit_tables(text, r'^\[series\."([^"]+)"\.files\]', pin)
+    _write_or_diff(path, text, new, write, "backport hashes are current")
+
+
+def _edit_tables(text: str, header: str, edit) -> str:
+    """versions.toml with `edit(key, line)` applied to every line of each table whose header
+    matches `header` (its one group is the key); other lines, headers included, unchanged."""
+    out, key = [], None
+    for line in text.splitlines(keepends=True):
+        if line.startswith("["):
+            m = re.match(header, line)
+            key = m.group(1) if m else None
+        elif key is not None:
+            line = edit(key, line)
+        out.append(line)
+    return "".join(out)
 
 
 MATRIX_BEGIN, MATRIX_END = "<!-- support-matrix:begin -->", "<!-- support-matrix:end -->"
@@ -278,17 +286,11 @@ def digests(write: bool) -> None:
             for version, keys in by_release.items()}
     path = HOME / "versions.toml"
     text = path.read_text()
-    out, section = [], None
-    for line in text.splitlines(keepends=True):
-        if line.startswith("["):
-            m = re.match(r'^\[releases\."([^"]+)"\]', line)
-            section = m.group(1) if m else None
-        if section in pins and line.startswith("image_digests ="):
-            line = pins[section]
-        out.append(line)
+    new = _edit_tables(text, r'^\[releases\."([^"]+)"\]',
+                       lambda version, line: pins[version] if version in pins and line.startswith("image_digests =") else line)
     for problem in missing:
         click.echo(f"error: {problem}", err=True)
-    _write_or_diff(path, text, "".join(out), write, "image digests are current")
+    _write_or_diff(path, text, new, write, "image digests are current")
     if missing:
         sys.exit(1)
 
