@@ -13,6 +13,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import os
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -42,8 +43,8 @@ if RELEASE is None or "gdn-spec-state" not in RELEASE.backports:
 def _load(tmp_path, patched: bool):
     import vllm
 
-    pristine_path = importlib.util.find_spec("vllm").submodule_search_locations[0] + BUILDER[len("vllm"):]
-    content = open(pristine_path, "rb").read()
+    package = Path(importlib.util.find_spec("vllm").submodule_search_locations[0])
+    content = (package / BUILDER.removeprefix("vllm/")).read_bytes()
     if hashlib.sha256(content).hexdigest() != RELEASE.files[BUILDER]:
         if REQUIRED:
             raise AssertionError(f"the installed {BUILDER} is not vLLM {vllm.__version__}'s pristine file")
