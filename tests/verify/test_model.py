@@ -40,3 +40,30 @@ def test_plain_checkpoint_has_no_mtp_and_is_rewritten_when_mtp_is_asked(tmp_path
     assert _shapes(d, "mtp.")
     model.write_model(tmp_path / "m")
     assert not _shapes(d, "mtp.") and not (d / "model.safetensors.index.json").exists()
+
+
+def test_mtp_checkpoint_makes_the_last_token_predict_most_of_the_next(tmp_path):
+    """What lets MTP drafts be accepted: on the MTP checkpoint, in float32, most greedy tokens are
+    the one the previous token's embedding alone points to (what the MTP layer drafts), and some
+    are not (those still depend on the context, so a stale state can still show)."""
+    import torch
+    from transformers import Qwen3NextForCausalLM
+
+    d = model.write_model(tmp_path / "m", mtp=True)
+    with safetensors.safe_open(str(d / "model-mtp.safetensors"), "pt") as f:
+        fc = f.get_tensor("mtp.fc.weight").float()
+    hidden = model.CONFIG["hidden_size"]
+    assert torch.equal(fc[:, :hidden], torch.eye(hidden) * model.MTP_FC_GAIN)
+    assert not fc[:, hidden:].any()
+
+    m = Qwen3NextForCausalLM.from_pretrained(d, torch_dtype=torch.float32).eval()
+    with torch.no_grad():
+        points_to = m.lm_head(m.model.norm(m.model.embed_tokens.weight)).argmax(-1)
+        gen = torch.Generator().manual_seed(1)
+        follows = total = 0
+        for _ in range(3):
+            ids = torch.randint(2, model.vocab_size(), (1, 16), generator=gen)
+            out = m.generate(ids, max_new_tokens=32, do_sample=False, attention_mask=torch.ones_like(ids))[0]
+            follows += int((points_to[out[15:-1]] == out[16:]).sum())
+            total += out.numel() - 16
+    assert 0.5 <= follows / total <= 0.9, follows / total

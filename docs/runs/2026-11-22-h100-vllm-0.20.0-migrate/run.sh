@@ -2,7 +2,9 @@
 # GPU session steps: the shipped GDN routing fix (gdn-spec-state, with its start-at-1 line) beside
 # the gdn-state-migrate alternative, on vLLM 0.20.0 (repo root on the GPU machine, after the staged
 # install; one step per call, each under the 600 s limit). $HOME/vllm-site carries the shipped
-# series; /tmp/site-mig is a hard-linked copy carrying 0001 + 0003 + the alternative.
+# series (`setup mig-only` leaves it pristine); /tmp/site-mig is a hard-linked copy carrying 0001 +
+# 0003 + the alternative. Session 1: setup, mig-eager, routing-eager, routing-graphs, bench.
+# Session 2 (fresh machine): setup mig-only, kernel, mtp-unpatched, bench-unpatched, mig-graphs, mtp-graphs.
 set -uo pipefail
 step=$1; out=${OUT:-/tmp/out}; mkdir -p "$out"
 MIG=/tmp/site-mig
@@ -29,8 +31,8 @@ case $step in
           rm -rf $MIG/vllm/.backports
           PYTHONPATH=$MIG python3 apply.py --vllm 0.20.0 --target $MIG --skip gdn-spec-state --json > "$out/apply-mig-base.json"; echo "mig base: exit $?"
           patch -p1 -d $MIG --no-backup-if-mismatch < benchmarks/alternatives/gdn-state-migrate/0.20.0/0002-gdn-state-migrate.patch; echo "mig patch: exit $?"
-          PYTHONPATH=$HOME/vllm-site python3 apply.py --vllm 0.20.0 --json > "$out/apply-routing.json"; echo "routing: exit $?"
-          PYTHONPATH=$HOME/vllm-site python3 apply.py status --vllm 0.20.0 --json > "$out/status-routing.json"
+          [ "${2:-}" = mig-only ] || { PYTHONPATH=$HOME/vllm-site python3 apply.py --vllm 0.20.0 --json > "$out/apply-routing.json"; echo "routing: exit $?"
+            PYTHONPATH=$HOME/vllm-site python3 apply.py status --vllm 0.20.0 --json > "$out/status-routing.json"; }
           PYTHONPATH=$MIG python3 -c "import vllm.model_executor.layers.mamba.gdn_linear_attn as m; print('mig imports', m.__file__)"
           PYTHONPATH=.gpu-pytest python3 -m pytest -q tests/gpu/test_gdn_state_migrate.py 2>&1 | tail -5
           python3 benchmarks/bench_gdn_state_migrate.py --out "$out/bench-migrate-kernel.json" ;;
@@ -45,5 +47,10 @@ case $step in
   bench-unpatched) PYTHONPATH=$HOME/vllm-site python3 apply.py revert --vllm 0.20.0 --json | head -c 200; echo
           PYTHONPATH=$HOME/vllm-site python3 benchmarks/bench_gdn_decode.py --label unpatched --prefill-backend triton \
               --rounds 5 --out "$out/bench-unpatched.json" --work-dir /tmp/bench-unpatched 2>&1 | tail -3 ;;
+  kernel) PYTHONPATH=$HOME/vllm-site python3 benchmarks/bench_gdn_state_migrate.py --out "$out/bench-migrate-kernel-graphs.json" ;;
+  # MTP on the checkpoint whose MTP layer drafts what the target mostly picks (accepted drafts).
+  mtp-unpatched) PYTHONPATH=$HOME/vllm-site python3 apply.py revert --vllm 0.20.0 --json | head -c 200; echo
+          v "$HOME/vllm-site" mtp-unpatched-b16-eager --preset mtp --batch 16 --mode eager ;;
+  mtp-graphs) v "$HOME/vllm-site" mtp-unpatched-b16-graphs --preset mtp --batch 16 --mode graphs ;;
   *) echo "unknown step $step"; exit 2 ;;
 esac
