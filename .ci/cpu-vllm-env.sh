@@ -5,7 +5,10 @@
 #   bash .ci/cpu-vllm-env.sh 0.20.0 2.11.0      # release, its torch pin (versions.toml)
 set -euo pipefail
 release=$1 torch=$2
-python -m pip install -q "torch==${torch}" --index-url https://download.pytorch.org/whl/cpu
+# The CPU build where PyTorch's own index is reachable (GitHub's runners); elsewhere PyPI's build,
+# whose CUDA libraries are loaded but never used on a machine without a GPU.
+python -m pip install -q --timeout 20 --retries 0 "torch==${torch}" --index-url https://download.pytorch.org/whl/cpu \
+  || python -m pip install -q "torch==${torch}"
 python -m pip install -q --no-deps "vllm==${release}"
 python - > /tmp/vllm-plain-deps.txt <<'PY'
 import importlib.metadata as md
