@@ -5,6 +5,7 @@ speculation: the speed side of the GDN backports.
     python apply.py --vllm X
     python benchmarks/bench_gdn_decode.py --label patched --out patched.json [--prefill-backend triton]
     python benchmarks/bench_gdn_decode.py --compare unpatched.json patched.json
+    python benchmarks/bench_gdn_decode.py --site unpatched=DIR --site patched=DIR2 --passes 3   # A B A B ...
 
 Two engines per run, each in its own process, eager: no speculation, and ngram k=3 whose drafts
 are scripted to be always right (the limit of a repetitive workload, where ngram finds the
@@ -17,6 +18,7 @@ per-step host work (where the backports add their few lines) more than a real mo
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -58,6 +60,32 @@ def measure(work: Path, backend: str, rounds: int, batch: int, max_tokens: int) 
             "nospec_rounds": base["timed_rounds_tokens_per_s"], "ngram_rounds": spec_run["timed_rounds_tokens_per_s"]}
 
 
+def interleave(sites: list[tuple[str, str]], passes: int, measure_one) -> dict:
+    """Measure each site in turn, pass after pass (A B A B ...), so that slow drift of the machine
+    lands on every site alike; ratios are taken within a pass, against the first site."""
+    runs: dict[str, list[dict]] = {label: [] for label, _ in sites}
+    saved = os.environ.get("PYTHONPATH")
+    try:
+        for n in range(passes):
+            for label, path in sites:
+                # The engine subprocess imports vLLM from here (engine_env keeps this and adds ours).
+                os.environ["PYTHONPATH"] = path
+                runs[label].append(measure_one(f"{label}-pass{n}"))
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+    first = sites[0][0]
+    out: dict = {"passes": passes, "sites": dict(sites), "runs": runs, "ratios": {}}
+    for label, _ in sites[1:]:
+        out["ratios"][f"{label}/{first}"] = {
+            key: {"by_pass": (r := [round(b[key] / a[key], 3) for a, b in zip(runs[first], runs[label])]),
+                  "median": statistics.median(r)}
+            for key in ("nospec_tokens_per_s", "ngram_tokens_per_s")}
+    return out
+
+
 def compare(before: dict, after: dict) -> dict:
     return {"nospec_patched_over_unpatched": round(after["nospec_tokens_per_s"] / before["nospec_tokens_per_s"], 3),
             "ngram_patched_over_unpatched": round(after["ngram_tokens_per_s"] / before["ngram_tokens_per_s"], 3),
@@ -75,9 +103,22 @@ def compare(before: dict, after: dict) -> dict:
               show_default=True, help="Model, engine specs and logs.")
 @click.option("--compare", "pair", nargs=2, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Compare two earlier results (unpatched, patched) instead of measuring.")
-def main(label, out, prefill_backend, rounds, batch, max_tokens, work_dir, pair) -> None:
+@click.option("--site", "sites", multiple=True, metavar="LABEL=DIR",
+              help="A site-packages holding one vLLM variant (repeat; 2 or more): measure them in turn, --passes times.")
+@click.option("--passes", type=click.IntRange(1, 20), default=3, show_default=True, help="With --site.")
+def main(label, out, prefill_backend, rounds, batch, max_tokens, work_dir, pair, sites, passes) -> None:
     if pair:
         result = compare(*(json.loads(p.read_text()) for p in pair))
+    elif sites:
+        parsed = [tuple(x.split("=", 1)) for x in sites]
+        if len(parsed) < 2 or any(len(x) != 2 or not Path(x[1]).is_dir() for x in parsed):
+            raise click.BadParameter("give two or more LABEL=DIR, each an existing directory", param_hint="--site")
+        work_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            result = interleave(parsed, passes, lambda tag: measure(work_dir / tag, prefill_backend, rounds,
+                                                                    batch, max_tokens))
+        except BackportError as exc:
+            raise click.ClickException(str(exc)) from None
     else:
         work_dir.mkdir(parents=True, exist_ok=True)
         try:

@@ -1,0 +1,49 @@
+"""The A/B interleaving of the decode benchmark, with a stand-in for the GPU measurement."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from benchmarks import bench_gdn_decode as bench
+
+
+def test_sites_take_turns_and_ratios_are_paired_within_a_pass(monkeypatch, tmp_path):
+    monkeypatch.setenv("PYTHONPATH", "/before")
+    seen = []
+    speeds = {"a": [100.0, 80.0, 90.0], "b": [99.0, 84.0, 90.0]}  # the machine drifts between passes
+
+    def measure_one(tag):
+        label, n = tag.split("-pass")
+        seen.append((tag, os.environ["PYTHONPATH"]))
+        v = speeds[label][int(n)]
+        return {"nospec_tokens_per_s": v, "ngram_tokens_per_s": 2 * v}
+
+    out = bench.interleave([("a", "/site-a"), ("b", "/site-b")], 3, measure_one)
+    assert seen == [("a-pass0", "/site-a"), ("b-pass0", "/site-b"), ("a-pass1", "/site-a"),
+                    ("b-pass1", "/site-b"), ("a-pass2", "/site-a"), ("b-pass2", "/site-b")]
+    ratios = out["ratios"]["b/a"]["nospec_tokens_per_s"]
+    assert ratios["by_pass"] == [0.99, 1.05, 1.0]
+    assert ratios["median"] == 1.0
+    assert os.environ["PYTHONPATH"] == "/before"
+
+
+def test_environment_is_restored_when_a_measurement_fails(monkeypatch):
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+
+    def measure_one(tag):
+        raise RuntimeError("engine died")
+
+    with pytest.raises(RuntimeError):
+        bench.interleave([("a", "/site-a"), ("b", "/site-b")], 1, measure_one)
+    assert "PYTHONPATH" not in os.environ
+
+
+def test_one_site_or_a_missing_directory_is_refused(tmp_path):
+    from click.testing import CliRunner
+
+    r = CliRunner().invoke(bench.main, ["--site", f"a={tmp_path}"])
+    assert r.exit_code == 2 and "two or more LABEL=DIR" in r.output
+    r = CliRunner().invoke(bench.main, ["--site", f"a={tmp_path}", "--site", f"b={tmp_path / 'nope'}"])
+    assert r.exit_code == 2 and "two or more LABEL=DIR" in r.output
