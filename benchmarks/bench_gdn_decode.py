@@ -35,9 +35,10 @@ from vllm_backports.verify.run import exercised, preflight, run_engine  # noqa: 
 ALWAYS_RIGHT = ((3, 3),)
 
 
-def measure(work: Path, backend: str, rounds: int, batch: int, max_tokens: int) -> dict:
+def measure(work: Path, backend: str, rounds: int, batch: int, max_tokens: int, checkpoint: Path | None = None) -> dict:
     vllm_version = preflight()
-    model_dir = model.write_model(work / "model")
+    work.mkdir(parents=True, exist_ok=True)
+    model_dir = model.write_model(checkpoint or work / "model")
     ps = scenarios.prompts(batch, model.vocab_size())
     spec = {"model": str(model_dir), "prompts": ps, "max_num_seqs": batch, "max_tokens": max_tokens,
             "max_model_len": 512, "eager": True, "tp": 1, "timed_rounds": rounds,
@@ -109,20 +110,17 @@ def compare(before: dict, after: dict) -> dict:
 def main(label, out, prefill_backend, rounds, batch, max_tokens, work_dir, pair, sites, passes) -> None:
     if pair:
         result = compare(*(json.loads(p.read_text()) for p in pair))
-    elif sites:
-        parsed = [tuple(x.split("=", 1)) for x in sites]
-        if len(parsed) < 2 or any(len(x) != 2 or not Path(x[1]).is_dir() for x in parsed):
-            raise click.BadParameter("give two or more LABEL=DIR, each an existing directory", param_hint="--site")
-        work_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            result = interleave(parsed, passes, lambda tag: measure(work_dir / tag, prefill_backend, rounds,
-                                                                    batch, max_tokens))
-        except BackportError as exc:
-            raise click.ClickException(str(exc)) from None
     else:
-        work_dir.mkdir(parents=True, exist_ok=True)
+        parsed = [tuple(x.split("=", 1)) for x in sites]
+        if sites and (len(parsed) < 2 or any(len(x) != 2 or not Path(x[1]).is_dir() for x in parsed)):
+            raise click.BadParameter("give two or more LABEL=DIR, each an existing directory", param_hint="--site")
         try:
-            result = {"label": label, **measure(work_dir, prefill_backend, rounds, batch, max_tokens)}
+            if sites:
+                # Every pass of every site runs the same checkpoint: write it once.
+                result = interleave(parsed, passes, lambda tag: measure(
+                    work_dir / tag, prefill_backend, rounds, batch, max_tokens, checkpoint=work_dir / "model"))
+            else:
+                result = {"label": label, **measure(work_dir, prefill_backend, rounds, batch, max_tokens)}
         except BackportError as exc:
             raise click.ClickException(str(exc)) from None
     text = json.dumps(result, indent=2)
