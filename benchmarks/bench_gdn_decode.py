@@ -18,7 +18,6 @@ per-step host work (where the backports add their few lines) more than a real mo
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -28,6 +27,7 @@ import click
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks import sites as sites_  # noqa: E402
 from vllm_backports.errors import BackportError  # noqa: E402
 from vllm_backports.verify import drafts, model, scenarios  # noqa: E402
 from vllm_backports.verify.run import exercised, preflight, run_engine  # noqa: E402
@@ -61,32 +61,6 @@ def measure(work: Path, backend: str, rounds: int, batch: int, max_tokens: int, 
             "nospec_rounds": base["timed_rounds_tokens_per_s"], "ngram_rounds": spec_run["timed_rounds_tokens_per_s"]}
 
 
-def interleave(sites: list[tuple[str, str]], passes: int, measure_one) -> dict:
-    """Measure each site in turn, pass after pass (A B A B ...), so that slow drift of the machine
-    lands on every site alike; ratios are taken within a pass, against the first site."""
-    runs: dict[str, list[dict]] = {label: [] for label, _ in sites}
-    saved = os.environ.get("PYTHONPATH")
-    try:
-        for n in range(passes):
-            for label, path in sites:
-                # The engine subprocess imports vLLM from here (engine_env keeps this and adds ours).
-                os.environ["PYTHONPATH"] = path
-                runs[label].append(measure_one(f"{label}-pass{n}"))
-    finally:
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
-    first = sites[0][0]
-    out: dict = {"passes": passes, "sites": dict(sites), "runs": runs, "ratios": {}}
-    for label, _ in sites[1:]:
-        out["ratios"][f"{label}/{first}"] = {
-            key: {"by_pass": (r := [round(b[key] / a[key], 3) for a, b in zip(runs[first], runs[label])]),
-                  "median": statistics.median(r)}
-            for key in ("nospec_tokens_per_s", "ngram_tokens_per_s")}
-    return out
-
-
 def compare(before: dict, after: dict) -> dict:
     return {"nospec_patched_over_unpatched": round(after["nospec_tokens_per_s"] / before["nospec_tokens_per_s"], 3),
             "ngram_patched_over_unpatched": round(after["ngram_tokens_per_s"] / before["ngram_tokens_per_s"], 3),
@@ -111,14 +85,13 @@ def main(label, out, prefill_backend, rounds, batch, max_tokens, work_dir, pair,
     if pair:
         result = compare(*(json.loads(p.read_text()) for p in pair))
     else:
-        parsed = [tuple(x.split("=", 1)) for x in sites]
-        if sites and (len(parsed) < 2 or any(len(x) != 2 or not Path(x[1]).is_dir() for x in parsed)):
-            raise click.BadParameter("give two or more LABEL=DIR, each an existing directory", param_hint="--site")
+        parsed = sites_.parse(sites) if sites else []
         try:
             if sites:
                 # Every pass of every site runs the same checkpoint: write it once.
-                result = interleave(parsed, passes, lambda tag: measure(
-                    work_dir / tag, prefill_backend, rounds, batch, max_tokens, checkpoint=work_dir / "model"))
+                result = sites_.interleave(parsed, passes, lambda tag: measure(
+                    work_dir / tag, prefill_backend, rounds, batch, max_tokens, checkpoint=work_dir / "model"),
+                    keys=("nospec_tokens_per_s", "ngram_tokens_per_s"))
             else:
                 result = {"label": label, **measure(work_dir, prefill_backend, rounds, batch, max_tokens)}
         except BackportError as exc:

@@ -429,15 +429,15 @@ target "v0-21-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-bpb5d3f55e", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-bp7e0c8739", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0"
     VLLM_VERSION = "0.21.0"
-    BACKPORT_REVISION = "b5d3f55e"
+    BACKPORT_REVISION = "7e0c8739"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.21.0-bpb5d3f55e"
+    "org.opencontainers.image.version" = "0.21.0-bp7e0c8739"
     "io.vllm-backports.series" = "0.21.0"
   }
 }
@@ -446,15 +446,15 @@ target "v0-21-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-bpb5d3f55e", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-bp7e0c8739", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0"
     VLLM_VERSION = "0.21.0"
-    BACKPORT_REVISION = "b5d3f55e"
+    BACKPORT_REVISION = "7e0c8739"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.21.0-bpb5d3f55e"
+    "org.opencontainers.image.version" = "0.21.0-bp7e0c8739"
     "io.vllm-backports.series" = "0.21.0"
   }
 }
@@ -463,15 +463,15 @@ target "v0-21-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-cu129-bpb5d3f55e", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-cu129-bp7e0c8739", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0-cu129"
     VLLM_VERSION = "0.21.0"
-    BACKPORT_REVISION = "b5d3f55e"
+    BACKPORT_REVISION = "7e0c8739"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.21.0-bpb5d3f55e"
+    "org.opencontainers.image.version" = "0.21.0-bp7e0c8739"
     "io.vllm-backports.series" = "0.21.0"
   }
 }
@@ -480,15 +480,15 @@ target "v0-21-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-cu129-bpb5d3f55e", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-cu129-bp7e0c8739", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0-cu129"
     VLLM_VERSION = "0.21.0"
-    BACKPORT_REVISION = "b5d3f55e"
+    BACKPORT_REVISION = "7e0c8739"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.21.0-bpb5d3f55e"
+    "org.opencontainers.image.version" = "0.21.0-bp7e0c8739"
     "io.vllm-backports.series" = "0.21.0"
   }
 }

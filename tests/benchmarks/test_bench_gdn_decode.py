@@ -1,4 +1,5 @@
-"""The A/B interleaving of the decode benchmark, with a stand-in for the GPU measurement."""
+"""The decode benchmark's --site option, and the A/B interleaving it uses (benchmarks/sites.py),
+with a stand-in for the GPU measurement."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import pytest
 
 from benchmarks import bench_gdn_decode as bench
+from benchmarks import sites
 
 
 def test_sites_take_turns_and_ratios_are_paired_within_a_pass(monkeypatch, tmp_path):
@@ -20,7 +22,7 @@ def test_sites_take_turns_and_ratios_are_paired_within_a_pass(monkeypatch, tmp_p
         v = speeds[label][int(n)]
         return {"nospec_tokens_per_s": v, "ngram_tokens_per_s": 2 * v}
 
-    out = bench.interleave([("a", "/site-a"), ("b", "/site-b")], 3, measure_one)
+    out = sites.interleave([("a", "/site-a"), ("b", "/site-b")], 3, measure_one, keys=("nospec_tokens_per_s",))
     assert seen == [("a-pass0", "/site-a"), ("b-pass0", "/site-b"), ("a-pass1", "/site-a"),
                     ("b-pass1", "/site-b"), ("a-pass2", "/site-a"), ("b-pass2", "/site-b")]
     ratios = out["ratios"]["b/a"]["nospec_tokens_per_s"]
@@ -36,7 +38,7 @@ def test_environment_is_restored_when_a_measurement_fails(monkeypatch):
         raise RuntimeError("engine died")
 
     with pytest.raises(RuntimeError):
-        bench.interleave([("a", "/site-a"), ("b", "/site-b")], 1, measure_one)
+        sites.interleave([("a", "/site-a"), ("b", "/site-b")], 1, measure_one, keys=("nospec_tokens_per_s",))
     assert "PYTHONPATH" not in os.environ
 
 

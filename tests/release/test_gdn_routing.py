@@ -9,17 +9,13 @@ routing is plain tensor work, so this runs in a CPU-only venv with vLLM installe
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib.metadata
-import importlib.util
 import os
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from vllm_backports.hunks import Mismatch, apply_file
-
+from . import installed
 from .conftest import CATALOGUE
 
 # The CI job that installs torch and vLLM for these tests sets this, so they cannot skip there.
@@ -41,26 +37,7 @@ if RELEASE is None or "gdn-spec-state" not in RELEASE.backports:
 
 
 def _load(tmp_path, patched: bool):
-    import vllm
-
-    package = Path(importlib.util.find_spec("vllm").submodule_search_locations[0])
-    content = (package / BUILDER.removeprefix("vllm/")).read_bytes()
-    if hashlib.sha256(content).hexdigest() != RELEASE.files[BUILDER]:
-        if REQUIRED:
-            raise AssertionError(f"the installed {BUILDER} is not vLLM {vllm.__version__}'s pristine file")
-        pytest.skip(f"the installed {BUILDER} is not vLLM {vllm.__version__}'s pristine file")
-    if patched:
-        for patch in CATALOGUE.series(RELEASE.series).patches:
-            for fpatch in patch.files:
-                if fpatch.path == BUILDER:
-                    content = apply_file(content, fpatch)
-                    assert not isinstance(content, Mismatch), content
-    path = tmp_path / f"gdn_attn_{'patched' if patched else 'pristine'}.py"
-    path.write_bytes(content)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # its `from vllm...` imports resolve to the installed release
-    return module
+    return installed.load(tmp_path, RELEASE, BUILDER, patched, REQUIRED)
 
 
 def _builder(module):

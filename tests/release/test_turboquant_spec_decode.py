@@ -1,0 +1,130 @@
+"""The TurboQuant metadata builder of the installed vLLM release, pristine and with its series
+applied, run on the CPU: which rows count as decodes, and the per-token rows and causal lengths
+that let the decode kernel serve speculative verify rows under full CUDA graphs.
+
+Needs torch and a vLLM release whose series carries turboquant-spec-decode (its pristine
+turboquant_attn.py, checked against versions.toml); skipped elsewhere. Kernels are not run here:
+tests/gpu/test_turboquant_spec_decode.py runs them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import os
+from types import SimpleNamespace
+
+import pytest
+
+from . import installed
+from .conftest import CATALOGUE
+
+REQUIRED = bool(os.environ.get("VLLM_BACKPORTS_REQUIRE_VLLM"))
+if REQUIRED:
+    import torch
+else:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("vllm")
+
+BACKEND = "vllm/v1/attention/backends/turboquant_attn.py"
+K = 3  # num_speculative_tokens
+VERSION = importlib.metadata.version("vllm")
+RELEASE = CATALOGUE.releases.get(VERSION)
+if RELEASE is None or "turboquant-spec-decode" not in RELEASE.backports:
+    if REQUIRED:
+        raise RuntimeError(f"vLLM {VERSION} is not a release turboquant-spec-decode serves")
+    pytest.skip(f"vLLM {VERSION} is not a release turboquant-spec-decode serves", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def modules(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("tq")
+    return {side: installed.load(tmp, RELEASE, BACKEND, side == "patched", REQUIRED)
+            for side in ("pristine", "patched")}
+
+
+def _builder(module):
+    config = SimpleNamespace(
+        speculative_config=SimpleNamespace(num_speculative_tokens=K, method="mtp", parallel_drafting=False),
+        scheduler_config=SimpleNamespace(max_num_batched_tokens=64, max_num_seqs=8),
+        parallel_config=SimpleNamespace(decode_context_parallel_size=1),
+    )
+    return module.TurboQuantMetadataBuilder(object(), ["layer"], config, torch.device("cpu"))
+
+
+def _batch(query_lens: list[int], seq_lens: list[int], padded_tokens: int | None = None):
+    """A batch as the model runner hands it over. Padding (full CUDA graphs) appends requests of
+    0 tokens and length 0, and tokens past the last request."""
+    from vllm.v1.attention.backend import CommonAttentionMetadata
+
+    q = torch.tensor([0, *query_lens]).cumsum(0).to(torch.int32)
+    lens = torch.tensor(seq_lens, dtype=torch.int32)
+    tokens = padded_tokens or int(q[-1])
+    fields = dict(
+        query_start_loc=q, query_start_loc_cpu=q.clone(), seq_lens=lens, num_reqs=len(query_lens),
+        num_actual_tokens=tokens, max_query_len=max(query_lens), max_seq_len=int(lens.max()),
+        block_table_tensor=torch.arange(len(query_lens) * 4, dtype=torch.int32).view(-1, 4),
+        slot_mapping=torch.zeros(tokens, dtype=torch.int64),
+        _seq_lens_cpu=lens.clone(), seq_lens_cpu_upper_bound=lens.clone(),
+    )
+    known = {f.name for f in dataclasses.fields(CommonAttentionMetadata) if f.init}
+    return CommonAttentionMetadata(**{k: v for k, v in fields.items() if k in known})
+
+
+def test_verify_rows_count_as_decodes_once_patched(modules):
+    assert _builder(modules["pristine"]).reorder_batch_threshold == 1
+    assert _builder(modules["patched"]).reorder_batch_threshold == K + 1
+
+
+def test_a_verify_batch_goes_down_the_decode_path_one_row_per_token(modules):
+    """Three requests verifying k=3 drafts, with 41, 8 and 101 tokens before this step's."""
+    batch = _batch([K + 1] * 3, [44, 11, 104])
+    meta = _builder(modules["patched"]).build(0, batch)
+    assert (meta.is_prefill, meta.num_decodes, meta.num_decode_tokens) == (False, 3, 12)
+    assert meta.decode_token_rows.tolist() == [0] * 4 + [1] * 4 + [2] * 4
+    # Each token sees its request's context, the drafts before it and itself: causal.
+    assert meta.decode_token_seq_lens.tolist() == [41, 42, 43, 44, 8, 9, 10, 11, 101, 102, 103, 104]
+
+
+def test_pristine_sends_the_same_batch_to_the_per_request_prefill_loop(modules):
+    """The route that full CUDA graphs cannot replay (vLLM #40880): a Python loop over host-side
+    lengths, captured once with the capture batch's."""
+    meta = _builder(modules["pristine"]).build(0, _batch([K + 1] * 3, [44, 11, 104]))
+    assert meta.is_prefill and meta.num_decodes == 0
+
+
+def test_mixed_decode_rows_and_a_prompt_chunk(modules):
+    """ngram: one row verifies 3 drafts, one got none, one verifies 3; a prompt chunk follows."""
+    meta = _builder(modules["patched"]).build(0, _batch([K + 1, 1, K + 1, 9], [20, 31, 7, 9]))
+    assert (meta.is_prefill, meta.num_decodes, meta.num_decode_tokens) == (True, 3, 9)
+    assert meta.decode_token_rows.tolist() == [0, 0, 0, 0, 1, 2, 2, 2, 2]
+    assert meta.decode_token_seq_lens.tolist() == [17, 18, 19, 20, 31, 4, 5, 6, 7]
+
+
+def test_graph_padding_maps_to_a_real_row_and_attends_to_nothing(modules):
+    """A full-graph batch of 4 requests x 4 tokens with two real requests: padded requests have 0
+    tokens and length 0, and the 8 tokens past the last request must stay inside the block table."""
+    meta = _builder(modules["patched"]).build(0, _batch([K + 1, K + 1, 0, 0], [44, 11, 0, 0], padded_tokens=16))
+    assert (meta.is_prefill, meta.num_decodes, meta.num_decode_tokens) == (False, 4, 16)
+    assert meta.decode_token_rows.tolist() == [0] * 4 + [1] * 4 + [3] * 8
+    assert meta.decode_token_seq_lens.tolist() == [41, 42, 43, 44, 8, 9, 10, 11] + [0] * 8
+
+
+def test_single_token_decodes_are_left_as_they_were(modules):
+    meta = _builder(modules["patched"]).build(0, _batch([1, 1], [50, 60]))
+    assert not meta.is_prefill and meta.decode_token_rows is None and meta.decode_token_seq_lens is None
+
+
+def test_per_token_values_live_in_buffers_a_replayed_graph_reads(modules):
+    """A full CUDA graph keeps the addresses it captured: every step must write the same memory."""
+    builder = _builder(modules["patched"])
+    first = builder.build(0, _batch([K + 1] * 2, [44, 11]))
+    second = builder.build(0, _batch([K + 1] * 2, [70, 30]))
+    assert first.decode_token_rows.data_ptr() == second.decode_token_rows.data_ptr()
+    assert first.decode_token_seq_lens.data_ptr() == second.decode_token_seq_lens.data_ptr()
+    assert second.decode_token_seq_lens.tolist() == [67, 68, 69, 70, 27, 28, 29, 30]
+
+
+def test_capture_metadata_uses_length_1(modules):
+    meta = _builder(modules["patched"]).build_for_cudagraph_capture(_batch([K + 1] * 2, [4, 4]))
+    assert meta.decode_token_seq_lens.tolist() == [1] * 8 and meta.seq_lens.tolist() == [1, 1]
