@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 from pathlib import Path
 
 import click
@@ -25,9 +26,14 @@ def interleave(sites: list[tuple[str, str]], passes: int, measure_one, keys: tup
     try:
         for n in range(passes):
             for label, path in sites:
-                # The engine subprocess imports vLLM from here (engine_env keeps this and adds ours).
+                # The engine subprocess imports vLLM from here (engine_env keeps this and adds ours),
+                # and this process reads the variant's version from here too.
                 os.environ["PYTHONPATH"] = path
-                runs[label].append(measure_one(f"{label}-pass{n}"))
+                sys.path.insert(0, path)
+                try:
+                    runs[label].append(measure_one(f"{label}-pass{n}"))
+                finally:
+                    sys.path.remove(path)
     finally:
         if saved is None:
             os.environ.pop("PYTHONPATH", None)

@@ -4,6 +4,7 @@ with a stand-in for the GPU measurement."""
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -19,6 +20,7 @@ def test_sites_take_turns_and_ratios_are_paired_within_a_pass(monkeypatch, tmp_p
     def measure_one(tag):
         label, n = tag.split("-pass")
         seen.append((tag, os.environ["PYTHONPATH"]))
+        assert sys.path[0] == os.environ["PYTHONPATH"]  # the variant's version is read in this process
         v = speeds[label][int(n)]
         return {"nospec_tokens_per_s": v, "ngram_tokens_per_s": 2 * v}
 
@@ -28,7 +30,7 @@ def test_sites_take_turns_and_ratios_are_paired_within_a_pass(monkeypatch, tmp_p
     ratios = out["ratios"]["b/a"]["nospec_tokens_per_s"]
     assert ratios["by_pass"] == [0.99, 1.05, 1.0]
     assert ratios["median"] == 1.0
-    assert os.environ["PYTHONPATH"] == "/before"
+    assert os.environ["PYTHONPATH"] == "/before" and "/site-a" not in sys.path and "/site-b" not in sys.path
 
 
 def test_environment_is_restored_when_a_measurement_fails(monkeypatch):

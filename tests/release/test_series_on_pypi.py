@@ -70,24 +70,32 @@ def test_aarch64_wheel_ships_the_same_target_files(version):
         assert record[rel] == pristine
 
 
-def test_turboquant_backport_sets_single_token_decode(tmp_path):
-    """The P65 change itself, read back from the patched class on every series. A series without
-    it may only serve releases whose wheel has no TurboQuant backend (before vLLM 0.20.0)."""
+def test_every_turboquant_release_gets_one_turboquant_fix_read_back_from_the_patched_class(tmp_path):
+    """P65 downgrades the builder's CUDA-graph support; turboquant-spec-decode keeps UNIFORM_BATCH
+    and makes verify rows decodes. Every series carries exactly one of them, unless its releases'
+    wheels have no TurboQuant backend (before vLLM 0.20.0)."""
     backend = "vllm/v1/attention/backends/turboquant_attn.py"
+    expected = {"turboquant-cudagraph": ("AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE", "False"),
+                "turboquant-spec-decode": ("AttentionCGSupport.UNIFORM_BATCH", "True")}
     for name in CATALOGUE.series_names():
         series = CATALOGUE.series(name)
-        if "turboquant-cudagraph" not in [p.backport_id for p in series.patches]:
+        fixes = [p.backport_id for p in series.patches if p.backport_id in expected]
+        if not fixes:
             for version in series.releases:
                 assert backend not in read_release(version, [])["hashes"], (name, version)
             continue
+        assert len(fixes) == 1, name
         version = series.releases[0]
         site = tmp_path / name
-        assert run("--vllm", version, "--fetch", "--target", str(site), "--only", "turboquant-cudagraph").code == 0
-        tree = ast.parse((site / "vllm/v1/attention/backends/turboquant_attn.py").read_text())
+        assert run("--vllm", version, "--fetch", "--target", str(site), "--only", fixes[0]).code == 0
+        tree = ast.parse((site / backend).read_text())
         cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "TurboQuantMetadataBuilder")
-        values = [ast.unparse(s.value) for s in cls.body
-                  if isinstance(s, ast.AnnAssign) and ast.unparse(s.target) == "_cudagraph_support"]
-        assert values == ["AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE"], name
+        support = [ast.unparse(s.value) for s in cls.body
+                   if isinstance(s, ast.AnnAssign) and ast.unparse(s.target) == "_cudagraph_support"]
+        spec_as_decode = [ast.unparse(k.value) for n in ast.walk(cls) if isinstance(n, ast.Call)
+                          and ast.unparse(n.func) == "self._init_reorder_batch_threshold"
+                          for k in n.keywords if k.arg == "supports_spec_as_decode"]
+        assert (support, spec_as_decode) == ([expected[fixes[0]][0]], [expected[fixes[0]][1]]), name
 
 
 @pytest.mark.parametrize("version", SERVED)

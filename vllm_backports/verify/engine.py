@@ -6,6 +6,7 @@ before vLLM builds its workers (they fork from here, so they inherit it).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -15,6 +16,10 @@ import time
 def run(spec: dict) -> dict:
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "fork")
+    # From 0.21 vLLM imports FlashInfer for its sampler by default; greedy decoding never uses it,
+    # and an install without FlashInfer (a slim one) would otherwise fail at engine start.
+    if importlib.util.find_spec("flashinfer") is None:
+        os.environ.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")
     from . import drafts
 
     scripted = drafts.install_from_env()

@@ -41,7 +41,7 @@ case $step in
           PYTHONPATH=$FIX python3 apply.py --vllm 0.21.0 --json > "$out/apply-fix.json"; echo "fix: exit $?"
           PYTHONPATH=$FIX python3 apply.py status --vllm 0.21.0 --json > "$out/status-fix.json"; echo "status: exit $?"
           PYTHONPATH=$FIX:.gpu-pytest python3 -m pytest -q -s tests/gpu/test_turboquant_spec_decode.py 2>&1 | tail -15
-          PYTHONPATH=$FIX:.gpu-pytest VLLM_BACKPORTS_REQUIRE_VLLM=1 python3 -m pytest -q -p no:cacheprovider \
+          PYTHONPATH=$RAW:.gpu-pytest VLLM_BACKPORTS_REQUIRE_VLLM=1 python3 -m pytest -q -p no:cacheprovider \
             tests/release/test_turboquant_spec_decode.py tests/release/test_gdn_routing.py 2>&1 | tail -3 ;;
   ctl-mtp-graphs) v $CTL tq-ctl-mtp-b16-graphs --kv-cache $KV --preset mtp --batch 16 --mode graphs ;;
   fix-mtp-graphs) v $FIX tq-fix-mtp-b16-graphs --kv-cache $KV --preset mtp --batch 16 --mode graphs ;;
