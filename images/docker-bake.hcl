@@ -429,15 +429,15 @@ target "v0-21-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-bp7e0c8739", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-bpa83918f1", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0"
     VLLM_VERSION = "0.21.0"
-    BACKPORT_REVISION = "7e0c8739"
+    BACKPORT_REVISION = "a83918f1"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.21.0-bp7e0c8739"
+    "org.opencontainers.image.version" = "0.21.0-bpa83918f1"
     "io.vllm-backports.series" = "0.21.0"
   }
 }
@@ -446,15 +446,15 @@ target "v0-21-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-bp7e0c8739", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-bpa83918f1", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0"
     VLLM_VERSION = "0.21.0"
-    BACKPORT_REVISION = "7e0c8739"
+    BACKPORT_REVISION = "a83918f1"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.21.0-bp7e0c8739"
+    "org.opencontainers.image.version" = "0.21.0-bpa83918f1"
     "io.vllm-backports.series" = "0.21.0"
   }
 }
@@ -463,15 +463,15 @@ target "v0-21-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-cu129-bp7e0c8739", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-cu129-bpa83918f1", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0-cu129"
     VLLM_VERSION = "0.21.0"
-    BACKPORT_REVISION = "7e0c8739"
+    BACKPORT_REVISION = "a83918f1"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.21.0-bp7e0c8739"
+    "org.opencontainers.image.version" = "0.21.0-bpa83918f1"
     "io.vllm-backports.series" = "0.21.0"
   }
 }
@@ -480,15 +480,15 @@ target "v0-21-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-cu129-bp7e0c8739", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-cu129-bpa83918f1", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0-cu129"
     VLLM_VERSION = "0.21.0"
-    BACKPORT_REVISION = "7e0c8739"
+    BACKPORT_REVISION = "a83918f1"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.21.0-bp7e0c8739"
+    "org.opencontainers.image.version" = "0.21.0-bpa83918f1"
     "io.vllm-backports.series" = "0.21.0"
   }
 }
@@ -497,15 +497,15 @@ target "v0-22-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-bpd5619086", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-bpdd26e188", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.0"
     VLLM_VERSION = "0.22.0"
-    BACKPORT_REVISION = "d5619086"
+    BACKPORT_REVISION = "dd26e188"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.0-bpd5619086"
+    "org.opencontainers.image.version" = "0.22.0-bpdd26e188"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -514,15 +514,15 @@ target "v0-22-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-bpd5619086", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-bpdd26e188", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.0"
     VLLM_VERSION = "0.22.0"
-    BACKPORT_REVISION = "d5619086"
+    BACKPORT_REVISION = "dd26e188"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.0-bpd5619086"
+    "org.opencontainers.image.version" = "0.22.0-bpdd26e188"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -531,15 +531,15 @@ target "v0-22-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-cu129-bpd5619086", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-cu129-bpdd26e188", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.0-cu129"
     VLLM_VERSION = "0.22.0"
-    BACKPORT_REVISION = "d5619086"
+    BACKPORT_REVISION = "dd26e188"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.0-bpd5619086"
+    "org.opencontainers.image.version" = "0.22.0-bpdd26e188"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -548,15 +548,15 @@ target "v0-22-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-cu129-bpd5619086", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-cu129-bpdd26e188", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.0-cu129"
     VLLM_VERSION = "0.22.0"
-    BACKPORT_REVISION = "d5619086"
+    BACKPORT_REVISION = "dd26e188"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.0-bpd5619086"
+    "org.opencontainers.image.version" = "0.22.0-bpdd26e188"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -565,15 +565,15 @@ target "v0-22-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-bpd5619086", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-bpdd26e188", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.1"
     VLLM_VERSION = "0.22.1"
-    BACKPORT_REVISION = "d5619086"
+    BACKPORT_REVISION = "dd26e188"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.1-bpd5619086"
+    "org.opencontainers.image.version" = "0.22.1-bpdd26e188"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -582,15 +582,15 @@ target "v0-22-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-bpd5619086", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-bpdd26e188", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.1"
     VLLM_VERSION = "0.22.1"
-    BACKPORT_REVISION = "d5619086"
+    BACKPORT_REVISION = "dd26e188"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.1-bpd5619086"
+    "org.opencontainers.image.version" = "0.22.1-bpdd26e188"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -599,15 +599,15 @@ target "v0-22-1-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-cu129-bpd5619086", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-cu129-bpdd26e188", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.1-cu129"
     VLLM_VERSION = "0.22.1"
-    BACKPORT_REVISION = "d5619086"
+    BACKPORT_REVISION = "dd26e188"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.1-bpd5619086"
+    "org.opencontainers.image.version" = "0.22.1-bpdd26e188"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -616,15 +616,15 @@ target "v0-22-1-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-cu129-bpd5619086", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-cu129-bpdd26e188", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.1-cu129"
     VLLM_VERSION = "0.22.1"
-    BACKPORT_REVISION = "d5619086"
+    BACKPORT_REVISION = "dd26e188"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.1-bpd5619086"
+    "org.opencontainers.image.version" = "0.22.1-bpdd26e188"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -633,15 +633,15 @@ target "v0-23-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-bp247249cd", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-bp923f9e9a", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.23.0"
     VLLM_VERSION = "0.23.0"
-    BACKPORT_REVISION = "247249cd"
+    BACKPORT_REVISION = "923f9e9a"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.23.0-bp247249cd"
+    "org.opencontainers.image.version" = "0.23.0-bp923f9e9a"
     "io.vllm-backports.series" = "0.23.0"
   }
 }
@@ -650,15 +650,15 @@ target "v0-23-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-bp247249cd", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-bp923f9e9a", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.23.0"
     VLLM_VERSION = "0.23.0"
-    BACKPORT_REVISION = "247249cd"
+    BACKPORT_REVISION = "923f9e9a"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.23.0-bp247249cd"
+    "org.opencontainers.image.version" = "0.23.0-bp923f9e9a"
     "io.vllm-backports.series" = "0.23.0"
   }
 }
@@ -667,15 +667,15 @@ target "v0-23-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-cu129-bp247249cd", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-cu129-bp923f9e9a", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.23.0-cu129"
     VLLM_VERSION = "0.23.0"
-    BACKPORT_REVISION = "247249cd"
+    BACKPORT_REVISION = "923f9e9a"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.23.0-bp247249cd"
+    "org.opencontainers.image.version" = "0.23.0-bp923f9e9a"
     "io.vllm-backports.series" = "0.23.0"
   }
 }
@@ -684,15 +684,15 @@ target "v0-23-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-cu129-bp247249cd", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-cu129-bp923f9e9a", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.23.0-cu129"
     VLLM_VERSION = "0.23.0"
-    BACKPORT_REVISION = "247249cd"
+    BACKPORT_REVISION = "923f9e9a"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.23.0-bp247249cd"
+    "org.opencontainers.image.version" = "0.23.0-bp923f9e9a"
     "io.vllm-backports.series" = "0.23.0"
   }
 }
@@ -701,15 +701,15 @@ target "v0-24-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-bp36438369", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-bpb15d21be", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.24.0"
     VLLM_VERSION = "0.24.0"
-    BACKPORT_REVISION = "36438369"
+    BACKPORT_REVISION = "b15d21be"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.24.0-bp36438369"
+    "org.opencontainers.image.version" = "0.24.0-bpb15d21be"
     "io.vllm-backports.series" = "0.24.0"
   }
 }
@@ -718,15 +718,15 @@ target "v0-24-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-bp36438369", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-bpb15d21be", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.24.0"
     VLLM_VERSION = "0.24.0"
-    BACKPORT_REVISION = "36438369"
+    BACKPORT_REVISION = "b15d21be"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.24.0-bp36438369"
+    "org.opencontainers.image.version" = "0.24.0-bpb15d21be"
     "io.vllm-backports.series" = "0.24.0"
   }
 }
@@ -735,15 +735,15 @@ target "v0-24-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-cu129-bp36438369", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-cu129-bpb15d21be", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.24.0-cu129"
     VLLM_VERSION = "0.24.0"
-    BACKPORT_REVISION = "36438369"
+    BACKPORT_REVISION = "b15d21be"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.24.0-bp36438369"
+    "org.opencontainers.image.version" = "0.24.0-bpb15d21be"
     "io.vllm-backports.series" = "0.24.0"
   }
 }
@@ -752,15 +752,15 @@ target "v0-24-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-cu129-bp36438369", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-cu129-bpb15d21be", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.24.0-cu129"
     VLLM_VERSION = "0.24.0"
-    BACKPORT_REVISION = "36438369"
+    BACKPORT_REVISION = "b15d21be"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.24.0-bp36438369"
+    "org.opencontainers.image.version" = "0.24.0-bpb15d21be"
     "io.vllm-backports.series" = "0.24.0"
   }
 }
@@ -769,15 +769,15 @@ target "v0-25-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-bp3314271e", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-bp39c0e4b3", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.0"
     VLLM_VERSION = "0.25.0"
-    BACKPORT_REVISION = "3314271e"
+    BACKPORT_REVISION = "39c0e4b3"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.0-bp3314271e"
+    "org.opencontainers.image.version" = "0.25.0-bp39c0e4b3"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -786,15 +786,15 @@ target "v0-25-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-bp3314271e", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-bp39c0e4b3", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.0"
     VLLM_VERSION = "0.25.0"
-    BACKPORT_REVISION = "3314271e"
+    BACKPORT_REVISION = "39c0e4b3"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.0-bp3314271e"
+    "org.opencontainers.image.version" = "0.25.0-bp39c0e4b3"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -803,15 +803,15 @@ target "v0-25-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-cu129-bp3314271e", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-cu129-bp39c0e4b3", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.0-cu129"
     VLLM_VERSION = "0.25.0"
-    BACKPORT_REVISION = "3314271e"
+    BACKPORT_REVISION = "39c0e4b3"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.0-bp3314271e"
+    "org.opencontainers.image.version" = "0.25.0-bp39c0e4b3"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -820,15 +820,15 @@ target "v0-25-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-cu129-bp3314271e", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-cu129-bp39c0e4b3", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.0-cu129"
     VLLM_VERSION = "0.25.0"
-    BACKPORT_REVISION = "3314271e"
+    BACKPORT_REVISION = "39c0e4b3"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.0-bp3314271e"
+    "org.opencontainers.image.version" = "0.25.0-bp39c0e4b3"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -837,15 +837,15 @@ target "v0-25-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-bp3314271e", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-bp39c0e4b3", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1"
     VLLM_VERSION = "0.25.1"
-    BACKPORT_REVISION = "3314271e"
+    BACKPORT_REVISION = "39c0e4b3"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.1-bp3314271e"
+    "org.opencontainers.image.version" = "0.25.1-bp39c0e4b3"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -854,15 +854,15 @@ target "v0-25-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-bp3314271e", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-bp39c0e4b3", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1"
     VLLM_VERSION = "0.25.1"
-    BACKPORT_REVISION = "3314271e"
+    BACKPORT_REVISION = "39c0e4b3"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.1-bp3314271e"
+    "org.opencontainers.image.version" = "0.25.1-bp39c0e4b3"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -871,15 +871,15 @@ target "v0-25-1-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-cu129-bp3314271e", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-cu129-bp39c0e4b3", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1-cu129"
     VLLM_VERSION = "0.25.1"
-    BACKPORT_REVISION = "3314271e"
+    BACKPORT_REVISION = "39c0e4b3"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.1-bp3314271e"
+    "org.opencontainers.image.version" = "0.25.1-bp39c0e4b3"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -888,15 +888,15 @@ target "v0-25-1-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-cu129-bp3314271e", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-cu129-bp39c0e4b3", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1-cu129"
     VLLM_VERSION = "0.25.1"
-    BACKPORT_REVISION = "3314271e"
+    BACKPORT_REVISION = "39c0e4b3"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.1-bp3314271e"
+    "org.opencontainers.image.version" = "0.25.1-bp39c0e4b3"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -905,15 +905,15 @@ target "v0-26-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-bpfd897a11", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-bp9efcd68f", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.26.0"
     VLLM_VERSION = "0.26.0"
-    BACKPORT_REVISION = "fd897a11"
+    BACKPORT_REVISION = "9efcd68f"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.26.0-bpfd897a11"
+    "org.opencontainers.image.version" = "0.26.0-bp9efcd68f"
     "io.vllm-backports.series" = "0.26.0"
   }
 }
@@ -922,15 +922,15 @@ target "v0-26-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-bpfd897a11", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-bp9efcd68f", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.26.0"
     VLLM_VERSION = "0.26.0"
-    BACKPORT_REVISION = "fd897a11"
+    BACKPORT_REVISION = "9efcd68f"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.26.0-bpfd897a11"
+    "org.opencontainers.image.version" = "0.26.0-bp9efcd68f"
     "io.vllm-backports.series" = "0.26.0"
   }
 }
@@ -939,15 +939,15 @@ target "v0-26-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-cu129-bpfd897a11", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-cu129-bp9efcd68f", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.26.0-cu129"
     VLLM_VERSION = "0.26.0"
-    BACKPORT_REVISION = "fd897a11"
+    BACKPORT_REVISION = "9efcd68f"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.26.0-bpfd897a11"
+    "org.opencontainers.image.version" = "0.26.0-bp9efcd68f"
     "io.vllm-backports.series" = "0.26.0"
   }
 }
@@ -956,15 +956,15 @@ target "v0-26-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-cu129-bpfd897a11", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-cu129-bp9efcd68f", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.26.0-cu129"
     VLLM_VERSION = "0.26.0"
-    BACKPORT_REVISION = "fd897a11"
+    BACKPORT_REVISION = "9efcd68f"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.26.0-bpfd897a11"
+    "org.opencontainers.image.version" = "0.26.0-bp9efcd68f"
     "io.vllm-backports.series" = "0.26.0"
   }
 }
@@ -973,15 +973,15 @@ target "v0-27-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-bp101a5e3b", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-bpa37da7c8", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.0"
     VLLM_VERSION = "0.27.0"
-    BACKPORT_REVISION = "101a5e3b"
+    BACKPORT_REVISION = "a37da7c8"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.0-bp101a5e3b"
+    "org.opencontainers.image.version" = "0.27.0-bpa37da7c8"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -990,15 +990,15 @@ target "v0-27-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-bp101a5e3b", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-bpa37da7c8", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.0"
     VLLM_VERSION = "0.27.0"
-    BACKPORT_REVISION = "101a5e3b"
+    BACKPORT_REVISION = "a37da7c8"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.0-bp101a5e3b"
+    "org.opencontainers.image.version" = "0.27.0-bpa37da7c8"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1007,15 +1007,15 @@ target "v0-27-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-cu129-bp101a5e3b", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-cu129-bpa37da7c8", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.0-cu129"
     VLLM_VERSION = "0.27.0"
-    BACKPORT_REVISION = "101a5e3b"
+    BACKPORT_REVISION = "a37da7c8"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.0-bp101a5e3b"
+    "org.opencontainers.image.version" = "0.27.0-bpa37da7c8"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1024,15 +1024,15 @@ target "v0-27-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-cu129-bp101a5e3b", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-cu129-bpa37da7c8", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.0-cu129"
     VLLM_VERSION = "0.27.0"
-    BACKPORT_REVISION = "101a5e3b"
+    BACKPORT_REVISION = "a37da7c8"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.0-bp101a5e3b"
+    "org.opencontainers.image.version" = "0.27.0-bpa37da7c8"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1041,15 +1041,15 @@ target "v0-27-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-bp101a5e3b", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-bpa37da7c8", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.1"
     VLLM_VERSION = "0.27.1"
-    BACKPORT_REVISION = "101a5e3b"
+    BACKPORT_REVISION = "a37da7c8"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.1-bp101a5e3b"
+    "org.opencontainers.image.version" = "0.27.1-bpa37da7c8"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1058,15 +1058,15 @@ target "v0-27-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-bp101a5e3b", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-bpa37da7c8", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.1"
     VLLM_VERSION = "0.27.1"
-    BACKPORT_REVISION = "101a5e3b"
+    BACKPORT_REVISION = "a37da7c8"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.1-bp101a5e3b"
+    "org.opencontainers.image.version" = "0.27.1-bpa37da7c8"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1075,15 +1075,15 @@ target "v0-27-1-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-cu129-bp101a5e3b", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-cu129-bpa37da7c8", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.1-cu129"
     VLLM_VERSION = "0.27.1"
-    BACKPORT_REVISION = "101a5e3b"
+    BACKPORT_REVISION = "a37da7c8"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.1-bp101a5e3b"
+    "org.opencontainers.image.version" = "0.27.1-bpa37da7c8"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1092,15 +1092,15 @@ target "v0-27-1-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-cu129-bp101a5e3b", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-cu129-bpa37da7c8", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.1-cu129"
     VLLM_VERSION = "0.27.1"
-    BACKPORT_REVISION = "101a5e3b"
+    BACKPORT_REVISION = "a37da7c8"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.1-bp101a5e3b"
+    "org.opencontainers.image.version" = "0.27.1-bpa37da7c8"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1109,15 +1109,15 @@ target "v0-28-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-bpa4a4800e", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-bpc683dfb6", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.28.0"
     VLLM_VERSION = "0.28.0"
-    BACKPORT_REVISION = "a4a4800e"
+    BACKPORT_REVISION = "c683dfb6"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.28.0-bpa4a4800e"
+    "org.opencontainers.image.version" = "0.28.0-bpc683dfb6"
     "io.vllm-backports.series" = "0.28.0"
   }
 }
@@ -1126,15 +1126,15 @@ target "v0-28-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-bpa4a4800e", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-bpc683dfb6", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.28.0"
     VLLM_VERSION = "0.28.0"
-    BACKPORT_REVISION = "a4a4800e"
+    BACKPORT_REVISION = "c683dfb6"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.28.0-bpa4a4800e"
+    "org.opencontainers.image.version" = "0.28.0-bpc683dfb6"
     "io.vllm-backports.series" = "0.28.0"
   }
 }
@@ -1143,15 +1143,15 @@ target "v0-28-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-cu129-bpa4a4800e", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-cu129-bpc683dfb6", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.28.0-cu129"
     VLLM_VERSION = "0.28.0"
-    BACKPORT_REVISION = "a4a4800e"
+    BACKPORT_REVISION = "c683dfb6"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.28.0-bpa4a4800e"
+    "org.opencontainers.image.version" = "0.28.0-bpc683dfb6"
     "io.vllm-backports.series" = "0.28.0"
   }
 }
@@ -1160,15 +1160,15 @@ target "v0-28-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-cu129-bpa4a4800e", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-cu129-bpc683dfb6", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.28.0-cu129"
     VLLM_VERSION = "0.28.0"
-    BACKPORT_REVISION = "a4a4800e"
+    BACKPORT_REVISION = "c683dfb6"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.28.0-bpa4a4800e"
+    "org.opencontainers.image.version" = "0.28.0-bpc683dfb6"
     "io.vllm-backports.series" = "0.28.0"
   }
 }
@@ -1177,15 +1177,15 @@ target "v0-29-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-bp2d985d4e", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-bp226fcc09", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.29.0"
     VLLM_VERSION = "0.29.0"
-    BACKPORT_REVISION = "2d985d4e"
+    BACKPORT_REVISION = "226fcc09"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.29.0-bp2d985d4e"
+    "org.opencontainers.image.version" = "0.29.0-bp226fcc09"
     "io.vllm-backports.series" = "0.29.0"
   }
 }
@@ -1194,15 +1194,15 @@ target "v0-29-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-bp2d985d4e", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-bp226fcc09", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.29.0"
     VLLM_VERSION = "0.29.0"
-    BACKPORT_REVISION = "2d985d4e"
+    BACKPORT_REVISION = "226fcc09"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.29.0-bp2d985d4e"
+    "org.opencontainers.image.version" = "0.29.0-bp226fcc09"
     "io.vllm-backports.series" = "0.29.0"
   }
 }
@@ -1211,15 +1211,15 @@ target "v0-29-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-cu129-bp2d985d4e", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-cu129-bp226fcc09", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.29.0-cu129"
     VLLM_VERSION = "0.29.0"
-    BACKPORT_REVISION = "2d985d4e"
+    BACKPORT_REVISION = "226fcc09"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.29.0-bp2d985d4e"
+    "org.opencontainers.image.version" = "0.29.0-bp226fcc09"
     "io.vllm-backports.series" = "0.29.0"
   }
 }
@@ -1228,15 +1228,15 @@ target "v0-29-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-cu129-bp2d985d4e", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-cu129-bp226fcc09", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.29.0-cu129"
     VLLM_VERSION = "0.29.0"
-    BACKPORT_REVISION = "2d985d4e"
+    BACKPORT_REVISION = "226fcc09"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.29.0-bp2d985d4e"
+    "org.opencontainers.image.version" = "0.29.0-bp226fcc09"
     "io.vllm-backports.series" = "0.29.0"
   }
 }
@@ -1245,15 +1245,15 @@ target "v0-30-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-bp8f153bda", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-bp1b5b450c", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.30.0"
     VLLM_VERSION = "0.30.0"
-    BACKPORT_REVISION = "8f153bda"
+    BACKPORT_REVISION = "1b5b450c"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.30.0-bp8f153bda"
+    "org.opencontainers.image.version" = "0.30.0-bp1b5b450c"
     "io.vllm-backports.series" = "0.30.0"
   }
 }
@@ -1262,15 +1262,15 @@ target "v0-30-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-bp8f153bda", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-bp1b5b450c", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.30.0"
     VLLM_VERSION = "0.30.0"
-    BACKPORT_REVISION = "8f153bda"
+    BACKPORT_REVISION = "1b5b450c"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.30.0-bp8f153bda"
+    "org.opencontainers.image.version" = "0.30.0-bp1b5b450c"
     "io.vllm-backports.series" = "0.30.0"
   }
 }
@@ -1279,15 +1279,15 @@ target "v0-30-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-cu129-bp8f153bda", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-cu129-bp1b5b450c", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.30.0-cu129"
     VLLM_VERSION = "0.30.0"
-    BACKPORT_REVISION = "8f153bda"
+    BACKPORT_REVISION = "1b5b450c"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.30.0-bp8f153bda"
+    "org.opencontainers.image.version" = "0.30.0-bp1b5b450c"
     "io.vllm-backports.series" = "0.30.0"
   }
 }
@@ -1296,15 +1296,15 @@ target "v0-30-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-cu129-bp8f153bda", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-cu129-bp1b5b450c", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.30.0-cu129"
     VLLM_VERSION = "0.30.0"
-    BACKPORT_REVISION = "8f153bda"
+    BACKPORT_REVISION = "1b5b450c"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.30.0-bp8f153bda"
+    "org.opencontainers.image.version" = "0.30.0-bp1b5b450c"
     "io.vllm-backports.series" = "0.30.0"
   }
 }
@@ -1313,15 +1313,15 @@ target "v0-31-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-bpc3fe0efc", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-bpab96d68a", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.31.0"
     VLLM_VERSION = "0.31.0"
-    BACKPORT_REVISION = "c3fe0efc"
+    BACKPORT_REVISION = "ab96d68a"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.31.0-bpc3fe0efc"
+    "org.opencontainers.image.version" = "0.31.0-bpab96d68a"
     "io.vllm-backports.series" = "0.31.0"
   }
 }
@@ -1330,15 +1330,15 @@ target "v0-31-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-bpc3fe0efc", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-bpab96d68a", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.31.0"
     VLLM_VERSION = "0.31.0"
-    BACKPORT_REVISION = "c3fe0efc"
+    BACKPORT_REVISION = "ab96d68a"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.31.0-bpc3fe0efc"
+    "org.opencontainers.image.version" = "0.31.0-bpab96d68a"
     "io.vllm-backports.series" = "0.31.0"
   }
 }
@@ -1347,15 +1347,15 @@ target "v0-31-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-cu129-bpc3fe0efc", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-cu129-bpab96d68a", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.31.0-cu129"
     VLLM_VERSION = "0.31.0"
-    BACKPORT_REVISION = "c3fe0efc"
+    BACKPORT_REVISION = "ab96d68a"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.31.0-bpc3fe0efc"
+    "org.opencontainers.image.version" = "0.31.0-bpab96d68a"
     "io.vllm-backports.series" = "0.31.0"
   }
 }
@@ -1364,15 +1364,15 @@ target "v0-31-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-cu129-bpc3fe0efc", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-cu129-bpab96d68a", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.31.0-cu129"
     VLLM_VERSION = "0.31.0"
-    BACKPORT_REVISION = "c3fe0efc"
+    BACKPORT_REVISION = "ab96d68a"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.31.0-bpc3fe0efc"
+    "org.opencontainers.image.version" = "0.31.0-bpab96d68a"
     "io.vllm-backports.series" = "0.31.0"
   }
 }
@@ -1381,15 +1381,15 @@ target "v0-32-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.32.0-ampere-bpadc51ca7", "ghcr.io/vllm-backports/vllm-backports:v0.32.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.32.0-ampere-bp96d775e1", "ghcr.io/vllm-backports/vllm-backports:v0.32.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.32.0"
     VLLM_VERSION = "0.32.0"
-    BACKPORT_REVISION = "adc51ca7"
+    BACKPORT_REVISION = "96d775e1"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.32.0-bpadc51ca7"
+    "org.opencontainers.image.version" = "0.32.0-bp96d775e1"
     "io.vllm-backports.series" = "0.32.0"
   }
 }
@@ -1398,15 +1398,15 @@ target "v0-32-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.32.0-hopper-bpadc51ca7", "ghcr.io/vllm-backports/vllm-backports:v0.32.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.32.0-hopper-bp96d775e1", "ghcr.io/vllm-backports/vllm-backports:v0.32.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.32.0"
     VLLM_VERSION = "0.32.0"
-    BACKPORT_REVISION = "adc51ca7"
+    BACKPORT_REVISION = "96d775e1"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.32.0-bpadc51ca7"
+    "org.opencontainers.image.version" = "0.32.0-bp96d775e1"
     "io.vllm-backports.series" = "0.32.0"
   }
 }
@@ -1415,15 +1415,15 @@ target "v0-32-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.32.0-ampere-cu129-bpadc51ca7", "ghcr.io/vllm-backports/vllm-backports:v0.32.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.32.0-ampere-cu129-bp96d775e1", "ghcr.io/vllm-backports/vllm-backports:v0.32.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.32.0-cu129"
     VLLM_VERSION = "0.32.0"
-    BACKPORT_REVISION = "adc51ca7"
+    BACKPORT_REVISION = "96d775e1"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.32.0-bpadc51ca7"
+    "org.opencontainers.image.version" = "0.32.0-bp96d775e1"
     "io.vllm-backports.series" = "0.32.0"
   }
 }
@@ -1432,15 +1432,15 @@ target "v0-32-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.32.0-hopper-cu129-bpadc51ca7", "ghcr.io/vllm-backports/vllm-backports:v0.32.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.32.0-hopper-cu129-bp96d775e1", "ghcr.io/vllm-backports/vllm-backports:v0.32.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.32.0-cu129"
     VLLM_VERSION = "0.32.0"
-    BACKPORT_REVISION = "adc51ca7"
+    BACKPORT_REVISION = "96d775e1"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.32.0-bpadc51ca7"
+    "org.opencontainers.image.version" = "0.32.0-bp96d775e1"
     "io.vllm-backports.series" = "0.32.0"
   }
 }
@@ -1449,15 +1449,15 @@ target "v0-33-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-ampere-bpadc51ca7", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-ampere-bp5f893784", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.33.0"
     VLLM_VERSION = "0.33.0"
-    BACKPORT_REVISION = "adc51ca7"
+    BACKPORT_REVISION = "5f893784"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.33.0-bpadc51ca7"
+    "org.opencontainers.image.version" = "0.33.0-bp5f893784"
     "io.vllm-backports.series" = "0.33.0"
   }
 }
@@ -1466,15 +1466,15 @@ target "v0-33-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper-bpadc51ca7", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper-bp5f893784", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.33.0"
     VLLM_VERSION = "0.33.0"
-    BACKPORT_REVISION = "adc51ca7"
+    BACKPORT_REVISION = "5f893784"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.33.0-bpadc51ca7"
+    "org.opencontainers.image.version" = "0.33.0-bp5f893784"
     "io.vllm-backports.series" = "0.33.0"
   }
 }
@@ -1483,15 +1483,15 @@ target "v0-33-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-ampere-cu129-bpadc51ca7", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-ampere-cu129-bp5f893784", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.33.0-cu129"
     VLLM_VERSION = "0.33.0"
-    BACKPORT_REVISION = "adc51ca7"
+    BACKPORT_REVISION = "5f893784"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.33.0-bpadc51ca7"
+    "org.opencontainers.image.version" = "0.33.0-bp5f893784"
     "io.vllm-backports.series" = "0.33.0"
   }
 }
@@ -1500,15 +1500,15 @@ target "v0-33-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper-cu129-bpadc51ca7", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper-cu129-bp5f893784", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.33.0-cu129"
     VLLM_VERSION = "0.33.0"
-    BACKPORT_REVISION = "adc51ca7"
+    BACKPORT_REVISION = "5f893784"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.33.0-bpadc51ca7"
+    "org.opencontainers.image.version" = "0.33.0-bp5f893784"
     "io.vllm-backports.series" = "0.33.0"
   }
 }

@@ -116,9 +116,13 @@ def test_tag_variants_are_built_from_their_first_release_with_their_own_base_and
     assert {n for n, t in targets.items() if t["variant"] == "cu129"} == {n + "-cu129" for n in plain}
 
 
-def test_gdn_builder_matrix_lists_every_release_with_the_gdn_fix_and_its_torch():
+def test_builder_matrix_runs_each_release_s_builder_tests_with_its_torch():
     from vllm_backports.images import gdn_builder_matrix
 
-    rows = gdn_builder_matrix(CAT)["include"]
-    assert {r["vllm"] for r in rows} == {v for v in CAT.versions if "gdn-spec-state" in CAT.releases[v].backports}
-    assert {"vllm": "0.20.0", "torch": "2.11.0"} in rows and all(r["vllm"] not in ("0.32.0", "0.33.0") for r in rows)
+    rows = {r["vllm"]: r for r in gdn_builder_matrix(CAT)["include"]}
+    served = {v for v in CAT.versions if {"gdn-spec-state", "turboquant-spec-decode"} & set(CAT.releases[v].backports)}
+    assert set(rows) == served
+    gdn, tq = "tests/release/test_gdn_routing.py", "tests/release/test_turboquant_spec_decode.py"
+    assert rows["0.20.0"] == {"vllm": "0.20.0", "torch": "2.11.0", "tests": gdn}
+    assert rows["0.21.0"]["tests"].split() == [gdn, tq]
+    assert rows["0.33.0"]["tests"] == tq  # upstream carries the GDN fix from 0.32.0

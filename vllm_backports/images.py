@@ -104,7 +104,17 @@ def ci_matrix(cat: Catalogue) -> dict:
     return {"include": [{"vllm": v, "series": cat.releases[v].series or "none"} for v in cat.versions]}
 
 
+# The CPU builder test of each backport that has one (tests/release/).
+BUILDER_TESTS = {"gdn-spec-state": "tests/release/test_gdn_routing.py",
+                 "turboquant-spec-decode": "tests/release/test_turboquant_spec_decode.py"}
+
+
 def gdn_builder_matrix(cat: Catalogue) -> dict:
-    """Releases whose GDN builder the CPU routing tests run against, with the torch each pins."""
-    return {"include": [{"vllm": v, "torch": cat.releases[v].torch} for v in cat.versions
-                        if "gdn-spec-state" in cat.releases[v].backports]}
+    """Releases whose metadata builders the CPU tests run against, with the torch each pins and
+    the builder tests its backports have."""
+    rows = []
+    for v in cat.versions:
+        tests = [t for b, t in BUILDER_TESTS.items() if b in cat.releases[v].backports]
+        if tests:
+            rows.append({"vllm": v, "torch": cat.releases[v].torch, "tests": " ".join(tests)})
+    return {"include": rows}
