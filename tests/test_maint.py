@@ -36,10 +36,10 @@ def test_matrix_drift_is_reported_then_written(tmp_path, monkeypatch):
 
 def test_rehash_pins_an_edited_backport(tmp_path, monkeypatch):
     home = _copy(tmp_path, monkeypatch)
-    patch = home / "backports/0.33.0/0001-turboquant-cudagraph.patch"
+    patch = home / "backports/0.33.0/0001-turboquant-spec-decode.patch"
     patch.write_bytes(patch.read_bytes().replace(b"Last-Update: 2026-11-22", b"Last-Update: 2026-11-23"))
     drift = CliRunner().invoke(maint.main, ["rehash"])
-    assert drift.exit_code == 1 and "0001-turboquant-cudagraph.patch" in drift.output
+    assert drift.exit_code == 1 and "0001-turboquant-spec-decode.patch" in drift.output
     assert CliRunner().invoke(maint.main, ["rehash", "--write"]).exit_code == 0
     assert CliRunner().invoke(maint.main, ["rehash"]).exit_code == 0
     from vllm_backports.catalogue import Catalogue
@@ -47,10 +47,8 @@ def test_rehash_pins_an_edited_backport(tmp_path, monkeypatch):
     assert Catalogue(home).series("0.33.0").patches[0].header["Last-Update"] == "2026-11-23"
 
 
-def _watch_with(monkeypatch, content: bytes) -> dict:
+def _watch_with(monkeypatch, files: dict[str, bytes]) -> dict:
     import json
-
-    from vllm_backports.catalogue import Catalogue
 
     class FakeResponse:
         def raise_for_status(self):
@@ -60,34 +58,45 @@ def _watch_with(monkeypatch, content: bytes) -> dict:
             return {"releases": {"0.33.0": [{}], "0.34.0rc1": [{}], "0.34.0": [{}]}}
 
     monkeypatch.setattr("requests.Session.get", lambda *a, **k: FakeResponse())
-    path = Catalogue(REPO).series("0.33.0").paths[0]
-    monkeypatch.setattr(maint, "read_release", lambda v, paths: {"torch": "2.14.0", "files": {path: content}})
+    monkeypatch.setattr(maint, "read_release", lambda v, paths: {"torch": "2.14.0", "files": dict(files)})
     result = CliRunner().invoke(maint.main, ["watch", "--json"])
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
 
 
-def _pristine_like_0_33() -> bytes:
-    """A file holding exactly the 0.33.0 hunk's old lines where the patch expects them."""
+def _pristine_like_0_33() -> dict[str, bytes]:
+    """Files holding exactly the 0.33.0 series' old lines where its hunks expect them."""
     from vllm_backports.catalogue import Catalogue
 
-    hunk = Catalogue(REPO).series("0.33.0").patches[0].files[0].hunks[0]
-    return b"".join([b"# filler\n"] * (hunk.old_start - 1)) + b"".join(hunk.old) + b"# tail\n"
+    files: dict[str, bytes] = {}
+    for patch in Catalogue(REPO).series("0.33.0").patches:
+        for fpatch in patch.files:
+            lines: list[bytes] = []
+            for hunk in fpatch.hunks:
+                lines += [b"# filler\n"] * (hunk.old_start - 1 - len(lines))
+                lines += hunk.old
+            files[fpatch.path] = b"".join(lines) + b"# tail\n"
+    return files
+
+
+def _state(report: dict) -> str:
+    return report["releases"][0]["backports"][0]["state"]
 
 
 def test_watch_classifies_a_new_release(monkeypatch):
+    from vllm_backports.catalogue import Catalogue
+    from vllm_backports.hunks import apply_file
+
     pristine = _pristine_like_0_33()
     report = _watch_with(monkeypatch, pristine)
     assert [r["vllm"] for r in report["releases"]] == ["0.34.0"]  # pre-releases are not watched
-    assert report["releases"][0]["backports"][0]["state"] == "clean"
-    assert _watch_with(monkeypatch, b"# one more line\n" + pristine)["releases"][0]["backports"][0]["state"] == "port"
-    fixed = pristine.replace(b"AttentionCGSupport.UNIFORM_BATCH\n", b"(\n        AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE\n    )\n")
-    fixed = fixed.replace(b"    _cudagraph_support", b"    # Full CUDA graphs replay speculative verify batches (query_len > 1) wrongly\n"
-                          b"    # (vLLM #40880): capture single-token decodes only, so verify batches run\n    # outside full graphs.\n"
-                          b"    _cudagraph_support")
-    assert _watch_with(monkeypatch, fixed)["releases"][0]["backports"][0]["state"] == "upstream"
-    drift = pristine.replace(b"UNIFORM_BATCH", b"UNIFORM_SOMETHING")
-    assert _watch_with(monkeypatch, drift)["releases"][0]["backports"][0]["state"] == "drift"
+    assert _state(report) == "clean"
+    first = next(iter(pristine))
+    assert _state(_watch_with(monkeypatch, {**pristine, first: b"# one more line\n" + pristine[first]})) == "port"
+    fixed = {f.path: apply_file(pristine[f.path], f) for p in Catalogue(REPO).series("0.33.0").patches for f in p.files}
+    assert _state(_watch_with(monkeypatch, fixed)) == "upstream"
+    drift = {**pristine, first: pristine[first].replace(b"supports_spec_as_decode=False", b"supports_spec_as_decode=None")}
+    assert b"supports_spec_as_decode=False" in pristine[first] and _state(_watch_with(monkeypatch, drift)) == "drift"
 
 
 class FakeRegistry:

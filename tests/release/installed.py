@@ -6,7 +6,9 @@ installed release: for builder tests that run on the CPU (no kernels), in a venv
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -16,15 +18,35 @@ from vllm_backports.hunks import Mismatch, apply_file
 
 from .conftest import CATALOGUE
 
+# The CI job that installs torch and vLLM for these tests sets this, so they cannot skip there.
+REQUIRED = bool(os.environ.get("VLLM_BACKPORTS_REQUIRE_VLLM"))
 
-def load(tmp_path: Path, release: Release, path: str, patched: bool, required: bool):
+
+def served(backport: str):
+    """torch and the installed vLLM's release, when `backport` serves that release. Otherwise a
+    module-level skip, or an error where the tests may not skip."""
+    if REQUIRED:
+        import torch
+    else:
+        torch = pytest.importorskip("torch")
+        pytest.importorskip("vllm")
+    version = importlib.metadata.version("vllm")
+    release = CATALOGUE.releases.get(version)
+    if release is None or backport not in release.backports:
+        if REQUIRED:
+            raise RuntimeError(f"vLLM {version} is not a release {backport} serves")
+        pytest.skip(f"vLLM {version} is not a release {backport} serves", allow_module_level=True)
+    return torch, release
+
+
+def load(tmp_path: Path, release: Release, path: str, patched: bool):
     import vllm
 
     package = Path(importlib.util.find_spec("vllm").submodule_search_locations[0])
     content = (package / path.removeprefix("vllm/")).read_bytes()
     if hashlib.sha256(content).hexdigest() != release.files[path]:
         message = f"the installed {path} is not vLLM {vllm.__version__}'s pristine file"
-        if required:
+        if REQUIRED:
             raise AssertionError(message)
         pytest.skip(message)
     if patched:

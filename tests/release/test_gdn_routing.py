@@ -9,35 +9,20 @@ routing is plain tensor work, so this runs in a CPU-only venv with vLLM installe
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
-import os
+import importlib
 from types import SimpleNamespace
 
 import pytest
 
 from . import installed
-from .conftest import CATALOGUE
 
-# The CI job that installs torch and vLLM for these tests sets this, so they cannot skip there.
-REQUIRED = bool(os.environ.get("VLLM_BACKPORTS_REQUIRE_VLLM"))
-if REQUIRED:
-    import torch
-else:
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("vllm")
-
+torch, RELEASE = installed.served("gdn-spec-state")
 BUILDER = "vllm/v1/attention/backends/gdn_attn.py"
 K = 3  # num_speculative_tokens
-VERSION = importlib.metadata.version("vllm")
-RELEASE = CATALOGUE.releases.get(VERSION)
-if RELEASE is None or "gdn-spec-state" not in RELEASE.backports:
-    if REQUIRED:
-        raise RuntimeError(f"vLLM {VERSION} is not a release the GDN backports serve")
-    pytest.skip(f"vLLM {VERSION} is not a release the GDN backports serve", allow_module_level=True)
 
 
 def _load(tmp_path, patched: bool):
-    return installed.load(tmp_path, RELEASE, BUILDER, patched, REQUIRED)
+    return installed.load(tmp_path, RELEASE, BUILDER, patched)
 
 
 def _builder(module):

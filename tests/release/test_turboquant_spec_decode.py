@@ -10,36 +10,21 @@ tests/gpu/test_turboquant_spec_decode.py runs them.
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
-import os
 from types import SimpleNamespace
 
 import pytest
 
 from . import installed
-from .conftest import CATALOGUE
 
-REQUIRED = bool(os.environ.get("VLLM_BACKPORTS_REQUIRE_VLLM"))
-if REQUIRED:
-    import torch
-else:
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("vllm")
-
+torch, RELEASE = installed.served("turboquant-spec-decode")
 BACKEND = "vllm/v1/attention/backends/turboquant_attn.py"
 K = 3  # num_speculative_tokens
-VERSION = importlib.metadata.version("vllm")
-RELEASE = CATALOGUE.releases.get(VERSION)
-if RELEASE is None or "turboquant-spec-decode" not in RELEASE.backports:
-    if REQUIRED:
-        raise RuntimeError(f"vLLM {VERSION} is not a release turboquant-spec-decode serves")
-    pytest.skip(f"vLLM {VERSION} is not a release turboquant-spec-decode serves", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("tq")
-    return {side: installed.load(tmp, RELEASE, BACKEND, side == "patched", REQUIRED)
+    return {side: installed.load(tmp, RELEASE, BACKEND, side == "patched")
             for side in ("pristine", "patched")}
 
 
