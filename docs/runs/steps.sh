@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# GPU session steps for any stageable release (repo root on the GPU machine, after the staged
+# install of ../shared/gpu/stage-vllm.sh; one step per call, each under the 600 s limit):
+#   REL=0.26.0 bash docs/runs/steps.sh setup
+#   REL=0.26.0 bash docs/runs/steps.sh verify fix mtp 16 graphs turboquant_k8v4
+# Sites, all of release $REL:
+#   fix  $HOME/vllm-site  the release's shipped series
+#   ctl  /tmp/site-ctl    the series without turboquant-spec-decode: TurboQuant as released
+#   p65  /tmp/site-p65    ctl plus P65, where benchmarks/alternatives/turboquant-cudagraph has it
+#   raw  /tmp/site-raw    pristine: the GDN control
+# `setup` installs FA2 (carry .stage/fa2, from docs/runs/stage-fa2.sh) and .gpu-pytest.
+set -uo pipefail
+: "${REL:?set REL to the staged release}"
+step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
+declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl [p65]=/tmp/site-p65 [raw]=/tmp/site-raw)
+P65_PATCH=benchmarks/alternatives/turboquant-cudagraph/$REL/0001-turboquant-cudagraph.patch
+TOUCHED="v1/worker/gpu_model_runner.py v1/attention/backends/gdn_attn.py model_executor/layers/mamba/gdn_linear_attn.py
+  v1/attention/backends/turboquant_attn.py v1/attention/ops/triton_turboquant_decode.py"
+
+summary() { python3 - "$1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print({k: d.get(k) for k in ("vllm", "kv_cache", "threshold", "baseline_worst_regret", "calibrated", "passed")})
+for r in d.get("rows", []):
+    print(r["scenario"], r["batch"], r["mode"], r["sequences"], r["tokens"], r["errors"], r["bad_sequences"],
+          r["worst_regret"], r["first_error_at"], r["exercised"], r["same_as_baseline"], r["tokens_per_s"])
+PY
+}
+site_copy() { # a hard-linked copy of the pristine install, with its own copy of every file a patch touches
+  rm -rf "$1" && cp -al "${SITE[fix]}" "$1"
+  for f in $TOUCHED; do [ -f "$1/vllm/$f" ] && cp "$1/vllm/$f" "$1/vllm/$f.own" && mv "$1/vllm/$f.own" "$1/vllm/$f"; done
+}
+case $step in
+  setup)
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    m=vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so
+    xz -dc .stage/fa2/fa2.so.xz > "${SITE[fix]}/$m" && (cd "${SITE[fix]}/vllm/vllm_flash_attn" && sed 's/fa2.so/_vllm_fa2_C.abi3.so/' "$OLDPWD/.stage/fa2/fa2.so.sha256" | sha256sum -c)
+    site_copy "${SITE[raw]}"; site_copy "${SITE[ctl]}"
+    PYTHONPATH=${SITE[ctl]} python3 apply.py --vllm "$REL" --target "${SITE[ctl]}" --skip turboquant-spec-decode --json > "$out/apply-ctl.json"; echo "ctl: exit $?"
+    if [ -f "$P65_PATCH" ]; then
+      site_copy "${SITE[p65]}"
+      PYTHONPATH=${SITE[p65]} python3 apply.py --vllm "$REL" --target "${SITE[p65]}" --skip turboquant-spec-decode --json > "$out/apply-p65.json"; echo "p65 base: exit $?"
+      patch -p1 -d "${SITE[p65]}" --no-backup-if-mismatch < "$P65_PATCH"; echo "p65 patch: exit $?"
+    fi
+    PYTHONPATH=${SITE[fix]} python3 apply.py --vllm "$REL" --json > "$out/apply-fix.json"; echo "fix: exit $?"
+    PYTHONPATH=${SITE[fix]} python3 apply.py status --vllm "$REL" --json > "$out/status-fix.json"; echo "status: exit $?"
+    PYTHONPATH=${SITE[fix]}:.gpu-pytest python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_turboquant_spec_decode.py 2>&1 | tail -15
+    PYTHONPATH=${SITE[raw]}:.gpu-pytest VLLM_BACKPORTS_REQUIRE_VLLM=1 python3 -m pytest -q -p no:cacheprovider \
+      tests/release/test_turboquant_spec_decode.py tests/release/test_gdn_routing.py 2>&1 | tail -3 ;;
+  verify) # SITE PRESET BATCH MODE KV
+    site=$1 preset=$2 batch=$3 mode=$4 kv=$5; tag="$kv-$site-$preset-b$batch-$mode"
+    PYTHONPATH=${SITE[$site]} python3 apply.py verify --prefill-backend triton --work-dir "/tmp/v-$tag" --json \
+      --kv-cache "$kv" --preset "$preset" --batch "$batch" --mode "$mode" > "$out/$tag.json"
+    echo "$tag: exit $?"; summary "$out/$tag.json"
+    tar -czf "$out/$tag-logs.tgz" --exclude=model -C /tmp "v-$tag" 2>/dev/null; true ;;
+  bench-tq) # PASSES: the first site is the ratios' baseline
+    python3 benchmarks/bench_turboquant_mtp.py --site p65="${SITE[p65]}" --site fix="${SITE[fix]}" --passes "${1:-1}" \
+      --kv-cache turboquant_k8v4 --out "$out/bench-tq-mtp.json" 2>&1 | tail -40 ;;
+  bench-gdn) # PASSES ROUNDS: raw against fix, no speculation and ngram, eager
+    python3 benchmarks/bench_gdn_decode.py --site raw="${SITE[raw]}" --site fix="${SITE[fix]}" --passes "${1:-2}" \
+      --rounds "${2:-5}" --prefill-backend triton --out "$out/bench-gdn.json" 2>&1 | tail -40 ;;
+  *) echo "unknown step $step"; exit 2 ;;
+esac
