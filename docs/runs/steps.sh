@@ -8,13 +8,15 @@
 #   ctl  /tmp/site-ctl    the series without turboquant-spec-decode: TurboQuant as released
 #   p65  /tmp/site-p65    ctl plus P65, where benchmarks/alternatives/turboquant-cudagraph has it
 #   raw  /tmp/site-raw    pristine: the GDN control
-# `setup` installs FA2 (carry .stage/fa2, from docs/runs/stage-fa2.sh) and .gpu-pytest.
+# `setup` installs FA2 (carry .stage/fa2, from docs/runs/stage-fa2.sh; FA2_XZ and FA2_SHA point
+# elsewhere when it came in pieces, as 0.26.0's 82 MiB one does) and .gpu-pytest.
 set -uo pipefail
 : "${REL:?set REL to the staged release}"
 step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
 declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl [p65]=/tmp/site-p65 [raw]=/tmp/site-raw)
 P65_PATCH=benchmarks/alternatives/turboquant-cudagraph/$REL/0001-turboquant-cudagraph.patch
 TOUCHED="v1/worker/gpu_model_runner.py v1/attention/backends/gdn_attn.py model_executor/layers/mamba/gdn_linear_attn.py
+  model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py
   v1/attention/backends/turboquant_attn.py v1/attention/ops/triton_turboquant_decode.py"
 
 summary() { python3 - "$1" <<'PY'
@@ -34,7 +36,8 @@ case $step in
   setup)
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     m=vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so
-    xz -dc .stage/fa2/fa2.so.xz > "${SITE[fix]}/$m" && (cd "${SITE[fix]}/vllm/vllm_flash_attn" && sed 's/fa2.so/_vllm_fa2_C.abi3.so/' "$OLDPWD/.stage/fa2/fa2.so.sha256" | sha256sum -c)
+    sha=$(realpath "${FA2_SHA:-.stage/fa2/fa2.so.sha256}")
+    xz -dc "${FA2_XZ:-.stage/fa2/fa2.so.xz}" > "${SITE[fix]}/$m" && (cd "${SITE[fix]}/vllm/vllm_flash_attn" && sed 's/fa2.so/_vllm_fa2_C.abi3.so/' "$sha" | sha256sum -c)
     site_copy "${SITE[raw]}"; site_copy "${SITE[ctl]}"
     PYTHONPATH=${SITE[ctl]} python3 apply.py --vllm "$REL" --target "${SITE[ctl]}" --skip turboquant-spec-decode --json > "$out/apply-ctl.json"; echo "ctl: exit $?"
     if [ -f "$P65_PATCH" ]; then
