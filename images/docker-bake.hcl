@@ -769,15 +769,15 @@ target "v0-25-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-bp39c0e4b3", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-bpc51ae20b", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.0"
     VLLM_VERSION = "0.25.0"
-    BACKPORT_REVISION = "39c0e4b3"
+    BACKPORT_REVISION = "c51ae20b"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.0-bp39c0e4b3"
+    "org.opencontainers.image.version" = "0.25.0-bpc51ae20b"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -786,15 +786,15 @@ target "v0-25-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-bp39c0e4b3", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-bpc51ae20b", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.0"
     VLLM_VERSION = "0.25.0"
-    BACKPORT_REVISION = "39c0e4b3"
+    BACKPORT_REVISION = "c51ae20b"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.0-bp39c0e4b3"
+    "org.opencontainers.image.version" = "0.25.0-bpc51ae20b"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -803,15 +803,15 @@ target "v0-25-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-cu129-bp39c0e4b3", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-cu129-bpc51ae20b", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.0-cu129"
     VLLM_VERSION = "0.25.0"
-    BACKPORT_REVISION = "39c0e4b3"
+    BACKPORT_REVISION = "c51ae20b"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.0-bp39c0e4b3"
+    "org.opencontainers.image.version" = "0.25.0-bpc51ae20b"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -820,15 +820,15 @@ target "v0-25-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-cu129-bp39c0e4b3", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-cu129-bpc51ae20b", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.0-cu129"
     VLLM_VERSION = "0.25.0"
-    BACKPORT_REVISION = "39c0e4b3"
+    BACKPORT_REVISION = "c51ae20b"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.0-bp39c0e4b3"
+    "org.opencontainers.image.version" = "0.25.0-bpc51ae20b"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -837,15 +837,15 @@ target "v0-25-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-bp39c0e4b3", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-bpc51ae20b", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1"
     VLLM_VERSION = "0.25.1"
-    BACKPORT_REVISION = "39c0e4b3"
+    BACKPORT_REVISION = "c51ae20b"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.1-bp39c0e4b3"
+    "org.opencontainers.image.version" = "0.25.1-bpc51ae20b"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -854,15 +854,15 @@ target "v0-25-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-bp39c0e4b3", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-bpc51ae20b", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1"
     VLLM_VERSION = "0.25.1"
-    BACKPORT_REVISION = "39c0e4b3"
+    BACKPORT_REVISION = "c51ae20b"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.1-bp39c0e4b3"
+    "org.opencontainers.image.version" = "0.25.1-bpc51ae20b"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -871,15 +871,15 @@ target "v0-25-1-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-cu129-bp39c0e4b3", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-cu129-bpc51ae20b", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1-cu129"
     VLLM_VERSION = "0.25.1"
-    BACKPORT_REVISION = "39c0e4b3"
+    BACKPORT_REVISION = "c51ae20b"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.1-bp39c0e4b3"
+    "org.opencontainers.image.version" = "0.25.1-bpc51ae20b"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -888,15 +888,15 @@ target "v0-25-1-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-cu129-bp39c0e4b3", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-cu129-bpc51ae20b", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1-cu129"
     VLLM_VERSION = "0.25.1"
-    BACKPORT_REVISION = "39c0e4b3"
+    BACKPORT_REVISION = "c51ae20b"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.1-bp39c0e4b3"
+    "org.opencontainers.image.version" = "0.25.1-bpc51ae20b"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -905,15 +905,15 @@ target "v0-26-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-bp9efcd68f", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-bpf6bf69fe", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.26.0"
     VLLM_VERSION = "0.26.0"
-    BACKPORT_REVISION = "9efcd68f"
+    BACKPORT_REVISION = "f6bf69fe"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.26.0-bp9efcd68f"
+    "org.opencontainers.image.version" = "0.26.0-bpf6bf69fe"
     "io.vllm-backports.series" = "0.26.0"
   }
 }
@@ -922,15 +922,15 @@ target "v0-26-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-bp9efcd68f", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-bpf6bf69fe", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.26.0"
     VLLM_VERSION = "0.26.0"
-    BACKPORT_REVISION = "9efcd68f"
+    BACKPORT_REVISION = "f6bf69fe"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.26.0-bp9efcd68f"
+    "org.opencontainers.image.version" = "0.26.0-bpf6bf69fe"
     "io.vllm-backports.series" = "0.26.0"
   }
 }
@@ -939,15 +939,15 @@ target "v0-26-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-cu129-bp9efcd68f", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-cu129-bpf6bf69fe", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.26.0-cu129"
     VLLM_VERSION = "0.26.0"
-    BACKPORT_REVISION = "9efcd68f"
+    BACKPORT_REVISION = "f6bf69fe"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.26.0-bp9efcd68f"
+    "org.opencontainers.image.version" = "0.26.0-bpf6bf69fe"
     "io.vllm-backports.series" = "0.26.0"
   }
 }
@@ -956,15 +956,15 @@ target "v0-26-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-cu129-bp9efcd68f", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-cu129-bpf6bf69fe", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.26.0-cu129"
     VLLM_VERSION = "0.26.0"
-    BACKPORT_REVISION = "9efcd68f"
+    BACKPORT_REVISION = "f6bf69fe"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.26.0-bp9efcd68f"
+    "org.opencontainers.image.version" = "0.26.0-bpf6bf69fe"
     "io.vllm-backports.series" = "0.26.0"
   }
 }
