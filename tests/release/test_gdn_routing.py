@@ -35,7 +35,10 @@ def _builder(module):
         scheduler_config=SimpleNamespace(max_num_seqs=8),
         cache_config=SimpleNamespace(mamba_cache_mode="none"),
         parallel_config=SimpleNamespace(decode_context_parallel_size=1),
-        additional_config={},
+        # From about 0.26 the builder resolves its prefill backend, which on a CUDA host reads the
+        # model's head size; Triton is the backend whose routing these tests describe.
+        additional_config={"gdn_prefill_backend": "triton"},
+        model_config=SimpleNamespace(hf_text_config=SimpleNamespace(linear_key_head_dim=128)),
         use_v2_model_runner=False,
     )
     spec = object.__new__(MambaSpec)  # the builder only checks its type in "none" cache mode
