@@ -106,7 +106,8 @@ def ci_matrix(cat: Catalogue) -> dict:
 
 # The CPU builder test of each backport that has one (tests/release/).
 BUILDER_TESTS = {"gdn-spec-state": "tests/release/test_gdn_routing.py",
-                 "turboquant-spec-decode": "tests/release/test_turboquant_spec_decode.py"}
+                 "turboquant-spec-decode": "tests/release/test_turboquant_spec_decode.py",
+                 "turboquant-kv-shape": "tests/release/test_turboquant_kv_shape.py"}
 
 
 def gdn_builder_matrix(cat: Catalogue) -> dict:

@@ -58,7 +58,9 @@ def load(tmp_path: Path, release: Release, path: str, patched: bool):
     stem = f"{Path(path).stem}_{'patched' if patched else 'pristine'}"
     target = tmp_path / f"{stem}.py"
     target.write_bytes(content)
-    spec = importlib.util.spec_from_file_location(stem, target)
+    # Named as a sibling of the original, so its relative imports resolve to the installed release.
+    package = ".".join(Path(path).with_suffix("").parts[:-1])
+    spec = importlib.util.spec_from_file_location(f"{package}.{stem}", target)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

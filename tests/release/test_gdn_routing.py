@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -82,9 +83,11 @@ def modules(tmp_path_factory):
         if not hasattr(triton, "cdiv"):
             mp.setattr(triton, "cdiv", lambda a, b: -(-a // b), raising=False)
         # Later releases pin host buffers before copying them to the device; there is none here.
-        torch_utils = importlib.import_module("vllm.utils.torch_utils")
-        if getattr(torch_utils, "PIN_MEMORY", False):
-            mp.setattr(torch_utils, "PIN_MEMORY", False)
+        # Modules imported earlier in the session (by other release tests) hold their own copy.
+        importlib.import_module("vllm.utils.torch_utils")
+        for name, module in list(sys.modules.items()):
+            if name.startswith("vllm.") and getattr(module, "PIN_MEMORY", False) is True:
+                mp.setattr(module, "PIN_MEMORY", False)
         yield {"pristine": _load(tmp, False), "patched": _load(tmp, True)}
 
 
