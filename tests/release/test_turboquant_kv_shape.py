@@ -38,7 +38,7 @@ def _groups(skip_layer: bool):
     groups = [SimpleNamespace(kv_cache_spec=tq, backend=TurboQuantAttentionBackend, kv_cache_group_id=0,
                               layer_names=["attn.tq"])]
     if skip_layer:
-        # A --kv-cache-dtype-skip-layers layer: unquantized spec, same backend class in the group.
+        # A --kv-cache-dtype-skip-layers layer: an unquantized spec, its backend a recording stand-in.
         plain = FullAttentionSpec(block_size=BLOCK, num_kv_heads=HEADS, head_size=HEAD_SIZE, dtype=torch.bfloat16)
         groups.append(SimpleNamespace(kv_cache_spec=plain, backend=_Recording, kv_cache_group_id=1,
                                       layer_names=["attn.skip"]))
