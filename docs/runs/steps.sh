@@ -15,9 +15,9 @@ set -uo pipefail
 step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
 declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl [p65]=/tmp/site-p65 [raw]=/tmp/site-raw)
 P65_PATCH=benchmarks/alternatives/turboquant-cudagraph/$REL/0001-turboquant-cudagraph.patch
-TOUCHED="v1/worker/gpu_model_runner.py v1/attention/backends/gdn_attn.py model_executor/layers/mamba/gdn_linear_attn.py
-  model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py
-  v1/attention/backends/turboquant_attn.py v1/attention/ops/triton_turboquant_decode.py"
+# Every file any patch here touches, read off the patches, so a new backport cannot leave a
+# site sharing a hard-linked file with the others.
+TOUCHED=$(grep -h '^+++ b/vllm/' backports/*/*.patch benchmarks/alternatives/*/*/*.patch | sed 's#^+++ b/vllm/##' | sort -u)
 
 summary() { python3 - "$1" <<'PY'
 import json, sys
