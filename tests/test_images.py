@@ -73,8 +73,8 @@ def test_smoke_passes_when_every_backport_is_applied(tmp_path):
 
 def test_smoke_fails_on_a_missing_backport_or_inconsistent_files(tmp_path):
     missing = _smoke(tmp_path, {"vllm": "0.20.0", "consistent": True, "applied": []})
-    assert missing.returncode == 1 and "turboquant-cudagraph is not applied" in missing.stderr
-    broken = _smoke(tmp_path, {"vllm": "0.20.0", "consistent": False, "applied": [{"id": "turboquant-cudagraph"}]})
+    assert missing.returncode == 1 and "turboquant-spec-decode is not applied" in missing.stderr
+    broken = _smoke(tmp_path, {"vllm": "0.20.0", "consistent": False, "applied": [{"id": "turboquant-spec-decode"}]})
     assert broken.returncode == 1 and "not consistent" in broken.stderr
 
 
@@ -124,7 +124,8 @@ def test_builder_matrix_runs_each_release_s_builder_tests_with_its_torch():
     assert set(rows) == served
     gdn, tq = "tests/release/test_gdn_routing.py", "tests/release/test_turboquant_spec_decode.py"
     shape = "tests/release/test_turboquant_kv_shape.py"
-    assert rows["0.20.0"] == {"vllm": "0.20.0", "torch": "2.11.0", "tests": gdn}
+    assert rows["0.20.0"] == {"vllm": "0.20.0", "torch": "2.11.0", "tests": f"{gdn} {tq}"}
+    assert rows["0.19.0"]["tests"] == gdn  # no TurboQuant backend before 0.20.0
     assert rows["0.21.0"]["tests"].split() == [gdn, tq]
     assert rows["0.26.0"]["tests"].split() == [gdn, tq, shape]
     assert rows["0.33.0"]["tests"] == tq  # upstream carries the GDN fix from 0.32.0

@@ -17,7 +17,7 @@ def test_gdn_state_migrate_applies_after_the_0_20_0_series_without_gdn_spec_stat
     applied = run("--vllm", "0.20.0", "--fetch", "--target", str(site), "--skip", "gdn-spec-state", "--json")
     assert applied.code == 0, applied.out + applied.err
     assert [b["id"] for b in applied.json["backports"] if b["state"] == "applied"] == [
-        "turboquant-cudagraph", "gdn-mixed-batch-gates"]
+        "turboquant-spec-decode", "gdn-mixed-batch-gates"]
     patch = parse(MIGRATE_PATCH.read_bytes(), MIGRATE_PATCH.name)
     assert patch.header["Origin"].startswith("other, https://github.com/vllm-project/vllm/pull/40738")
     for fpatch in patch.files:
