@@ -113,3 +113,37 @@ def test_per_token_values_live_in_buffers_a_replayed_graph_reads(modules):
 def test_capture_metadata_uses_length_1(modules):
     meta = _builder(modules["patched"]).build_for_cudagraph_capture(_batch([K + 1] * 2, [4, 4]))
     assert meta.decode_token_seq_lens.tolist() == [1] * 8 and meta.seq_lens.tolist() == [1, 1]
+
+
+def test_expanded_rows_get_no_scratch_buffer_sized_for_requests(modules, monkeypatch):
+    """The decode path's scratch buffers hold one row per request: the layer's (max_num_seqs, up
+    to 0.20) or the shared workspace's (from 0.21, locked after CUDA-graph capture). Expanded
+    verify rows are up to 1+k per request, so they must be handed neither; single-token decodes
+    keep the release's buffers. Up to 0.20 the layer is not passed as holder either, so the
+    kernel's own allocation does not replace the layer's buffers from inside a graph capture."""
+    module = modules["patched"]
+    builder = _builder(module)  # before the workspace below exists: from 0.26 a builder reserves in it
+    metas = [builder.build(0, _batch(query_lens, [44, 11])) for query_lens in ([K + 1] * 2, [1, 1])]
+    calls = []
+    monkeypatch.setattr(module, "triton_turboquant_decode_attention", lambda **kw: calls.append(kw) or kw["query"])
+    scratch = torch.empty(0)
+    shared_workspace = hasattr(module, "is_workspace_manager_initialized")
+    if shared_workspace:
+        monkeypatch.setattr(module, "is_workspace_manager_initialized", lambda: True)
+        manager = SimpleNamespace(get_simultaneous=lambda *specs: [scratch] * len(specs))
+        monkeypatch.setattr(module, "current_workspace_manager", lambda: manager)
+    layer = SimpleNamespace(_tq_mid_o_buf=scratch, _tq_output_buf=scratch, _tq_lse_buf=scratch)
+    # _use_flydsl: ROCm's FlyDSL decode (0.29+), off on CUDA.
+    impl = SimpleNamespace(head_size=64, num_heads=2, max_num_kv_splits=4, scale=0.125, _use_flydsl=False,
+                           tq_config=SimpleNamespace(key_mse_bits=3, key_packed_size=50, effective_value_quant_bits=4,
+                                                     key_fp8=False, norm_correction=False))
+    for meta in metas:
+        query = torch.zeros(meta.num_actual_tokens, 2, 64)
+        module.TurboQuantAttentionImpl._decode_attention(impl, query, None, meta, None, None, None, layer)
+    expanded, single = calls
+    assert [expanded[k] for k in ("mid_o_buf", "output_buf", "lse_buf")] == [None] * 3
+    assert expanded["block_table_rows"] is metas[0].decode_token_rows
+    assert all(single[k] is scratch for k in ("mid_o_buf", "output_buf", "lse_buf"))
+    assert single["block_table_rows"] is None and single["buf_holder"] is layer
+    if not shared_workspace:
+        assert expanded["buf_holder"] is None
