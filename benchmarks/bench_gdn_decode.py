@@ -7,7 +7,8 @@ speculation: the speed side of the GDN backports.
     python benchmarks/bench_gdn_decode.py --compare unpatched.json patched.json
     python benchmarks/bench_gdn_decode.py --site unpatched=DIR --site patched=DIR2 --passes 3   # A B A B ...
 
-Two engines per run, each in its own process, eager: no speculation, and ngram k=3 whose drafts
+Two engines per run, each in its own process, eager unless `--mode graphs`: no speculation, and
+(unless `--no-ngram`, which leaves the no-speculation side alone for the >= 0.99 target) ngram k=3 whose drafts
 are scripted to be always right (the limit of a repetitive workload, where ngram finds the
 continuation in the context every step): each timed round drafts from the engine's own output of
 the round before, and the accepted drafts per round are reported beside the speed. Each engine
@@ -35,23 +36,27 @@ from vllm_backports.verify.run import exercised, preflight, run_engine  # noqa: 
 ALWAYS_RIGHT = ((3, 3),)
 
 
-def measure(work: Path, backend: str, rounds: int, batch: int, max_tokens: int, checkpoint: Path | None = None) -> dict:
+def measure(work: Path, backend: str, rounds: int, batch: int, max_tokens: int, checkpoint: Path | None = None,
+            eager: bool = True, ngram: bool = True) -> dict:
     vllm_version = preflight()
     work.mkdir(parents=True, exist_ok=True)
     model_dir = model.write_model(checkpoint or work / "model")
     ps = scenarios.prompts(batch, model.vocab_size())
     spec = {"model": str(model_dir), "prompts": ps, "max_num_seqs": batch, "max_tokens": max_tokens,
-            "max_model_len": 512, "eager": True, "tp": 1, "timed_rounds": rounds,
+            "max_model_len": 512, "eager": eager, "tp": 1, "timed_rounds": rounds,
             "additional_config": {} if backend == "default" else {"gdn_prefill_backend": backend}}
     base = run_engine(spec, work, "nospec", None)
+    nospec = statistics.median(base["timed_rounds_tokens_per_s"])
+    head = {"vllm": vllm_version, "batch": batch, "max_tokens": max_tokens, "rounds": rounds,
+            "mode": "eager" if eager else "graphs", "nospec_tokens_per_s": round(nospec, 1)}
+    if not ngram:
+        return {**head, "nospec_rounds": base["timed_rounds_tokens_per_s"]}
     preset = scenarios.PRESETS["ngram"]
     script = drafts.Script(ps, base["tokens"], k=preset["num_speculative_tokens"], vocab=model.vocab_size(),
                            schedule=ALWAYS_RIGHT)
     spec_run = run_engine(dict(spec, speculative=preset, drafts_follow_own_output=True), work, "ngram", script)
-    nospec = statistics.median(base["timed_rounds_tokens_per_s"])
     ngram = statistics.median(spec_run["timed_rounds_tokens_per_s"])
-    return {"vllm": vllm_version, "batch": batch, "max_tokens": max_tokens, "rounds": rounds,
-            "nospec_tokens_per_s": round(nospec, 1), "ngram_tokens_per_s": round(ngram, 1),
+    return {**head, "ngram_tokens_per_s": round(ngram, 1),
             "ngram_speedup": round(ngram / nospec, 3),
             # The warm-up round drafts from the plain run's output and stops matching where the
             # speculative run parts from it at a near-tie; each timed round drafts from the round
@@ -81,7 +86,10 @@ def compare(before: dict, after: dict) -> dict:
 @click.option("--site", "sites", multiple=True, metavar="LABEL=DIR",
               help="A site-packages holding one vLLM variant (repeat; 2 or more): measure them in turn, --passes times.")
 @click.option("--passes", type=click.IntRange(1, 20), default=3, show_default=True, help="With --site.")
-def main(label, out, prefill_backend, rounds, batch, max_tokens, work_dir, pair, sites, passes) -> None:
+@click.option("--mode", type=click.Choice(["eager", "graphs"]), default="eager", show_default=True,
+              help="graphs: CUDA graphs on, so host work weighs less and rounds spread less.")
+@click.option("--no-ngram", is_flag=True, help="Time the no-speculation engine only.")
+def main(label, out, prefill_backend, rounds, batch, max_tokens, work_dir, pair, sites, passes, mode, no_ngram) -> None:
     if pair:
         result = compare(*(json.loads(p.read_text()) for p in pair))
     else:
@@ -90,10 +98,12 @@ def main(label, out, prefill_backend, rounds, batch, max_tokens, work_dir, pair,
             if sites:
                 # Every pass of every site runs the same checkpoint: write it once.
                 result = sites_.interleave(parsed, passes, lambda tag: measure(
-                    work_dir / tag, prefill_backend, rounds, batch, max_tokens, checkpoint=work_dir / "model"),
-                    keys=("nospec_tokens_per_s", "ngram_tokens_per_s"))
+                    work_dir / tag, prefill_backend, rounds, batch, max_tokens, checkpoint=work_dir / "model",
+                    eager=mode == "eager", ngram=not no_ngram),
+                    keys=("nospec_tokens_per_s",) if no_ngram else ("nospec_tokens_per_s", "ngram_tokens_per_s"))
             else:
-                result = {"label": label, **measure(work_dir, prefill_backend, rounds, batch, max_tokens)}
+                result = {"label": label, **measure(work_dir, prefill_backend, rounds, batch, max_tokens,
+                                                    eager=mode == "eager", ngram=not no_ngram)}
         except BackportError as exc:
             raise click.ClickException(str(exc)) from None
     text = json.dumps(result, indent=2)

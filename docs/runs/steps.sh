@@ -9,7 +9,9 @@
 #   p65  /tmp/site-p65    ctl plus P65, where benchmarks/alternatives/turboquant-cudagraph has it
 #   raw  /tmp/site-raw    pristine: the GDN control
 # `setup` installs FA2 (carry .stage/fa2, from docs/runs/stage-fa2.sh; FA2_XZ and FA2_SHA point
-# elsewhere when it came in pieces, as 0.26.0's 82 MiB one does) and .gpu-pytest.
+# elsewhere when it came in pieces, as 0.26.0's 82 MiB one does) and .gpu-pytest. Carry
+# .gpu-pytest in the setup call, not with the last bundle part: the two pass the 64 MiB a call
+# may carry. TP=2 in the environment runs verify at tensor parallel 2 (the two-GPU kind).
 set -uo pipefail
 : "${REL:?set REL to the staged release}"
 step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
@@ -54,16 +56,16 @@ case $step in
     [ -n "$tests" ] && PYTHONPATH=${SITE[raw]}:.gpu-pytest VLLM_BACKPORTS_REQUIRE_VLLM=1 python3 -m pytest -q -p no:cacheprovider --tb=short \
       $tests > "$out/release-tests.txt" 2>&1; tail -3 "$out/release-tests.txt" ;;
   verify) # SITE PRESET BATCH MODE KV
-    site=$1 preset=$2 batch=$3 mode=$4 kv=$5; tag="$kv-$site-$preset-b$batch-$mode"
-    PYTHONPATH=${SITE[$site]} python3 apply.py verify --prefill-backend triton --work-dir "/tmp/v-$tag" --json \
+    site=$1 preset=$2 batch=$3 mode=$4 kv=$5; tag="$kv-$site-$preset-b$batch-$mode-tp${TP:-1}"
+    PYTHONPATH=${SITE[$site]} python3 apply.py verify --prefill-backend triton --work-dir "/tmp/v-$tag" --json --tp "${TP:-1}" \
       --kv-cache "$kv" --preset "$preset" --batch "$batch" --mode "$mode" > "$out/$tag.json"
     echo "$tag: exit $?"; summary "$out/$tag.json"
     tar -czf "$out/$tag-logs.tgz" --exclude=model -C /tmp "v-$tag" 2>/dev/null; true ;;
   bench-tq) # PASSES: the first site is the ratios' baseline
     python3 benchmarks/bench_turboquant_mtp.py --site p65="${SITE[p65]}" --site fix="${SITE[fix]}" --passes "${1:-1}" \
       --kv-cache turboquant_k8v4 --out "$out/bench-tq-mtp.json" 2>&1 | tail -40 ;;
-  bench-gdn) # PASSES ROUNDS: raw against fix, no speculation and ngram, eager
+  bench-gdn) # PASSES ROUNDS [MODE [--no-ngram]]: raw against fix, no speculation and ngram
     python3 benchmarks/bench_gdn_decode.py --site raw="${SITE[raw]}" --site fix="${SITE[fix]}" --passes "${1:-2}" \
-      --rounds "${2:-5}" --prefill-backend triton --out "$out/bench-gdn.json" 2>&1 | tail -40 ;;
+      --rounds "${2:-5}" --mode "${3:-eager}" ${4:-} --prefill-backend triton --out "$out/bench-gdn-${3:-eager}.json" 2>&1 | tail -40 ;;
   *) echo "unknown step $step"; exit 2 ;;
 esac
