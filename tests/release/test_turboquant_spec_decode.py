@@ -1,6 +1,8 @@
 """The TurboQuant metadata builder of the installed vLLM release, pristine and with its series
 applied, run on the CPU: which rows count as decodes, and the per-token rows and causal lengths
-that let the decode kernel serve speculative verify rows under full CUDA graphs.
+that let the decode kernel serve speculative verify rows under full CUDA graphs; and the facts
+about the release that `apply.py verify` keeps as data (its TurboQuant presets, where it refuses
+them on hybrid models).
 
 Needs torch and a vLLM release whose series carries turboquant-spec-decode (its pristine
 turboquant_attn.py, checked against versions.toml); skipped elsewhere. Kernels are not run here:
@@ -147,3 +149,27 @@ def test_expanded_rows_get_no_scratch_buffer_sized_for_requests(modules, monkeyp
     assert single["block_table_rows"] is None and single["buf_holder"] is layer
     if not shared_workspace:
         assert expanded["buf_holder"] is None
+
+
+def test_verify_offers_exactly_this_release_s_turboquant_presets():
+    """`apply.py verify --kv-cache` lists TurboQuant presets as data; they must be the release's."""
+    from vllm.model_executor.layers.quantization.turboquant.config import TQ_PRESETS
+
+    from vllm_backports.verify import scenarios
+
+    assert sorted(TQ_PRESETS) == sorted(scenarios.TURBOQUANT)
+
+
+def test_verify_refuses_turboquant_on_its_hybrid_model_exactly_where_the_release_does():
+    """verify stops before any engine starts where vLLM would refuse TurboQuant on a hybrid model
+    after loading it (up to 0.20.x); from TURBOQUANT_ON_HYBRIDS_FROM the release's argument
+    handling no longer carries that refusal."""
+    import inspect
+
+    from packaging.version import Version
+    from vllm.engine import arg_utils
+
+    from vllm_backports.verify import scenarios
+
+    refuses = "TurboQuant KV cache is not supported for hybrid" in inspect.getsource(arg_utils)
+    assert refuses == (Version(RELEASE.version) < Version(scenarios.TURBOQUANT_ON_HYBRIDS_FROM))
