@@ -225,15 +225,15 @@ target "v0-20-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.0-ampere-bpe04ad737", "ghcr.io/vllm-backports/vllm-backports:v0.20.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.0-ampere-bpcf229bf0", "ghcr.io/vllm-backports/vllm-backports:v0.20.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.0"
     VLLM_VERSION = "0.20.0"
-    BACKPORT_REVISION = "e04ad737"
+    BACKPORT_REVISION = "cf229bf0"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.0-bpe04ad737"
+    "org.opencontainers.image.version" = "0.20.0-bpcf229bf0"
     "io.vllm-backports.series" = "0.20.0"
   }
 }
@@ -242,15 +242,15 @@ target "v0-20-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.0-hopper-bpe04ad737", "ghcr.io/vllm-backports/vllm-backports:v0.20.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.0-hopper-bpcf229bf0", "ghcr.io/vllm-backports/vllm-backports:v0.20.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.0"
     VLLM_VERSION = "0.20.0"
-    BACKPORT_REVISION = "e04ad737"
+    BACKPORT_REVISION = "cf229bf0"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.0-bpe04ad737"
+    "org.opencontainers.image.version" = "0.20.0-bpcf229bf0"
     "io.vllm-backports.series" = "0.20.0"
   }
 }
@@ -259,15 +259,15 @@ target "v0-20-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.0-ampere-cu129-bpe04ad737", "ghcr.io/vllm-backports/vllm-backports:v0.20.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.0-ampere-cu129-bpcf229bf0", "ghcr.io/vllm-backports/vllm-backports:v0.20.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.0-cu129"
     VLLM_VERSION = "0.20.0"
-    BACKPORT_REVISION = "e04ad737"
+    BACKPORT_REVISION = "cf229bf0"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.0-bpe04ad737"
+    "org.opencontainers.image.version" = "0.20.0-bpcf229bf0"
     "io.vllm-backports.series" = "0.20.0"
   }
 }
@@ -276,15 +276,15 @@ target "v0-20-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.0-hopper-cu129-bpe04ad737", "ghcr.io/vllm-backports/vllm-backports:v0.20.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.0-hopper-cu129-bpcf229bf0", "ghcr.io/vllm-backports/vllm-backports:v0.20.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.0-cu129"
     VLLM_VERSION = "0.20.0"
-    BACKPORT_REVISION = "e04ad737"
+    BACKPORT_REVISION = "cf229bf0"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.0-bpe04ad737"
+    "org.opencontainers.image.version" = "0.20.0-bpcf229bf0"
     "io.vllm-backports.series" = "0.20.0"
   }
 }
@@ -293,15 +293,15 @@ target "v0-20-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-ampere-bpe04ad737", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-ampere-bpcf229bf0", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.1"
     VLLM_VERSION = "0.20.1"
-    BACKPORT_REVISION = "e04ad737"
+    BACKPORT_REVISION = "cf229bf0"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.1-bpe04ad737"
+    "org.opencontainers.image.version" = "0.20.1-bpcf229bf0"
     "io.vllm-backports.series" = "0.20.1"
   }
 }
@@ -310,15 +310,15 @@ target "v0-20-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper-bpe04ad737", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper-bpcf229bf0", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.1"
     VLLM_VERSION = "0.20.1"
-    BACKPORT_REVISION = "e04ad737"
+    BACKPORT_REVISION = "cf229bf0"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.1-bpe04ad737"
+    "org.opencontainers.image.version" = "0.20.1-bpcf229bf0"
     "io.vllm-backports.series" = "0.20.1"
   }
 }
@@ -327,15 +327,15 @@ target "v0-20-1-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-ampere-cu129-bpe04ad737", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-ampere-cu129-bpcf229bf0", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.1-cu129"
     VLLM_VERSION = "0.20.1"
-    BACKPORT_REVISION = "e04ad737"
+    BACKPORT_REVISION = "cf229bf0"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.1-bpe04ad737"
+    "org.opencontainers.image.version" = "0.20.1-bpcf229bf0"
     "io.vllm-backports.series" = "0.20.1"
   }
 }
@@ -344,15 +344,15 @@ target "v0-20-1-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper-cu129-bpe04ad737", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper-cu129-bpcf229bf0", "ghcr.io/vllm-backports/vllm-backports:v0.20.1-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.1-cu129"
     VLLM_VERSION = "0.20.1"
-    BACKPORT_REVISION = "e04ad737"
+    BACKPORT_REVISION = "cf229bf0"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.1-bpe04ad737"
+    "org.opencontainers.image.version" = "0.20.1-bpcf229bf0"
     "io.vllm-backports.series" = "0.20.1"
   }
 }
@@ -361,15 +361,15 @@ target "v0-20-2-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.2-ampere-bpe04ad737", "ghcr.io/vllm-backports/vllm-backports:v0.20.2-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.2-ampere-bpcf229bf0", "ghcr.io/vllm-backports/vllm-backports:v0.20.2-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.2"
     VLLM_VERSION = "0.20.2"
-    BACKPORT_REVISION = "e04ad737"
+    BACKPORT_REVISION = "cf229bf0"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.2-bpe04ad737"
+    "org.opencontainers.image.version" = "0.20.2-bpcf229bf0"
     "io.vllm-backports.series" = "0.20.1"
   }
 }
@@ -378,15 +378,15 @@ target "v0-20-2-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.2-hopper-bpe04ad737", "ghcr.io/vllm-backports/vllm-backports:v0.20.2-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.2-hopper-bpcf229bf0", "ghcr.io/vllm-backports/vllm-backports:v0.20.2-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.2"
     VLLM_VERSION = "0.20.2"
-    BACKPORT_REVISION = "e04ad737"
+    BACKPORT_REVISION = "cf229bf0"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.2-bpe04ad737"
+    "org.opencontainers.image.version" = "0.20.2-bpcf229bf0"
     "io.vllm-backports.series" = "0.20.1"
   }
 }
@@ -395,15 +395,15 @@ target "v0-20-2-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.2-ampere-cu129-bpe04ad737", "ghcr.io/vllm-backports/vllm-backports:v0.20.2-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.2-ampere-cu129-bpcf229bf0", "ghcr.io/vllm-backports/vllm-backports:v0.20.2-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.2-cu129"
     VLLM_VERSION = "0.20.2"
-    BACKPORT_REVISION = "e04ad737"
+    BACKPORT_REVISION = "cf229bf0"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.2-bpe04ad737"
+    "org.opencontainers.image.version" = "0.20.2-bpcf229bf0"
     "io.vllm-backports.series" = "0.20.1"
   }
 }
@@ -412,15 +412,15 @@ target "v0-20-2-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.2-hopper-cu129-bpe04ad737", "ghcr.io/vllm-backports/vllm-backports:v0.20.2-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.20.2-hopper-cu129-bpcf229bf0", "ghcr.io/vllm-backports/vllm-backports:v0.20.2-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.20.2-cu129"
     VLLM_VERSION = "0.20.2"
-    BACKPORT_REVISION = "e04ad737"
+    BACKPORT_REVISION = "cf229bf0"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.20.2-bpe04ad737"
+    "org.opencontainers.image.version" = "0.20.2-bpcf229bf0"
     "io.vllm-backports.series" = "0.20.1"
   }
 }
