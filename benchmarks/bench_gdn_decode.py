@@ -106,10 +106,7 @@ def main(label, out, prefill_backend, rounds, batch, max_tokens, work_dir, pair,
                                                     eager=mode == "eager", ngram=not no_ngram)}
         except BackportError as exc:
             raise click.ClickException(str(exc)) from None
-    text = json.dumps(result, indent=2)
-    if out:
-        out.write_text(text + "\n")
-    click.echo(text)
+    sites_.emit(result, out)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ real model, where attention is a larger share of each step.
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import tempfile
@@ -63,10 +62,7 @@ def main(sites, passes, kv_cache, rounds, batch, max_tokens, work_dir, out) -> N
             work_dir / tag, work_dir / "model", kv_cache, rounds, batch, max_tokens), keys=("tokens_per_s",))
     except BackportError as exc:
         raise click.ClickException(str(exc)) from None
-    text = json.dumps(result, indent=2)
-    if out:
-        out.write_text(text + "\n")
-    click.echo(text)
+    sites_.emit(result, out)
 
 
 if __name__ == "__main__":

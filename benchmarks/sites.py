@@ -3,6 +3,7 @@ holding one variant, and each engine subprocess imports vLLM from the one being 
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import sys
@@ -47,3 +48,11 @@ def interleave(sites: list[tuple[str, str]], passes: int, measure_one, keys: tup
                   "median": statistics.median(r)}
             for key in keys}
     return out
+
+
+def emit(result: dict, out: Path | None) -> None:
+    """Print the result as JSON, and keep a copy at `out` when given."""
+    text = json.dumps(result, indent=2)
+    if out:
+        out.write_text(text + "\n")
+    click.echo(text)
