@@ -8,9 +8,12 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 version=${1:?usage: build-steps.sh VLLM_VERSION [--target DIR]}
 shift
 python3 "$here/apply.py" --vllm "$version" "$@"
-python3 "$here/apply.py" status --vllm "$version" "$@" --json > /tmp/vllm-backports-status.json
+# A file of its own: two builds (or test runs) on one host must not read each other's status.
+status=$(mktemp)
+trap 'rm -f "$status"' EXIT
+python3 "$here/apply.py" status --vllm "$version" "$@" --json > "$status"
 if [ "${1:-}" = "--target" ]; then
-  python3 "$here/images/smoke.py" --vllm "$version" --status /tmp/vllm-backports-status.json
+  python3 "$here/images/smoke.py" --vllm "$version" --status "$status"
 else
-  python3 "$here/images/smoke.py" --vllm "$version" --status /tmp/vllm-backports-status.json --import-vllm
+  python3 "$here/images/smoke.py" --vllm "$version" --status "$status" --import-vllm
 fi
