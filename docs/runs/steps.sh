@@ -11,7 +11,9 @@
 # `setup` installs FA2 (carry .stage/fa2, from docs/runs/stage-fa2.sh; FA2_XZ and FA2_SHA point
 # elsewhere when it came in pieces, as 0.26.0's 82 MiB one does) and .gpu-pytest. Carry
 # .gpu-pytest in the setup call, not with the last bundle part: the two pass the 64 MiB a call
-# may carry. TP=2 in the environment runs verify at tensor parallel 2 (the two-GPU kind).
+# may carry. TP=2 in the environment runs verify at tensor parallel 2 (the two-GPU kind);
+# PREFILL=flashinfer runs it on FlashInfer's GDN prefill, which setup installs when .stage/fi
+# (docs/runs/stage-flashinfer.sh) was carried.
 set -uo pipefail
 : "${REL:?set REL to the staged release}"
 step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
@@ -40,6 +42,9 @@ case $step in
     m=vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so
     sha=$(realpath "${FA2_SHA:-.stage/fa2/fa2.so.sha256}")
     xz -dc "${FA2_XZ:-.stage/fa2/fa2.so.xz}" > "${SITE[fix]}/$m" && (cd "${SITE[fix]}/vllm/vllm_flash_attn" && sed 's/fa2.so/_vllm_fa2_C.abi3.so/' "$sha" | sha256sum -c)
+    if ls .stage/fi/*.whl >/dev/null 2>&1; then  # before the copies, so every site has it
+      python3 -m pip install -q --no-index --no-deps --no-compile --target "${SITE[fix]}" .stage/fi/*.whl; echo "flashinfer: exit $?"
+    fi
     site_copy "${SITE[raw]}"; site_copy "${SITE[ctl]}"
     PYTHONPATH=${SITE[ctl]} python3 apply.py --vllm "$REL" --target "${SITE[ctl]}" --skip turboquant-spec-decode --json > "$out/apply-ctl.json"; echo "ctl: exit $?"
     if [ -f "$P65_PATCH" ]; then
@@ -56,8 +61,8 @@ case $step in
     [ -n "$tests" ] && PYTHONPATH=${SITE[raw]}:.gpu-pytest VLLM_BACKPORTS_REQUIRE_VLLM=1 python3 -m pytest -q -p no:cacheprovider --tb=short \
       $tests > "$out/release-tests.txt" 2>&1; tail -3 "$out/release-tests.txt" ;;
   verify) # SITE PRESET BATCH MODE KV
-    site=$1 preset=$2 batch=$3 mode=$4 kv=$5; tag="$kv-$site-$preset-b$batch-$mode-tp${TP:-1}"
-    PYTHONPATH=${SITE[$site]} python3 apply.py verify --prefill-backend triton --work-dir "/tmp/v-$tag" --json --tp "${TP:-1}" \
+    site=$1 preset=$2 batch=$3 mode=$4 kv=$5; tag="$kv-$site-$preset-b$batch-$mode-tp${TP:-1}-${PREFILL:-triton}"
+    PYTHONPATH=${SITE[$site]} python3 apply.py verify --prefill-backend "${PREFILL:-triton}" --work-dir "/tmp/v-$tag" --json --tp "${TP:-1}" \
       --kv-cache "$kv" --preset "$preset" --batch "$batch" --mode "$mode" > "$out/$tag.json"
     echo "$tag: exit $?"; summary "$out/$tag.json"
     tar -czf "$out/$tag-logs.tgz" --exclude=model -C /tmp "v-$tag" 2>/dev/null; true ;;
