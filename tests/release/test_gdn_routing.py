@@ -26,13 +26,14 @@ def _load(tmp_path, patched: bool):
     return installed.load(tmp_path, RELEASE, BUILDER, patched)
 
 
-def _builder(module):
+def _builder(module, speculative: bool = True):
     from vllm.v1.kv_cache_interface import MambaSpec
 
     config = SimpleNamespace(
         compilation_config=SimpleNamespace(cudagraph_mode=SimpleNamespace(has_full_cudagraphs=lambda: False),
                                            max_cudagraph_capture_size=None),
-        speculative_config=SimpleNamespace(num_speculative_tokens=K, method="ngram", parallel_drafting=False),
+        speculative_config=SimpleNamespace(num_speculative_tokens=K, method="ngram", parallel_drafting=False)
+        if speculative else None,
         scheduler_config=SimpleNamespace(max_num_seqs=8),
         cache_config=SimpleNamespace(mamba_cache_mode="none"),
         parallel_config=SimpleNamespace(decode_context_parallel_size=1),
@@ -136,3 +137,26 @@ def test_rows_whose_query_is_not_drafts_plus_one_stay_on_the_plain_path(modules)
     """Dummy and profiling batches: query lengths beside a zero-filled draft buffer."""
     meta = _build(modules["patched"], query_lens=[K + 1, 2], computed=[0, 0], drafts=[0, 0], accepted=[1, 1])
     assert meta.num_spec_decodes == 0 and meta.spec_sequence_masks is None
+
+
+def test_without_speculation_the_patched_builder_builds_what_the_pristine_one_does(modules):
+    """The no-speculation speed target (patched / unpatched >= 0.99) rests on this: with no
+    speculative config the series changes nothing the builder hands the kernels."""
+    batch = dict(query_lens=[1, 1, 5], computed=[40, 44, 0])
+    pristine, patched = (_builder(modules[side], speculative=False).build(0, _batch(**batch))
+                         for side in ("pristine", "patched"))
+    for field in dataclasses.fields(pristine):
+        a, b = getattr(pristine, field.name), getattr(patched, field.name)
+        assert _same(a, b), field.name
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if dataclasses.is_dataclass(a) and type(a) is type(b):
+        return all(_same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b
