@@ -66,9 +66,9 @@ case $step in
       --kv-cache "$kv" --preset "$preset" --batch "$batch" --mode "$mode" > "$out/$tag.json"
     echo "$tag: exit $?"; summary "$out/$tag.json"
     tar -czf "$out/$tag-logs.tgz" --exclude=model -C /tmp "v-$tag" 2>/dev/null; true ;;
-  bench-tq) # PASSES: the first site is the ratios' baseline
+  bench-tq) # PASSES [ROUNDS]: the first site is the ratios' baseline
     python3 benchmarks/bench_turboquant_mtp.py --site p65="${SITE[p65]}" --site fix="${SITE[fix]}" --passes "${1:-1}" \
-      --kv-cache turboquant_k8v4 --out "$out/bench-tq-mtp.json" 2>&1 | tail -40 ;;
+      --rounds "${2:-3}" --kv-cache turboquant_k8v4 --out "$out/bench-tq-mtp.json" 2>&1 | tail -40 ;;
   bench-gdn) # PASSES ROUNDS [MODE [--no-ngram]]: raw against fix, no speculation and ngram
     python3 benchmarks/bench_gdn_decode.py --site raw="${SITE[raw]}" --site fix="${SITE[fix]}" --passes "${1:-2}" \
       --rounds "${2:-5}" --mode "${3:-eager}" ${4:-} --prefill-backend triton --out "$out/bench-gdn-${3:-eager}.json" 2>&1 | tail -40 ;;
