@@ -9,7 +9,8 @@
 set -euo pipefail
 release=$1 torch=$2
 export PIP_NO_CACHE_DIR=1   # a second copy of every wheel is what a small disk cannot hold
-if python -m pip install -q --timeout 20 --retries 0 "torch==${torch}" --index-url https://download.pytorch.org/whl/cpu; then
+# Quiet: where the index is out of reach pip's errors would read as this step's failure.
+if python -m pip install -q --timeout 20 --retries 0 "torch==${torch}" --index-url https://download.pytorch.org/whl/cpu 2>/dev/null; then
   :
 elif [ -n "${CPU_TORCH:-}" ]; then
   echo "cpu-vllm-env: PyTorch's CPU index is out of reach; torch ${CPU_TORCH} stands in for vLLM ${release}'s pin ${torch}" >&2
