@@ -9,62 +9,21 @@ routing is plain tensor work, so this runs in a CPU-only venv with vLLM installe
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import sys
-from types import SimpleNamespace
 
 import pytest
 
-from . import installed
+from . import gdn_builder, installed
 
 torch, RELEASE = installed.served("gdn-spec-state")
-BUILDER = "vllm/v1/attention/backends/gdn_attn.py"
-K = 3  # num_speculative_tokens
-
-
-def _load(tmp_path, patched: bool):
-    return installed.load(tmp_path, RELEASE, BUILDER, patched)
+K = gdn_builder.K
 
 
 def _builder(module, speculative: bool = True):
-    from vllm.v1.kv_cache_interface import MambaSpec
-
-    config = SimpleNamespace(
-        compilation_config=SimpleNamespace(cudagraph_mode=SimpleNamespace(has_full_cudagraphs=lambda: False),
-                                           max_cudagraph_capture_size=None),
-        speculative_config=SimpleNamespace(num_speculative_tokens=K, method="ngram", parallel_drafting=False)
-        if speculative else None,
-        scheduler_config=SimpleNamespace(max_num_seqs=8),
-        cache_config=SimpleNamespace(mamba_cache_mode="none"),
-        parallel_config=SimpleNamespace(decode_context_parallel_size=1),
-        # From about 0.26 the builder resolves its prefill backend, which on a CUDA host reads the
-        # model's head size; Triton is the backend whose routing these tests describe.
-        additional_config={"gdn_prefill_backend": "triton"},
-        model_config=SimpleNamespace(hf_text_config=SimpleNamespace(linear_key_head_dim=128)),
-        use_v2_model_runner=False,
-    )
-    spec = object.__new__(MambaSpec)  # the builder only checks its type in "none" cache mode
-    return module.GDNAttentionMetadataBuilder(spec, ["layer"], config, torch.device("cpu"))
+    return gdn_builder.builder(torch, module, speculative)
 
 
 def _batch(query_lens: list[int], computed: list[int]):
-    from vllm.v1.attention.backend import CommonAttentionMetadata
-
-    q = torch.tensor([0, *query_lens]).cumsum(0).to(torch.int32)
-    seq_lens = torch.tensor([c + n for c, n in zip(computed, query_lens, strict=True)], dtype=torch.int32)
-    rows = len(query_lens)
-    # Row r's state slots are 10r .. 10r+K: the builder hands out rows of this table.
-    table = torch.tensor([[10 * r + j for j in range(K + 1)] for r in range(rows)], dtype=torch.int32)
-    fields = dict(
-        query_start_loc=q, query_start_loc_cpu=q.clone(), seq_lens=seq_lens, num_reqs=rows,
-        num_actual_tokens=int(q[-1]), max_query_len=max(query_lens), max_seq_len=int(seq_lens.max()),
-        block_table_tensor=table, slot_mapping=torch.zeros(int(q[-1]), dtype=torch.int64),
-        # Host copies that releases up to about 0.30 carry and later ones derive.
-        _seq_lens_cpu=seq_lens.clone(), _num_computed_tokens_cpu=seq_lens - torch.tensor(query_lens, dtype=torch.int32),
-        seq_lens_cpu_upper_bound=seq_lens.clone(),
-    )
-    known = {f.name for f in dataclasses.fields(CommonAttentionMetadata) if f.init}
-    return CommonAttentionMetadata(**{k: v for k, v in fields.items() if k in known})
+    return gdn_builder.batch(torch, query_lens, computed)
 
 
 def _build(module, query_lens, computed, drafts, accepted):
@@ -75,21 +34,8 @@ def _build(module, query_lens, computed, drafts, accepted):
 
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory):
-    from vllm.triton_utils import triton
-
-    tmp = tmp_path_factory.mktemp("gdn")
-    with pytest.MonkeyPatch.context() as mp:
-        # Without a GPU driver vLLM swaps Triton for a placeholder; the builder's prompt-chunk
-        # bookkeeping only needs its ceiling division.
-        if not hasattr(triton, "cdiv"):
-            mp.setattr(triton, "cdiv", lambda a, b: -(-a // b), raising=False)
-        # Later releases pin host buffers before copying them to the device; there is none here.
-        # Modules imported earlier in the session (by other release tests) hold their own copy.
-        importlib.import_module("vllm.utils.torch_utils")
-        for name, module in list(sys.modules.items()):
-            if name.startswith("vllm.") and getattr(module, "PIN_MEMORY", False) is True:
-                mp.setattr(module, "PIN_MEMORY", False)
-        yield {"pristine": _load(tmp, False), "patched": _load(tmp, True)}
+    with pytest.MonkeyPatch.context() as mp, gdn_builder.cpu_only(mp):
+        yield gdn_builder.modules(tmp_path_factory.mktemp("gdn"), RELEASE)
 
 
 # The step after an acceptance: row 0 has 3 drafts, row 1 got none (it accepted 3 drafts last
@@ -147,16 +93,5 @@ def test_without_speculation_the_patched_builder_builds_what_the_pristine_one_do
                          for side in ("pristine", "patched"))
     for field in dataclasses.fields(pristine):
         a, b = getattr(pristine, field.name), getattr(patched, field.name)
-        assert _same(a, b), field.name
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b)
-    if dataclasses.is_dataclass(a) and type(a) is type(b):
-        return all(_same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(map(_same, a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return a == b
+        assert gdn_builder.same(torch, a, b), field.name
+    assert gdn_builder.same(torch, pristine, patched)
