@@ -25,12 +25,6 @@ from tree_snapshot import assert_unchanged, snapshot
 
 REPO = Path(__file__).resolve().parent.parent
 
-# Known bug (see test_refused_apply_leaves_no_trace): an apply refused after the lock is taken
-# leaves vllm/.backports/lock behind. The per-case tests tolerate exactly these two paths so that
-# they keep checking the message, the exit code and every file's bytes.
-LOCK_LEAK = frozenset({"site-0.20.0/vllm/.backports", "site-0.20.0/vllm/.backports/lock"})
-
-
 # --------------------------------------------------------------------------------------------
 # helpers
 
@@ -232,7 +226,7 @@ def test_target_file_edited_locally(home, site, tmp_path):
     data = bytearray(MOD)
     data[3] ^= 0x01
     (site / "vllm/mod.py").write_bytes(bytes(data))
-    refused(tmp_path, apply_args(site), 1, "vllm/mod.py", "edited locally", "reinstall vllm==0.20.0", allow_added=LOCK_LEAK)
+    refused(tmp_path, apply_args(site), 1, "vllm/mod.py", "edited locally", "reinstall vllm==0.20.0")
 
 
 def test_check_reports_a_local_edit_without_writing(home, site, tmp_path):
@@ -242,12 +236,12 @@ def test_check_reports_a_local_edit_without_writing(home, site, tmp_path):
 
 def test_target_file_missing(home, site, tmp_path):
     (site / "vllm/mod.py").unlink()
-    refused(tmp_path, apply_args(site), 1, "vllm/mod.py", "missing from the vLLM tree", allow_added=LOCK_LEAK)
+    refused(tmp_path, apply_args(site), 1, "vllm/mod.py", "missing from the vLLM tree")
 
 
 def test_record_of_another_build(home, site, tmp_path):
     (site / "vllm-0.20.0.dist-info/RECORD").write_text("vllm/mod.py,sha256=AAAA,1\n")
-    refused(tmp_path, apply_args(site), 1, "another build", allow_added=LOCK_LEAK)
+    refused(tmp_path, apply_args(site), 1, "another build")
 
 
 @pytest.mark.parametrize("damage", ["edited", "missing"])
@@ -322,7 +316,7 @@ def symlinked(home, tmp_path):
 
 def test_patch_path_through_a_symlink(home, symlinked, tmp_path):
     site, outside = symlinked
-    refused(tmp_path, apply_args(site), 1, "vllm/sub/x.py", "outside the vllm tree", allow_added=LOCK_LEAK)
+    refused(tmp_path, apply_args(site), 1, "vllm/sub/x.py", "outside the vllm tree")
     assert (outside / "x.py").read_bytes() == b"".join(b"x %d\n" % i for i in range(10))
 
 
@@ -338,7 +332,7 @@ def test_file_symlink_is_refused(home, site, tmp_path):
     real.write_bytes(MOD)
     (site / "vllm/mod.py").unlink()
     (site / "vllm/mod.py").symlink_to(real)
-    refused(tmp_path, apply_args(site), 1, "vllm/mod.py", "symlink", allow_added=LOCK_LEAK)
+    refused(tmp_path, apply_args(site), 1, "vllm/mod.py", "symlink")
     assert real.read_bytes() == MOD
 
 
@@ -423,7 +417,7 @@ def test_drift_is_reported_and_nothing_is_written(home, drifting, tmp_path, comm
     assert states["fix-thing"]["state"] == "drift"
     assert states["fix-thing"]["detail"].startswith("vllm/mod.py: hunk #1 at line 8: line 10 is 'x = a[i]'")
     assert result.json["summary"]["drift" if command == "check" else "failed"] == 1
-    assert_unchanged(tmp_path, before, allow_added=LOCK_LEAK if command == "apply" else frozenset())
+    assert_unchanged(tmp_path, before)
 
 
 def test_drift_detail_is_shown_verbatim(home, drifting, monkeypatch):
@@ -504,3 +498,91 @@ def test_release_with_backports_but_no_series(home, site, tmp_path):
     assert 'series = "s1"\n' in text
     toml.write_text(text.replace('series = "s1"\n', "", 1))
     refused(tmp_path, apply_args(site), 1, "0.20.0", "backports but no series")
+
+
+def test_fetch_refuses_an_unknown_backport_before_laying_out_any_file(home, tmp_path, monkeypatch):
+    # PyPI unreachable as well: the selection must be refused before anything is fetched.
+    monkeypatch.setattr("vllm_backports.pypi.INDEX", "http://127.0.0.1:9/nothing")
+    target = tmp_path / "fetched"
+    refused(tmp_path, ["--fetch", "--vllm", "0.20.0", "--target", str(target), "--only", "bogus"], 2,
+            "no backport 'bogus'")
+    assert not target.exists()
+
+
+# --------------------------------------------------------------------------------------------
+# Click's own usage errors
+
+
+@pytest.mark.parametrize("args", [["--bogus"], ["check", "--vllm", "0.20.0", "--target", "{file}"]],
+                         ids=["unknown-option", "target-is-a-file"])
+def test_click_usage_errors_are_one_json_object_with_json(tmp_path, args):
+    a_file = tmp_path / "afile"
+    a_file.write_text("")
+    args = [a.replace("{file}", str(a_file)) for a in args]
+    result = run(*args, "--json")
+    assert_one_line_error(result, 2, as_json=True)
+    human = run(*args)
+    assert human.code == 2 and human.out == "" and "Usage:" in human.err
+
+
+# --------------------------------------------------------------------------------------------
+# damaged installs
+
+
+@pytest.mark.parametrize("name, data", [("RECORD", b"vllm/mod.py,sha256=\xff\xfe,1\n"),
+                                        ("METADATA", b"Name: vllm\nVersion: 0.20.0\nSummary: \xff\n")])
+def test_undecodable_dist_info_is_one_line(home, site, tmp_path, name, data):
+    (site / "vllm-0.20.0.dist-info" / name).write_bytes(data)
+    for command in (["status"], ["check"], ["revert"], []):
+        refused(tmp_path, [*command, *apply_args(site)], 1, name, "reinstall vllm")
+
+
+def test_manifest_entry_without_an_id_is_a_corrupted_manifest(home, site, tmp_path):
+    assert run(*apply_args(site)).code == 0
+    path = site / "vllm/.backports/manifest.json"
+    manifest = json.loads(path.read_text())
+    del manifest["applied"][0]["id"]
+    path.write_text(json.dumps(manifest))
+    for command in (["status"], ["revert"], []):
+        refused(tmp_path, [*command, *apply_args(site)], 1, "corrupted manifest")
+
+
+def test_patched_files_without_a_manifest_are_not_reported_clean(home, site, tmp_path):
+    """The manifest deleted (by hand, or a backup restore) while the files stay patched: revert
+    must not say "nothing to revert" and status must not say consistent."""
+    assert run(*apply_args(site)).code == 0
+    (site / "vllm/.backports/manifest.json").unlink()
+    refused(tmp_path, ["revert", *apply_args(site)], 1, "vllm/mod.py", "edited locally", "no vllm-backports manifest")
+    status = run("status", *apply_args(site), "--json")
+    assert status.code == 1 and status.json["consistent"] is False
+    assert {f["path"]: f["state"] for f in status.json["files"]} == {"vllm/mod.py": "modified",
+                                                                     "vllm/kernels/new_kernel.py": "modified"}
+
+
+def test_status_of_a_pristine_tree_without_a_manifest_is_consistent(home, site):
+    status = run("status", *apply_args(site), "--json")
+    assert status.code == 0 and status.json["consistent"] is True and status.json["files"] == []
+
+
+# --------------------------------------------------------------------------------------------
+# local builds (vLLM's CUDA variants: 0.20.0+cu129)
+
+
+@pytest.mark.parametrize("vllm", ["0.20.0", "0.20.0+cu129", "auto"])
+def test_a_local_build_gets_its_release_series(home, tmp_path, vllm):
+    local = home.tree("0.20.0+cu129", dest=tmp_path / "site-local", files=home.pristine["0.20.0"])
+    plain = home.tree("0.20.0", dest=tmp_path / "site-plain")
+    done = run("--vllm", vllm, "--target", str(local), "--json")
+    reference = run("--vllm", "0.20.0", "--target", str(plain), "--json")
+    assert done.code == 0 and reference.code == 0, done.out
+    assert done.json["series"] == reference.json["series"] == "s1"
+    assert done.json["summary"] == reference.json["summary"]
+    assert "local build of 0.20.0" in " ".join(done.json["notes"])
+    assert (local / "vllm/mod.py").read_bytes() == (plain / "vllm/mod.py").read_bytes()
+    assert run("revert", "--target", str(local)).code == 0
+    assert (local / "vllm/mod.py").read_bytes() == MOD
+
+
+def test_a_local_build_of_another_release_is_refused(home, tmp_path):
+    local = home.tree("0.20.0+cu129", dest=tmp_path / "site-local", files=home.pristine["0.20.0"])
+    refused(tmp_path, ["--vllm", "0.21.0", "--target", str(local)], 2, "not 0.21.0", "--vllm 0.20.0")

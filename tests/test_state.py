@@ -341,3 +341,69 @@ def test_failure_during_commit_is_reported_in_one_line(home, site, monkeypatch):
     assert result.exit_code == 1
     assert not isinstance(result.exception, OSError), result.exception
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+
+
+# --------------------------------------------------------------------------------------------
+# permission bits and temporary files across a rollback
+
+
+@pytest.mark.parametrize("command", ["apply", "revert"])
+def test_killed_run_rolled_back_keeps_the_file_mode(home, site, command):
+    (site / "vllm/mod.py").chmod(0o750)
+    killed(home, site, "apply", 2)
+    assert run(command, "--vllm", "0.20.0", "--target", str(site)).code == 0
+    assert (site / "vllm/mod.py").stat().st_mode & 0o7777 == 0o750
+
+
+def test_failure_during_commit_keeps_the_file_mode(home, site, monkeypatch):
+    (site / "vllm/mod.py").chmod(0o600)
+    with monkeypatch.context() as patched:
+        _failing_replace(patched, site, FAIL_POINTS["second-target-file"])
+        assert run("--vllm", "0.20.0", "--target", str(site)).code == 1
+    assert (site / "vllm/mod.py").read_bytes() == MOD
+    assert (site / "vllm/mod.py").stat().st_mode & 0o7777 == 0o600
+
+
+def test_temporary_files_of_a_killed_run_are_removed_by_the_next(home, site):
+    """A kill between writing a temporary file and renaming it over the target leaves it behind."""
+    before = snapshot(site)
+    killed(home, site, "apply", 1)
+    strays = [site / "vllm/.mod.py.99999.tmp", site / "vllm/.backports/.manifest.json.99999.tmp"]
+    for stray in strays:
+        stray.write_bytes(b"half")
+    assert run("revert", "--vllm", "0.20.0", "--target", str(site)).code == 0
+    assert_unchanged(site, before)
+
+
+# --------------------------------------------------------------------------------------------
+# the lock file is removed by its holder, while another run waits on it
+
+
+def test_a_run_waiting_on_a_lock_file_its_holder_removed_locks_the_new_one(home, site, tmp_path):
+    # Half applied, so that both revert and apply have work to do (and so take the lock).
+    assert run("--vllm", "0.20.0", "--target", str(site), "--only", "fix-thing").code == 0
+    state = site / "vllm/.backports"
+    env = {**os.environ, "VLLM_BACKPORTS_HOME": str(home.root)}
+    with open(state / "lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        procs = []
+        for args in (["revert"], ["apply"]):  # revert finishes first and removes the lock file
+            err = open(tmp_path / f"{args[0]}.err", "w")
+            procs.append((subprocess.Popen([sys.executable, "apply.py", *args, "--vllm", "0.20.0", "--target", str(site)],
+                                           cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=err, text=True), err))
+            deadline = time.monotonic() + 30
+            while "waiting for another" not in (tmp_path / f"{args[0]}.err").read_text():
+                assert procs[-1][0].poll() is None, (tmp_path / f"{args[0]}.err").read_text()
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        fcntl.flock(held, fcntl.LOCK_UN)
+    for proc, err in procs:
+        out, _ = proc.communicate(timeout=60)
+        err.close()
+        assert proc.returncode == 0, (out, (tmp_path / "revert.err").read_text(), (tmp_path / "apply.err").read_text())
+    # Whichever ran second decided the end state; either way it is whole.
+    if (site / "vllm/.backports/manifest.json").exists():
+        assert_patched(site)
+    else:
+        assert_pristine(site)
+        assert not state.exists()

@@ -70,7 +70,25 @@ def guarded(fn):
     return wrapper
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """Click's own usage errors (a bad option, a --target that is a file) as the one JSON object
+    --json promises, instead of Click's usage text on stderr."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        argv = list(sys.argv[1:] if args is None else args)
+        if not standalone_mode or "--json" not in argv:
+            return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            return super().main(argv, prog_name, complete_var, False, **extra)
+        except click.ClickException as exc:
+            Reporter(True).error(exc.format_message(), exc.exit_code)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            Reporter(True).error("aborted", 1)
+            sys.exit(1)
+
+
+@click.group(cls=_Group, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @shared_options
 @click.version_option(__version__, prog_name="vllm-backports")
 @click.pass_context
@@ -127,10 +145,14 @@ def _nothing_backported(command: str, reporter: Reporter, tree: Tree, res: Resol
 
 def _run(command: str, reporter: Reporter, vllm, target, fetch, only, skip) -> int:
     cat = Catalogue(HOME)
+    together = {b.id: b.together_with for b in cat.backports.values()}
+    if fetch and vllm in cat.releases and cat.releases[vllm].series:
+        # Refuse a bad --only/--skip before laying the release's files out in --target.
+        engine.select(cat.series(cat.releases[vllm].series), only, skip, together)
     tree, res, info = _open(cat, reporter, vllm, target, fetch)
     if res.series is None:
         return _nothing_backported(command, reporter, tree, res, info)
-    chosen = engine.select(res.series, only, skip, {b.id: b.together_with for b in cat.backports.values()})
+    chosen = engine.select(res.series, only, skip, together)
     dry = command == "check"
     plan = _dry_run(command, reporter, tree, res, chosen) if dry else _write(command, reporter, tree, res, chosen)
     summary = _summarise(command, plan)
@@ -183,20 +205,17 @@ def _write(command: str, reporter: Reporter, tree: Tree, res: Resolution, chosen
         if not _needs_commit(plan, manifest):
             return plan
     state.check_writable(tree, list(res.series.paths))
-    try:
-        with state.locked(tree, reporter.note):
-            restored = state.recover(tree)
-            if restored:
-                reporter.note(f"rolled back an interrupted run ({', '.join(restored)} restored)")
-            manifest = state.load_manifest(tree)
-            plan = _plan(command, tree, res, manifest, chosen)
-            if restored:
-                plan.notes.append(f"rolled back an interrupted earlier run ({len(restored)} files)")
-            if _needs_commit(plan, manifest):
-                state.commit(tree, plan.changes, plan.manifest)
-            return plan
-    finally:
-        state.cleanup_if_empty(tree)
+    with state.locked(tree, reporter.note):
+        restored = state.recover(tree)
+        if restored:
+            reporter.note(f"rolled back an interrupted run ({', '.join(restored)} restored)")
+        manifest = state.load_manifest(tree)
+        plan = _plan(command, tree, res, manifest, chosen)
+        if restored:
+            plan.notes.append(f"rolled back an interrupted earlier run ({len(restored)} files)")
+        if _needs_commit(plan, manifest):
+            state.commit(tree, plan.changes, plan.manifest)
+        return plan
 
 
 def _summarise(command: str, plan: engine.Plan) -> dict:
@@ -250,6 +269,14 @@ def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> 
         now = sha256(data) if data is not None else None
         verdict = "patched" if now == entry.get("patched") else "pristine" if now == entry.get("pristine") else "modified"
         files.append({"path": path, "state": verdict})
+    if manifest is None and res.series is not None:
+        # Nothing recorded: every file the series touches must then be as the release ships it.
+        for path in res.series.paths:
+            data = tree.read(path)
+            now = sha256(data) if data is not None else None
+            expected = None if path in res.series.created else res.pristine.get(path)
+            if now != expected:
+                files.append({"path": path, "state": "modified"})
     applied = (manifest or {}).get("applied", [])
     expected = [p.backport_id for p in res.series.patches] if res.series else []
     missing = [b for b in expected if b not in {a["id"] for a in applied}]

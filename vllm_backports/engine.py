@@ -82,7 +82,8 @@ def _contents(tree: Tree, res: Resolution, manifest: dict | None, notes: list[st
         if path not in created and tree.record.get(path) != pristine:
             raise TargetError(f"{path}: this install's RECORD does not match PyPI's vLLM {res.version}; it is another build")
         if now != pristine and now != recorded.get(path, {}).get("patched"):
-            raise TargetError(f"{path}: edited locally (sha256 {now[:12]} is neither pristine nor what vllm-backports wrote); undo the edit or reinstall vllm=={res.version}")
+            unrecorded = "" if manifest else " (no vllm-backports manifest here to tell its own changes by)"
+            raise TargetError(f"{path}: edited locally (sha256 {now[:12]} is neither pristine nor what vllm-backports wrote{unrecorded}); undo the edit or reinstall vllm=={res.version}")
     if manifest and all(
         (contents[p] is None) if p in created else sha256(contents[p] or b"") == res.pristine.get(p)
         for p in res.series.paths
@@ -141,10 +142,12 @@ def plan_revert(tree: Tree, res: Resolution, manifest: dict | None, chosen: set[
                 view: dict[str, bytes | None] | None = None) -> Plan:
     notes: list[str] = []
     assert res.series is not None
+    # Also without a manifest: files that are not pristine then were changed by someone else (or
+    # the manifest was deleted), and "nothing to revert" would be a false all-clear.
+    contents, manifest = _contents(tree, res, manifest, notes, view)
     if manifest is None:
         return Plan([Outcome(p.backport_id, p.name, NOT_APPLIED) for p in res.series.patches], [], None,
-                    ["this vLLM carries no backports from vllm-backports"])
-    contents, manifest = _contents(tree, res, manifest, notes, view)
+                    notes + ["this vLLM carries no backports from vllm-backports"])
     start = dict(contents)
     ours = {a["patch"]: a for a in (manifest or {}).get("applied", [])}
     outcomes: list[Outcome] = []

@@ -26,9 +26,21 @@ def _known(cat: Catalogue) -> str:
     return f"known releases: {cat.versions[0]} .. {cat.versions[-1]}"
 
 
+def local_build_of(cat: Catalogue, version: str) -> str | None:
+    """The release a local build such as 0.20.0+cu129 (a CUDA variant from vLLM's own index) was
+    cut from, when versions.toml knows it. Its files are then checked against that release's."""
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return None
+    if v.local is None or v.is_devrelease or v.is_prerelease or v.public not in cat.releases:
+        return None
+    return v.public
+
+
 def check_requested(cat: Catalogue, requested: str) -> None:
     """Refuse a --vllm value that names no release we know, before touching any tree."""
-    if requested == "auto" or requested in cat.releases:
+    if requested == "auto" or requested in cat.releases or local_build_of(cat, requested):
         return
     if requested in cat.unpublished:
         return  # only resolvable against an installed nightly
@@ -55,12 +67,14 @@ def resolve(cat: Catalogue, tree: Tree, requested: str) -> Resolution:
     unpublished = cat.unpublished.get(requested)
     if unpublished and not (installed.startswith(unpublished.dev_prefix) and _is_nightly(installed)):
         raise UsageError(unpublished.message + f" (installed here: {installed})")
-    if requested not in ("auto", installed) and not unpublished:
-        raise UsageError(f"the vLLM here is {installed}, not {requested}; pass --vllm {installed} or --vllm auto")
-    if installed in cat.releases:
-        release = cat.releases[installed]
+    base = installed if installed in cat.releases else local_build_of(cat, installed)
+    if requested not in ("auto", installed, base) and not unpublished:
+        raise UsageError(f"the vLLM here is {installed}, not {requested}; pass --vllm {base or installed} or --vllm auto")
+    if base is not None:
+        release = cat.releases[base]
         series = cat.series(release.series) if release.series else None
-        return Resolution(installed, release, series, dict(release.files))
+        note = "" if base == installed else f"vLLM {installed} is a local build of {base}; its files are checked against {base}'s"
+        return Resolution(installed, release, series, dict(release.files), note)
     if not _is_nightly(installed):
         raise UsageError(f"vLLM {installed} is not in versions.toml ({_known(cat)})")
     return _recorded_nightly(cat, tree) or _match_nightly(cat, tree)

@@ -100,7 +100,8 @@ def parse_manifest(tree: Tree, raw: bytes, path: Path) -> dict:
         raise StateError(f"{path}: manifest format {data['format']} is newer than this tool's ({FORMAT}); upgrade vllm-backports")
     applied, files = data.get("applied"), data.get("files")
     if (not isinstance(applied, list) or not isinstance(files, dict)
-            or not all(isinstance(a, dict) and isinstance(a.get("patch"), str) for a in applied)
+            or not all(isinstance(a, dict) and isinstance(a.get("patch"), str) and isinstance(a.get("id"), str)
+                       for a in applied)
             or not all(isinstance(f, dict) for f in files.values())):
         raise StateError(f"{path}: corrupted manifest (bad applied/files); {remedy}")
     if data.get("vllm") != tree.version:
@@ -133,17 +134,58 @@ def check_writable(tree: Tree, paths: list[str]) -> None:
 
 @contextlib.contextmanager
 def locked(tree: Tree, notify: Callable[[str], None] = lambda _m: None) -> Iterator[None]:
-    tree.state_dir.mkdir(exist_ok=True)
-    with open(tree.state_dir / "lock", "a+") as fh:
+    """Hold vllm/.backports/lock. On the way out the holder removes the lock file (and the
+    directory once nothing else is left in it), so a clean tree is as pip left it. Only a holder
+    removes it: a run that waited on the removed file sees that it is gone and locks the one
+    there now, so two runs never hold different lock files at once."""
+    lock = tree.state_dir / "lock"
+    waited = False
+    while True:
+        tree.state_dir.mkdir(exist_ok=True)
+        found = lock.exists()
+        try:
+            fh = open(lock, "a+")
+        except FileNotFoundError:
+            continue  # a holder finishing just now removed the directory: make it again
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            notify(f"waiting for another vllm-backports run on {tree.root}")
+            if not waited:
+                notify(f"waiting for another vllm-backports run on {tree.root}")
+                waited = True
             fcntl.flock(fh, fcntl.LOCK_EX)
         try:
-            yield
+            current = os.stat(lock)
+        except FileNotFoundError:
+            current = None
+        mine = os.fstat(fh.fileno())
+        if current is not None and (current.st_dev, current.st_ino) == (mine.st_dev, mine.st_ino):
+            break
+        fh.close()  # the holder we waited for removed this file: lock the one there now
+    ok = False
+    try:
+        sweep_tmp(tree.state_dir)
+        yield
+        ok = True
+    finally:
+        try:
+            # A run that fails leaves a killed run's lock file as it found it: nothing is
+            # written on an error.
+            if ok or not found or not any(p.name != "lock" for p in tree.state_dir.iterdir()):
+                lock.unlink(missing_ok=True)
+                tree.state_dir.rmdir()  # only when empty
+        except OSError:
+            pass
         finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            fh.close()  # releases the lock
+
+
+def sweep_tmp(directory: Path, name: str = "*") -> None:
+    """Remove temporary files that write_atomic left when the process died before its rename.
+    Call with the lock held: no other run is writing."""
+    if directory.is_dir():
+        for tmp in directory.glob(f".{name}.*.tmp"):
+            tmp.unlink(missing_ok=True)
 
 
 def pending_journal(tree: Tree) -> Path | None:
@@ -155,6 +197,7 @@ def pending_journal(tree: Tree) -> Path | None:
 class Rollback:
     files: dict[str, bytes | None]  # path -> the bytes it had before the interrupted run
     manifest_before: str | None
+    modes: dict[str, int]  # path -> its permission bits before the run (journals since 0.2 carry them)
 
 
 def rollback_plan(tree: Tree) -> Rollback | None:
@@ -172,6 +215,7 @@ def rollback_plan(tree: Tree) -> Rollback | None:
         if not isinstance(entries, list) or not (manifest_before is None or isinstance(manifest_before, str)):
             raise unreadable
         checked = [(str(e["path"]), e["before"], e["after"]) for e in entries]
+        modes = {str(e["path"]): int(e["mode"]) for e in entries if e.get("mode") is not None}
     except (ValueError, KeyError, TypeError):
         raise unreadable from None
     backups = tree.state_dir / "txn"
@@ -193,7 +237,7 @@ def rollback_plan(tree: Tree) -> Rollback | None:
             if before is None or sha256(before) != before_sha:
                 raise StateError(f"{backups / str(n)}: backup is damaged; reinstall vllm=={tree.version}")
         files[rel] = before
-    return Rollback(files, manifest_before)
+    return Rollback(files, manifest_before, modes)
 
 
 def recover(tree: Tree) -> list[str]:
@@ -204,8 +248,14 @@ def recover(tree: Tree) -> list[str]:
     restored = []
     for rel, before in plan.files.items():
         target = tree.path(rel)
+        sweep_tmp(target.parent, target.name)
         current = target.read_bytes() if target.exists() else None
+        mode = plan.modes.get(rel)
+        if mode is None and target.exists():
+            mode = target.stat().st_mode & 0o7777  # commit kept it: the file's mode before the run
         if current == before:
+            if before is not None and mode is not None and target.stat().st_mode & 0o7777 != mode:
+                os.chmod(target, mode)
             if before is None:
                 remove_file(target, tree.root / "vllm")  # directories made for it go too
             continue
@@ -213,7 +263,7 @@ def recover(tree: Tree) -> list[str]:
         if before is None:
             remove_file(target, tree.root / "vllm")
         else:
-            write_atomic(target, before)
+            write_atomic(target, before, mode)
             remove_pycache(target)
     manifest = tree.state_dir / MANIFEST
     if plan.manifest_before is None:
@@ -222,18 +272,6 @@ def recover(tree: Tree) -> list[str]:
         write_atomic(manifest, plan.manifest_before.encode())
     _finish(tree)
     return restored
-
-
-def cleanup_if_empty(tree: Tree) -> None:
-    """Remove vllm/.backports when it holds nothing but the lock: the tree is as pip left it."""
-    state = tree.state_dir
-    if not state.is_dir() or any(p.name != "lock" for p in state.iterdir()):
-        return
-    (state / "lock").unlink(missing_ok=True)
-    try:
-        state.rmdir()
-    except OSError:
-        pass
 
 
 def _finish(tree: Tree) -> None:
@@ -267,8 +305,10 @@ def commit(tree: Tree, changes: list[Change], manifest: dict | None) -> None:
     for n, change in enumerate(changes):
         if change.before is not None:
             write_atomic(backups / str(n), change.before)
+        target = tree.path(change.path)
         journal["files"].append({
             "path": change.path,
+            "mode": target.stat().st_mode & 0o7777 if change.before is not None else None,
             "before": sha256(change.before) if change.before is not None else None,
             "after": sha256(change.after) if change.after is not None else None,
         })

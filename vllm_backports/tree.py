@@ -4,6 +4,8 @@ importing vllm), a site-packages or extracted-wheel directory, or a tree materia
 
 from __future__ import annotations
 
+import binascii
+import csv
 import importlib.metadata
 import os
 from dataclasses import dataclass
@@ -62,6 +64,8 @@ def _version_of(dist_info: Path) -> str:
                 return line.split(":", 1)[1].strip()
     except FileNotFoundError:
         pass
+    except UnicodeDecodeError:
+        raise TargetError(f"{dist_info / 'METADATA'}: not UTF-8 text; the install is damaged, reinstall vllm") from None
     raise TargetError(f"{dist_info}: no METADATA with a Version line")
 
 
@@ -76,6 +80,8 @@ def open_tree(root: Path) -> Tree:
         record = parse_record((dist_info / "RECORD").read_bytes())
     except FileNotFoundError:
         raise TargetError(f"{dist_info}: no RECORD, so the pristine files cannot be verified") from None
+    except (UnicodeDecodeError, csv.Error, binascii.Error) as exc:
+        raise TargetError(f"{dist_info / 'RECORD'}: unreadable ({exc.__class__.__name__}); the install is damaged, reinstall vllm") from None
     return Tree(root=root, version=_version_of(dist_info), record=record)
 
 
