@@ -71,6 +71,14 @@ def test_smoke_passes_when_every_backport_is_applied(tmp_path):
     assert ok.returncode == 0, ok.stderr
 
 
+def test_smoke_takes_a_local_build_of_the_release_but_not_another_release(tmp_path):
+    applied = [{"id": b} for b in CAT.releases["0.20.0"].backports]
+    local = _smoke(tmp_path, {"vllm": "0.20.0+cu129", "consistent": True, "applied": applied})
+    assert local.returncode == 0, local.stderr
+    other = _smoke(tmp_path, {"vllm": "0.20.1+cu129", "consistent": True, "applied": applied})
+    assert other.returncode == 1 and "status is for vLLM 0.20.1+cu129, not 0.20.0" in other.stderr
+
+
 def test_smoke_fails_on_a_missing_backport_or_inconsistent_files(tmp_path):
     missing = _smoke(tmp_path, {"vllm": "0.20.0", "consistent": True, "applied": []})
     assert missing.returncode == 1 and "turboquant-spec-decode is not applied" in missing.stderr
