@@ -83,24 +83,48 @@ def describe(version: str, series_name: str) -> None:
 @click.option("--name", default="", help="Name of the new series (default: VERSION).")
 @click.option("--write", is_flag=True, help="Write backports/NAME/ (otherwise print the diffs).")
 def port(series_name: str, version: str, name: str, write: bool) -> None:
-    """Carry SERIES_NAME to VERSION: relocate hunks, regenerate exact diffs, list hand work."""
+    """Carry SERIES_NAME to VERSION: relocate hunks, regenerate exact diffs, list hand work.
+    Backports upstream by VERSION (their upstream_in) are left out of the new series."""
+    from packaging.version import Version
+
+    from .hunks import Mismatch
+    from .port import advance
+
     cat = Catalogue(HOME)
     series = cat.series(series_name)
+    target = HOME / "backports" / (name or version)
+    if write and target.exists():
+        raise BackportError(f"{target} exists: remove it first, or name the new series with --name")
     info = read_release(version, list(series.paths))
-    out: dict[str, bytes] = {"series": (series.root / "series").read_bytes()}
+    contents = dict(info["files"])  # as the patches before the current one leave them
+    out: dict[str, bytes] = {}
+    left_out: set[str] = set()
     failed = False
     for patch in series.patches:
+        upstream_in = cat.backports[patch.backport_id].upstream_in
+        if upstream_in and Version(version) >= Version(upstream_in):
+            click.echo(f"left out: {patch.name}: {patch.backport_id} is upstream from {upstream_in}", err=True)
+            left_out.add(patch.name)
+            continue
         data = (series.root / patch.name).read_bytes()
-        new, problems = port_patch(data, patch, info["files"])
+        new, problems = port_patch(data, patch, contents)
         for p in problems:
             failed = True
             click.echo(f"hand work: {patch.name}: {p.path} hunk #{p.hunk}: {p.reason}", err=True)
-        if new is not None:
-            parse(new, patch.name)  # what we write must parse
-            out[patch.name] = new
+        if new is None:
+            continue
+        after = advance(contents, parse(new, patch.name))  # what we write must parse and apply
+        if isinstance(after, Mismatch):
+            failed = True
+            click.echo(f"hand work: {patch.name}: the ported patch does not apply after the ones before it: {after}", err=True)
+            continue
+        contents = after
+        out[patch.name] = new
     if failed:
         sys.exit(1)
-    target = HOME / "backports" / (name or version)
+    kept = [line for line in (series.root / "series").read_text().splitlines(keepends=True)
+            if line.strip() not in left_out]
+    out = {"series": "".join(kept).encode(), **out}
     for fname, data in out.items():
         if write:
             target.mkdir(parents=True, exist_ok=True)
@@ -208,6 +232,40 @@ def matrix_json(kind: str) -> None:
     click.echo(json.dumps(data, separators=(",", ":")))
 
 
+def classify(series, pristine: dict[str, bytes]) -> list[dict]:
+    """Each backport of `series` against a release's pristine files: clean, upstream, port (the
+    context moved) or drift. Patches are checked in order, each against the files the ones before
+    it would leave."""
+    from .hunks import Mismatch, apply_file
+    from .port import relocate
+
+    files = dict(pristine)
+    outcomes = []
+    for patch in series.patches:
+        state, detail = "clean", ""
+        for fpatch in patch.files:
+            content = files.get(fpatch.path)
+            if content is None and not fpatch.creates:
+                state, detail = "drift", f"{fpatch.path} is gone"
+                break
+            forward = apply_file(content, fpatch)
+            if not isinstance(forward, Mismatch):
+                files[fpatch.path] = forward
+                continue
+            if not isinstance(apply_file(content, fpatch.reversed()), Mismatch):
+                state, detail = "upstream", f"{fpatch.path} already carries the change"
+                continue
+            moved, problems = relocate(content or b"", fpatch)
+            if moved is not None:
+                files[fpatch.path] = apply_file(content, moved)
+                state, detail = "port", f"{fpatch.path}: context moved; `maint port` carries it"
+            else:
+                state, detail = "drift", "; ".join(f"{p.path} hunk #{p.hunk}: {p.reason}" for p in problems)
+                break
+        outcomes.append({"id": patch.backport_id, "state": state, "detail": detail})
+    return outcomes
+
+
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 def watch(as_json: bool) -> None:
@@ -216,9 +274,6 @@ def watch(as_json: bool) -> None:
 
     from packaging.version import Version
 
-    from .hunks import Mismatch, apply_file
-    from .port import relocate
-
     cat = Catalogue(HOME)
     session = requests.Session()
     response = session.get(INDEX, timeout=30)
@@ -226,30 +281,12 @@ def watch(as_json: bool) -> None:
     newest = Version(cat.versions[-1])
     new = sorted((v for v, files in response.json()["releases"].items()
                   if files and not Version(v).is_prerelease and Version(v) > newest), key=Version)
-    series = cat.series(cat.releases[cat.versions[-1]].series)
+    # The newest series, even when the newest release needs none.
+    series = cat.series(next(cat.releases[v].series for v in reversed(cat.versions) if cat.releases[v].series))
     report = []
     for version in new:
         info = read_release(version, list(series.paths))
-        outcomes = []
-        for patch in series.patches:
-            state, detail = "clean", ""
-            for fpatch in patch.files:
-                content = info["files"].get(fpatch.path)
-                if content is None and not fpatch.creates:
-                    state, detail = "drift", f"{fpatch.path} is gone"
-                    break
-                if not isinstance(apply_file(content, fpatch), Mismatch):
-                    continue
-                if not isinstance(apply_file(content, fpatch.reversed()), Mismatch):
-                    state, detail = "upstream", f"{fpatch.path} already carries the change"
-                    continue
-                moved, problems = relocate(content or b"", fpatch)
-                if moved is not None:
-                    state, detail = "port", f"{fpatch.path}: context moved; `maint port` carries it"
-                else:
-                    state, detail = "drift", "; ".join(f"{p.path} hunk #{p.hunk}: {p.reason}" for p in problems)
-                    break
-            outcomes.append({"id": patch.backport_id, "state": state, "detail": detail})
+        outcomes = classify(series, info["files"])
         report.append({"vllm": version, "torch": info["torch"], "series_checked": series.name, "backports": outcomes})
     if as_json:
         click.echo(json.dumps({"newest_known": str(newest), "releases": report}, indent=2))

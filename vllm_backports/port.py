@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from .hunks import Mismatch, apply_file
 from .patchfile import FilePatch, Hunk, Patch
 
 
@@ -102,3 +103,18 @@ def port(patch_bytes: bytes, patch: Patch, contents: dict[str, bytes]) -> tuple[
     if problems:
         return None, problems
     return format_patch(header_of(patch_bytes), tuple(files)), []
+
+
+def advance(contents: dict[str, bytes], patch: Patch) -> dict[str, bytes] | Mismatch:
+    """The files after `patch`: a series numbers each patch against the files the ones before it
+    left (as the engine applies them), not against the pristine release."""
+    out = dict(contents)
+    for fpatch in patch.files:
+        result = apply_file(out.get(fpatch.path), fpatch)
+        if isinstance(result, Mismatch):
+            return result
+        if result is None:
+            out.pop(fpatch.path, None)
+        else:
+            out[fpatch.path] = result
+    return out
