@@ -174,3 +174,43 @@ def test_digests_report_a_missing_tag_in_one_line_and_write_nothing(tmp_path, mo
     result = CliRunner().invoke(maint.main, ["digests", "--write"])
     assert result.exit_code != 0 and "no such tag in the registry" in str(result.exception or result.output)
     assert (home / "versions.toml").read_text() == before
+
+
+def test_rehash_pins_added_files_drops_deleted_ones_and_reads_any_key_form(tmp_path, monkeypatch):
+    home = _copy(tmp_path, monkeypatch)
+    toml = home / "versions.toml"
+    text = toml.read_text()
+    table = '[series."0.33.0".files]\n'
+    body = text[text.index(table):].split("\n\n", 1)[0]
+    # A bare key, a placeholder and a comment; a new patch on disk; a pinned file deleted.
+    old_pin = body.split('"0001-turboquant-spec-decode.patch" = "')[1].split('"')[0]
+    edited = body.replace('"series" = ', "series = ").replace(f'"{old_pin}"', '"TODO"  # why')
+    toml.write_text(text.replace(body, edited.rstrip("\n")))  # and no newline at the end of the file
+    (home / "backports/0.33.0/0002-extra.patch").write_bytes(b"new\n")
+    (home / "backports/0.32.0/0001-turboquant-spec-decode.patch").unlink()
+    drift = CliRunner().invoke(maint.main, ["rehash"])
+    assert drift.exit_code == 1 and "0002-extra.patch" in drift.output
+    assert CliRunner().invoke(maint.main, ["rehash", "--write"]).exit_code == 0
+    again = CliRunner().invoke(maint.main, ["rehash"])
+    assert again.exit_code == 0, again.output  # current now
+    import tomllib
+
+    from vllm_backports.catalogue import sha256
+
+    pins = tomllib.loads(toml.read_text())["series"]
+    folder = home / "backports/0.33.0"
+    assert pins["0.33.0"]["files"] == {f.name: sha256(f.read_bytes()) for f in folder.iterdir()}
+    assert "0001-turboquant-spec-decode.patch" not in pins["0.32.0"]["files"]
+    assert f'"0001-turboquant-spec-decode.patch" = "{pins["0.33.0"]["files"]["0001-turboquant-spec-decode.patch"]}"  # why' \
+        in toml.read_text()
+
+
+def test_describe_gives_a_new_release_a_digest_line_for_digests_to_pin(monkeypatch):
+    from types import SimpleNamespace
+
+    wheel = SimpleNamespace(filename="vllm-0.34.0-cp38-abi3-manylinux_2_28_x86_64.whl", sha256="ab")
+    monkeypatch.setattr(maint, "read_release", lambda v, paths: {"torch": "2.14.0", "wheel": wheel,
+                                                                 "record_sha256": "cd", "hashes": {}})
+    result = CliRunner().invoke(maint.main, ["describe", "0.34.0"])
+    assert result.exit_code == 0, result.output
+    assert "\nimage_digests = {}" in result.output

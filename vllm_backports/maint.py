@@ -18,6 +18,7 @@ from .patchfile import parse
 from .port import port as port_patch
 from .pypi import INDEX, WheelReader, release_files
 from .record import parse_record
+from .state import write_atomic
 
 HOME = Path(__file__).resolve().parent.parent
 
@@ -71,6 +72,7 @@ def describe(version: str, series_name: str) -> None:
         f'record_sha256 = "{info["record_sha256"]}"',
         f'series = "{series_name}"',
         f'image = "vllm/vllm-openai:v{version}"',
+        "image_digests = {}  # `maint digests --write` pins them",
         f'[releases."{version}".files]',
         *(f'"{p}" = "{info["hashes"][p]}"' for p in paths if p in info["hashes"]),
     ]
@@ -137,17 +139,54 @@ def port(series_name: str, version: str, name: str, write: bool) -> None:
 @main.command()
 @click.option("--write", is_flag=True, help="Rewrite versions.toml (otherwise show the diff, exit 1 on drift).")
 def rehash(write: bool) -> None:
-    """Re-pin the sha256 of every backport file in versions.toml."""
+    """Pin the sha256 of every file in each series' directory in versions.toml: re-pin edited
+    ones, add new ones, drop deleted ones (tables `[series."S".files]`)."""
     path = HOME / "versions.toml"
     text = path.read_text()
+    _write_or_diff(path, text, repin(text, HOME / "backports"), write, "backport hashes are current")
 
-    def pin(series: str, line: str) -> str:
-        fm = re.match(r'^"([^"]+)" = "([0-9a-f]*)"', line)
-        file = HOME / "backports" / series / fm.group(1) if fm else None
-        return f'"{fm.group(1)}" = "{sha256(file.read_bytes())}"\n' if file and file.exists() else line
 
-    new = _edit_tables(text, r'^\[series\."([^"]+)"\.files\]', pin)
-    _write_or_diff(path, text, new, write, "backport hashes are current")
+PIN = re.compile(r'^\s*(?:"([^"]+)"|([A-Za-z0-9_.-]+))\s*=\s*"([^"]*)"\s*(#.*)?$')
+
+
+def repin(text: str, backports: Path) -> str:
+    out: list[str] = []
+    lines = text.splitlines(keepends=True)
+    i = 0
+    while i < len(lines):
+        out.append(lines[i])
+        m = re.match(r'^\[series\."([^"]+)"\.files\]', lines[i])
+        i += 1
+        if not m:
+            continue
+        folder = backports / m.group(1)
+        on_disk = sorted(f.name for f in folder.iterdir() if f.is_file() and not f.name.startswith(".")) \
+            if folder.is_dir() else []
+        body: list[str] = []
+        while i < len(lines) and not lines[i].startswith("["):
+            body.append(lines[i])
+            i += 1
+        pinned, kept = set(), []
+        for line in body:
+            pm = PIN.match(line.rstrip("\n"))
+            if not pm:
+                kept.append(line)  # blank lines and comments stay
+                continue
+            name = pm.group(1) or pm.group(2)
+            if name not in on_disk:
+                continue  # the file is gone: so is its pin
+            pinned.add(name)
+            comment = f"  {pm.group(4)}" if pm.group(4) else ""
+            kept.append(f'"{name}" = "{sha256((folder / name).read_bytes())}"{comment}\n')
+        # New files go after the last pin, before the blank lines that end the table.
+        tail = len(kept)
+        while tail and not kept[tail - 1].strip():
+            tail -= 1
+        added = [f'"{name}" = "{sha256((folder / name).read_bytes())}"\n' for name in on_disk if name not in pinned]
+        if added and tail and not kept[tail - 1].endswith("\n"):
+            kept[tail - 1] += "\n"  # the table ended the file without a newline
+        out.extend(kept[:tail] + added + kept[tail:])
+    return "".join(out)
 
 
 def _edit_tables(text: str, header: str, edit) -> str:
@@ -340,7 +379,7 @@ def _write_or_diff(path: Path, old: str, new: str, write: bool, current: str) ->
     click.echo("".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), path.name, path.name)))
     if not write:
         sys.exit(1)
-    path.write_text(new)
+    write_atomic(path, new.encode())  # a full disk must not leave half a versions.toml
 
 
 if __name__ == "__main__":
