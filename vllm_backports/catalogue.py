@@ -25,6 +25,7 @@ SERIES_KEYS = {"releases", "files"}
 BACKPORT_KEYS = {"title", "bug", "origin", "upstream_in", "releases", "together_with"}
 ARCH_KEYS = {"platforms", "gpus", "gdn_prefill_backend", "why"}
 VARIANT_KEYS = {"tag_suffix", "since", "why"}
+PLATFORMS = ("linux/amd64", "linux/arm64")  # what the GPU smoke runners run (images.RUNNER_ARCH)
 
 
 def sha256(data: bytes) -> str:
@@ -37,6 +38,33 @@ def _unknown(keys, allowed: set[str], where: str) -> None:
             hint = difflib.get_close_matches(key, allowed, n=1)
             extra = f" (did you mean {hint[0]!r}?)" if hint else ""
             raise CatalogueError(f"versions.toml: unknown key {key!r} in {where}{extra}")
+
+
+_MISSING = object()
+
+
+def _field(raw: dict, key: str, kind: type, where: str, default=_MISSING):
+    """raw[key], checked against its type: a typo in versions.toml is one line, not a traceback."""
+    value = raw.get(key, _MISSING)
+    if value is _MISSING:
+        if default is _MISSING:
+            raise CatalogueError(f"versions.toml: {where} lacks {key!r}")
+        return default
+    if kind is list:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise CatalogueError(f"versions.toml: {where}: {key} must be a list of strings, not {value!r}")
+        return tuple(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise CatalogueError(f"versions.toml: {where}: {key} must be {kind.__name__}, not {value!r}")
+    return value
+
+
+def _version(value: str, where: str) -> str:
+    try:
+        Version(value)
+    except InvalidVersion:
+        raise CatalogueError(f"versions.toml: {where}: {value!r} is not a version") from None
+    return value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,28 +164,45 @@ class Catalogue:
         self.backports = {k: self._backport(k, v) for k, v in self.data.get("backports", {}).items()}
         self.releases = {k: self._release(k, v) for k, v in self.data.get("releases", {}).items()}
         self.unpublished = {
-            k: Unpublished(version=k, message=v["message"], dev_prefix=v["dev_prefix"])
+            k: Unpublished(version=k, message=_field(v, "message", str, f"[unpublished.\"{k}\"]"),
+                           dev_prefix=_field(v, "dev_prefix", str, f"[unpublished.\"{k}\"]"))
             for k, v in self.data.get("unpublished", {}).items()
         }
+        for name, raw in self.data.get("series", {}).items():
+            where = f"[series.\"{name}\"]"
+            _unknown(raw, SERIES_KEYS, where)
+            _field(raw, "releases", list, where)
+            _field(raw, "files", dict, where)
         self._series_cache: dict[str, Series] = {}
 
     def _arch(self, key: str, raw: dict) -> "Arch":
-        _unknown(raw, ARCH_KEYS, f"[arches.{key}]")
-        return Arch(name=key, platforms=tuple(raw["platforms"]), gpus=raw["gpus"],
-                    gdn_prefill_backend=raw["gdn_prefill_backend"], why=raw["why"])
+        where = f"[arches.{key}]"
+        _unknown(raw, ARCH_KEYS, where)
+        platforms = _field(raw, "platforms", list, where)
+        for platform in platforms:
+            if platform not in PLATFORMS:
+                raise CatalogueError(f"versions.toml: {where}: no GPU runner for platform {platform!r} ({', '.join(PLATFORMS)})")
+        return Arch(name=key, platforms=platforms, gpus=_field(raw, "gpus", str, where),
+                    gdn_prefill_backend=_field(raw, "gdn_prefill_backend", str, where), why=_field(raw, "why", str, where))
 
     def _variant(self, key: str, raw: dict) -> Variant:
-        _unknown(raw, VARIANT_KEYS, f"[variants.{key}]")
-        return Variant(name=key, tag_suffix=raw["tag_suffix"], since=raw["since"], why=raw["why"])
+        where = f"[variants.{key}]"
+        _unknown(raw, VARIANT_KEYS, where)
+        return Variant(name=key, tag_suffix=_field(raw, "tag_suffix", str, where),
+                       since=_version(_field(raw, "since", str, where), where), why=_field(raw, "why", str, where))
 
     def variants_of(self, version: str) -> list[Variant | None]:
         """The plain image (None) and every variant published for this release."""
         return [None, *(v for v in self.variants.values() if Version(version) >= Version(v.since))]
 
     def _backport(self, key: str, raw: dict) -> Backport:
-        _unknown(raw, BACKPORT_KEYS, f"[backports.{key}]")
-        return Backport(id=key, title=raw["title"], bug=raw["bug"], origin=raw.get("origin", ""),
-                        upstream_in=raw.get("upstream_in", ""), together_with=tuple(raw.get("together_with", ())))
+        where = f"[backports.{key}]"
+        _unknown(raw, BACKPORT_KEYS, where)
+        upstream_in = _field(raw, "upstream_in", str, where, "")
+        return Backport(id=key, title=_field(raw, "title", str, where), bug=_field(raw, "bug", str, where),
+                        origin=_field(raw, "origin", str, where, ""),
+                        upstream_in=upstream_in and _version(upstream_in, where),
+                        together_with=_field(raw, "together_with", list, where, ()))
 
     def _release(self, key: str, raw: dict) -> Release:
         _unknown(raw, RELEASE_KEYS, f"[releases.\"{key}\"]")
@@ -165,14 +210,17 @@ class Catalogue:
             Version(key)
         except InvalidVersion:
             raise CatalogueError(f"versions.toml: {key!r} is not a version") from None
+        where = f"[releases.\"{key}\"]"
+        series = _field(raw, "series", str, where, "")
         release = Release(
-            version=key, torch=raw["torch"], cuda=raw["cuda"], wheel=raw["wheel"],
-            wheel_sha256=raw["wheel_sha256"], record_sha256=raw["record_sha256"],
-            series=raw.get("series", ""), backports=tuple(raw.get("backports", ())),
-            upstream=tuple(raw.get("upstream", ())), bugs=tuple(raw.get("bugs", ())),
-            image=raw.get("image", ""), image_digests=dict(raw.get("image_digests", {})),
-            files=dict(raw.get("files", {})),
-            verified=raw.get("verified", "applies cleanly, CPU-tested" if raw.get("series") else "-"),
+            version=key, torch=_field(raw, "torch", str, where), cuda=_field(raw, "cuda", int, where),
+            wheel=_field(raw, "wheel", str, where), wheel_sha256=_field(raw, "wheel_sha256", str, where),
+            record_sha256=_field(raw, "record_sha256", str, where),
+            series=series, backports=_field(raw, "backports", list, where, ()),
+            upstream=_field(raw, "upstream", list, where, ()), bugs=_field(raw, "bugs", list, where, ()),
+            image=_field(raw, "image", str, where, ""), image_digests=dict(_field(raw, "image_digests", dict, where, {})),
+            files=dict(_field(raw, "files", dict, where, {})),
+            verified=_field(raw, "verified", str, where, "applies cleanly, CPU-tested" if series else "-"),
         )
         for bid in release.backports + release.upstream:
             if bid not in self.backports:
