@@ -102,8 +102,9 @@ def test_watch_classifies_a_new_release(monkeypatch):
 class FakeRegistry:
     """Docker Hub's token and manifest endpoints, for one index per tag."""
 
-    def __init__(self, platforms: dict[str, list[str]]):
+    def __init__(self, platforms: dict[str, list[str]], single: frozenset[str] = frozenset()):
         self.platforms = platforms
+        self.single = single  # tags served as one image manifest, its platform in the config blob
         self.asked: list[str] = []
 
     def get(self, url, params=None, headers=None, timeout=None):
@@ -116,15 +117,23 @@ class FakeRegistry:
             response.status_code, response._content = 200, b'{"token": "t"}'
             return response
         tag = url.rsplit("/", 1)[1]
+        if "/blobs/" in url:
+            os_name, arch = self.platforms[tag.removeprefix("sha256:cfg-")][0].split("/")
+            response.status_code = 200
+            response._content = jsonlib.dumps({"os": os_name, "architecture": arch}).encode()
+            return response
         self.asked.append(tag)
         assert headers["Authorization"] == "Bearer t" and "manifest.list" in headers["Accept"]
         if tag not in self.platforms:
             response.status_code, response._content = 404, b"{}"
             return response
-        manifests = [{"platform": {"os": "linux", "architecture": p.split("/")[1]}} for p in self.platforms[tag]]
-        manifests.append({"platform": {"os": "unknown", "architecture": "unknown"}})  # an attestation
         response.status_code = 200
-        response._content = jsonlib.dumps({"manifests": manifests}).encode()
+        if tag in self.single:
+            response._content = jsonlib.dumps({"config": {"digest": f"sha256:cfg-{tag}"}, "layers": []}).encode()
+        else:
+            manifests = [{"platform": {"os": "linux", "architecture": p.split("/")[1]}} for p in self.platforms[tag]]
+            manifests.append({"platform": {"os": "unknown", "architecture": "unknown"}})  # an attestation
+            response._content = jsonlib.dumps({"manifests": manifests}).encode()
         response.headers["Docker-Content-Digest"] = "sha256:" + tag.encode().hex().ljust(64, "0")[:64]
         return response
 
@@ -214,3 +223,17 @@ def test_describe_gives_a_new_release_a_digest_line_for_digests_to_pin(monkeypat
     result = CliRunner().invoke(maint.main, ["describe", "0.34.0"])
     assert result.exit_code == 0, result.output
     assert "\nimage_digests = {}" in result.output
+
+
+def test_digests_read_a_single_platform_image_from_its_config(tmp_path, monkeypatch):
+    """An amd64-only tag served as one image manifest, not an index: fine for Ampere, a missing
+    arm64 for Hopper."""
+    home = _copy(tmp_path, monkeypatch)
+    tags = _served_tags()
+    platforms = {t: ["linux/amd64"] if t == "v0.20.0" else ["linux/amd64", "linux/arm64"] for t in tags}
+    fake = FakeRegistry(platforms, single=frozenset({"v0.20.0"}))
+    monkeypatch.setattr("requests.Session.get", lambda self, *a, **k: fake.get(*a, **k))
+    result = CliRunner().invoke(maint.main, ["digests"])
+    assert result.exit_code == 1
+    assert "vllm/vllm-openai:v0.20.0 has no linux/arm64 image (v0-20-0-hopper builds it)" in result.output
+    assert "v0.20.0 has no linux/amd64" not in result.output

@@ -20,7 +20,7 @@ MANIFEST_TYPES = ("application/vnd.oci.image.manifest.v1+json", "application/vnd
 class TagInfo:
     image: str  # repository:tag as asked
     digest: str  # of the index (multi-platform) or of the single manifest
-    platforms: tuple[str, ...]  # "linux/amd64", ...; a single manifest reports none
+    platforms: tuple[str, ...]  # "linux/amd64", ...: an index's entries, or a single image's own
 
 
 def split(image: str) -> tuple[str, str]:
@@ -36,8 +36,9 @@ def read_tag(session: requests.Session, image: str) -> TagInfo:
         token = session.get(AUTH, params={"service": "registry.docker.io", "scope": f"repository:{repo}:pull"},
                             timeout=30)
         token.raise_for_status()
-        response = session.get(f"{REGISTRY}/v2/{repo}/manifests/{tag}", timeout=30, headers={
-            "Authorization": f"Bearer {token.json()['token']}", "Accept": ", ".join(INDEX_TYPES + MANIFEST_TYPES)})
+        auth = {"Authorization": f"Bearer {token.json()['token']}"}
+        response = session.get(f"{REGISTRY}/v2/{repo}/manifests/{tag}", timeout=30,
+                               headers={**auth, "Accept": ", ".join(INDEX_TYPES + MANIFEST_TYPES)})
     except requests.RequestException as exc:
         raise BackportError(f"cannot reach the registry for {image}: {exc}") from None
     if response.status_code == 404:
@@ -48,6 +49,15 @@ def read_tag(session: requests.Session, image: str) -> TagInfo:
     if not digest.startswith("sha256:"):
         raise BackportError(f"{image}: the registry sent no content digest")
     body = response.json()
+    if "manifests" not in body and "config" in body:
+        # A single-platform image: its platform is in the config blob, not in the manifest.
+        try:
+            config = session.get(f"{REGISTRY}/v2/{repo}/blobs/{body['config']['digest']}", timeout=30, headers=auth)
+            config.raise_for_status()
+            raw = config.json()
+        except (requests.RequestException, ValueError, KeyError) as exc:
+            raise BackportError(f"{image}: cannot read the image's config from the registry: {exc}") from None
+        return TagInfo(image, digest, (f"{raw.get('os')}/{raw.get('architecture')}",))
     platforms = tuple(sorted(
         f"{m['platform']['os']}/{m['platform']['architecture']}" for m in body.get("manifests", [])
         # Indexes also list attestation manifests, whose platform is unknown/unknown.
