@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,27 @@ def test_a_typo_in_versions_toml_is_one_line(tmp_path, old, new, message):
     with pytest.raises(CatalogueError) as caught:
         Catalogue(tmp_path)
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_each_release_lists_exactly_the_backports_its_series_applies(tmp_path):
+    for version in CAT.versions:
+        CAT.check_release_series(version)
+    text = (REPO / "versions.toml").read_text()
+    old = 'series = "0.33.0"\nbackports = ["turboquant-spec-decode"]'
+    assert old in text
+    (tmp_path / "versions.toml").write_text(text.replace(old, 'series = "0.33.0"\nbackports = ["gdn-spec-state"]'))
+    shutil.copytree(REPO / "backports", tmp_path / "backports")
+    with pytest.raises(CatalogueError, match="lists backports gdn-spec-state, but series 0.33.0 applies turboquant-spec-decode"):
+        Catalogue(tmp_path).check_release_series("0.33.0")
+
+
+def test_a_series_file_listing_a_patch_twice_is_refused(tmp_path):
+    shutil.copy(REPO / "versions.toml", tmp_path / "versions.toml")
+    shutil.copytree(REPO / "backports", tmp_path / "backports")
+    series = tmp_path / "backports/0.33.0/series"
+    series.write_text(series.read_text() + "0001-turboquant-spec-decode.patch\n")
+    from vllm_backports.maint import repin
+
+    (tmp_path / "versions.toml").write_text(repin((tmp_path / "versions.toml").read_text(), tmp_path / "backports"))
+    with pytest.raises(CatalogueError, match="lists 0001-turboquant-spec-decode.patch twice"):
+        Catalogue(tmp_path).series("0.33.0")

@@ -231,6 +231,17 @@ class Catalogue:
             raise CatalogueError(f"versions.toml: release {key} lists backports but no series")
         return release
 
+    def check_release_series(self, version: str) -> None:
+        """A release's `backports` are exactly what its series applies (the support matrix and
+        the image smoke test read the list; the engine applies the series)."""
+        release = self.releases[version]
+        if not release.series:
+            return
+        applied = [p.backport_id for p in self.series(release.series).patches]
+        if sorted(release.backports) != sorted(applied):
+            raise CatalogueError(f"versions.toml: release {version} lists backports {', '.join(release.backports) or '-'}, "
+                                 f"but series {release.series} applies {', '.join(applied) or '-'}")
+
     @cached_property
     def versions(self) -> list[str]:
         return sorted(self.releases, key=Version)
@@ -266,6 +277,8 @@ class Catalogue:
             raise CatalogueError(f"backports/{name}: no series file")
         order = [ln.split("#", 1)[0].strip() for ln in contents["series"].decode().splitlines()]
         order = [ln for ln in order if ln]
+        for fname in {f for f in order if order.count(f) > 1}:
+            raise CatalogueError(f"backports/{name}/series lists {fname} twice")
         patches = []
         for fname in order:
             if fname not in contents:

@@ -210,6 +210,7 @@ def render_matrix(cat: Catalogue) -> str:
     rows = ["| vLLM | torch / CUDA | series | backports | fixed upstream | known bugs, no backport yet | verification |",
             "|---|---|---|---|---|---|---|"]
     for v in cat.versions:
+        cat.check_release_series(v)  # the matrix shows the list: it must be what the series applies
         r = cat.releases[v]
         rows.append(f"| {v} | {r.torch} / {r.cuda} | {r.series or '-'} | {', '.join(r.backports) or '-'} | "
                     f"{', '.join(r.upstream) or '-'} | {', '.join(r.bugs) or '-'} | {r.verified} |")
