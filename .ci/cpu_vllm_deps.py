@@ -2,13 +2,16 @@
 
   python cpu_vllm_deps.py requires          vLLM's plain requirements (no extras), one a line
   python cpu_vllm_deps.py pins REPORT       name==version of a pip --report resolution, less GPU
-                                            libraries, kernels and their bindings
+                                            libraries, kernels and their bindings (triton too,
+                                            unless CPU_TRITON=1: its interpreter runs kernels on
+                                            the CPU for tests/release/test_*_interpreted.py)
 """
 
 from __future__ import annotations
 
 import importlib.metadata as md
 import json
+import os
 import re
 import sys
 
@@ -30,13 +33,18 @@ def requires() -> list[str]:
     return out
 
 
-def pins(report: str) -> list[str]:
+def pins(report: str, keep_triton: bool = False) -> list[str]:
     with open(report) as f:
         items = json.load(f)["install"]
-    return [f"{i['metadata']['name']}=={i['metadata']['version']}" for i in items
-            if not GPU.match(i["metadata"]["name"])]
+    kept = []
+    for i in items:
+        name = i["metadata"]["name"]
+        if not GPU.match(name) or (keep_triton and name.lower() == "triton"):
+            kept.append(f"{name}=={i['metadata']['version']}")
+    return kept
 
 
 if __name__ == "__main__":
-    lines = requires() if sys.argv[1] == "requires" else pins(sys.argv[2])
+    keep = os.environ.get("CPU_TRITON") == "1"
+    lines = requires() if sys.argv[1] == "requires" else pins(sys.argv[2], keep_triton=keep)
     print("\n".join(lines))

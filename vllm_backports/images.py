@@ -104,10 +104,12 @@ def ci_matrix(cat: Catalogue) -> dict:
     return {"include": [{"vllm": v, "series": cat.releases[v].series or "none"} for v in cat.versions]}
 
 
-# The CPU builder test of each backport that has one (tests/release/).
-BUILDER_TESTS = {"gdn-spec-state": "tests/release/test_gdn_routing.py",
-                 "turboquant-spec-decode": "tests/release/test_turboquant_spec_decode.py",
-                 "turboquant-kv-shape": "tests/release/test_turboquant_kv_shape.py"}
+# The CPU tests of each backport that has them (tests/release/): its builders, and its Triton
+# kernel under the interpreter (those need triton in the CPU venv: CPU_TRITON=1).
+BUILDER_TESTS = {"gdn-spec-state": ("tests/release/test_gdn_routing.py",),
+                 "turboquant-spec-decode": ("tests/release/test_turboquant_spec_decode.py",
+                                            "tests/release/test_turboquant_interpreted.py"),
+                 "turboquant-kv-shape": ("tests/release/test_turboquant_kv_shape.py",)}
 
 
 def gdn_builder_matrix(cat: Catalogue) -> dict:
@@ -115,7 +117,7 @@ def gdn_builder_matrix(cat: Catalogue) -> dict:
     the builder tests its backports have."""
     rows = []
     for v in cat.versions:
-        tests = [t for b, t in BUILDER_TESTS.items() if b in cat.releases[v].backports]
+        tests = [t for b, files in BUILDER_TESTS.items() if b in cat.releases[v].backports for t in files]
         if tests:
             rows.append({"vllm": v, "torch": cat.releases[v].torch, "tests": " ".join(tests)})
     return {"include": rows}

@@ -32,3 +32,9 @@ def test_packages_merely_containing_a_gpu_word_are_kept(tmp_path):
     # a GPU word later, and plain packages such as "deepdiff", stay.
     kept = deps.pins(_report(tmp_path, ["deepdiff", "lightning-torch", "opencv-python-headless"]))
     assert kept == ["deepdiff==1.0", "lightning-torch==1.0", "opencv-python-headless==1.0"]
+
+
+def test_triton_is_kept_only_when_asked_for_the_interpreted_kernel_tests(tmp_path):
+    report = _report(tmp_path, ["xgrammar", "triton", "nvidia-cublas"])
+    assert deps.pins(report) == ["xgrammar==1.0"]
+    assert deps.pins(report, keep_triton=True) == ["xgrammar==1.0", "triton==1.0"]
