@@ -107,6 +107,7 @@ def ci_matrix(cat: Catalogue) -> dict:
 # The CPU tests of each backport that has them (tests/release/): its builders, and its Triton
 # kernel under the interpreter (those need triton in the CPU venv: CPU_TRITON=1).
 BUILDER_TESTS = {"gdn-spec-state": ("tests/release/test_gdn_routing.py",),
+                 "gdn-spec-state-v2-runner": ("tests/release/test_gdn_v2_runner.py",),
                  "turboquant-spec-decode": ("tests/release/test_turboquant_spec_decode.py",
                                             "tests/release/test_turboquant_interpreted.py"),
                  "turboquant-kv-shape": ("tests/release/test_turboquant_kv_shape.py",)}
