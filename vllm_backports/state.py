@@ -197,7 +197,7 @@ def pending_journal(tree: Tree) -> Path | None:
 class Rollback:
     files: dict[str, bytes | None]  # path -> the bytes it had before the interrupted run
     manifest_before: str | None
-    modes: dict[str, int]  # path -> its permission bits before the run (journals since 0.2 carry them)
+    modes: dict[str, int]  # path -> its permission bits before the run (older journals lack them)
 
 
 def rollback_plan(tree: Tree) -> Rollback | None:
