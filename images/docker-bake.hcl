@@ -429,15 +429,15 @@ target "v0-21-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-bpa83918f1", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-bp9fbadd16", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0"
     VLLM_VERSION = "0.21.0"
-    BACKPORT_REVISION = "a83918f1"
+    BACKPORT_REVISION = "9fbadd16"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.21.0-bpa83918f1"
+    "org.opencontainers.image.version" = "0.21.0-bp9fbadd16"
     "io.vllm-backports.series" = "0.21.0"
   }
 }
@@ -446,15 +446,15 @@ target "v0-21-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-bpa83918f1", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-bp9fbadd16", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0"
     VLLM_VERSION = "0.21.0"
-    BACKPORT_REVISION = "a83918f1"
+    BACKPORT_REVISION = "9fbadd16"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.21.0-bpa83918f1"
+    "org.opencontainers.image.version" = "0.21.0-bp9fbadd16"
     "io.vllm-backports.series" = "0.21.0"
   }
 }
@@ -463,15 +463,15 @@ target "v0-21-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-cu129-bpa83918f1", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-cu129-bp9fbadd16", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0-cu129"
     VLLM_VERSION = "0.21.0"
-    BACKPORT_REVISION = "a83918f1"
+    BACKPORT_REVISION = "9fbadd16"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.21.0-bpa83918f1"
+    "org.opencontainers.image.version" = "0.21.0-bp9fbadd16"
     "io.vllm-backports.series" = "0.21.0"
   }
 }
@@ -480,15 +480,15 @@ target "v0-21-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-cu129-bpa83918f1", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-cu129-bp9fbadd16", "ghcr.io/vllm-backports/vllm-backports:v0.21.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.21.0-cu129"
     VLLM_VERSION = "0.21.0"
-    BACKPORT_REVISION = "a83918f1"
+    BACKPORT_REVISION = "9fbadd16"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.21.0-bpa83918f1"
+    "org.opencontainers.image.version" = "0.21.0-bp9fbadd16"
     "io.vllm-backports.series" = "0.21.0"
   }
 }
@@ -497,15 +497,15 @@ target "v0-22-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-bpdd26e188", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-bp20494932", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.0"
     VLLM_VERSION = "0.22.0"
-    BACKPORT_REVISION = "dd26e188"
+    BACKPORT_REVISION = "20494932"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.0-bpdd26e188"
+    "org.opencontainers.image.version" = "0.22.0-bp20494932"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -514,15 +514,15 @@ target "v0-22-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-bpdd26e188", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-bp20494932", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.0"
     VLLM_VERSION = "0.22.0"
-    BACKPORT_REVISION = "dd26e188"
+    BACKPORT_REVISION = "20494932"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.0-bpdd26e188"
+    "org.opencontainers.image.version" = "0.22.0-bp20494932"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -531,15 +531,15 @@ target "v0-22-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-cu129-bpdd26e188", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-cu129-bp20494932", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.0-cu129"
     VLLM_VERSION = "0.22.0"
-    BACKPORT_REVISION = "dd26e188"
+    BACKPORT_REVISION = "20494932"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.0-bpdd26e188"
+    "org.opencontainers.image.version" = "0.22.0-bp20494932"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -548,15 +548,15 @@ target "v0-22-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-cu129-bpdd26e188", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-cu129-bp20494932", "ghcr.io/vllm-backports/vllm-backports:v0.22.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.0-cu129"
     VLLM_VERSION = "0.22.0"
-    BACKPORT_REVISION = "dd26e188"
+    BACKPORT_REVISION = "20494932"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.0-bpdd26e188"
+    "org.opencontainers.image.version" = "0.22.0-bp20494932"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -565,15 +565,15 @@ target "v0-22-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-bpdd26e188", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-bp20494932", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.1"
     VLLM_VERSION = "0.22.1"
-    BACKPORT_REVISION = "dd26e188"
+    BACKPORT_REVISION = "20494932"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.1-bpdd26e188"
+    "org.opencontainers.image.version" = "0.22.1-bp20494932"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -582,15 +582,15 @@ target "v0-22-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-bpdd26e188", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-bp20494932", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.1"
     VLLM_VERSION = "0.22.1"
-    BACKPORT_REVISION = "dd26e188"
+    BACKPORT_REVISION = "20494932"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.1-bpdd26e188"
+    "org.opencontainers.image.version" = "0.22.1-bp20494932"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -599,15 +599,15 @@ target "v0-22-1-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-cu129-bpdd26e188", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-cu129-bp20494932", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.1-cu129"
     VLLM_VERSION = "0.22.1"
-    BACKPORT_REVISION = "dd26e188"
+    BACKPORT_REVISION = "20494932"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.1-bpdd26e188"
+    "org.opencontainers.image.version" = "0.22.1-bp20494932"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -616,15 +616,15 @@ target "v0-22-1-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-cu129-bpdd26e188", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-cu129-bp20494932", "ghcr.io/vllm-backports/vllm-backports:v0.22.1-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.22.1-cu129"
     VLLM_VERSION = "0.22.1"
-    BACKPORT_REVISION = "dd26e188"
+    BACKPORT_REVISION = "20494932"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.22.1-bpdd26e188"
+    "org.opencontainers.image.version" = "0.22.1-bp20494932"
     "io.vllm-backports.series" = "0.22.0"
   }
 }
@@ -633,15 +633,15 @@ target "v0-23-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-bp923f9e9a", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-bp14f27732", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.23.0"
     VLLM_VERSION = "0.23.0"
-    BACKPORT_REVISION = "923f9e9a"
+    BACKPORT_REVISION = "14f27732"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.23.0-bp923f9e9a"
+    "org.opencontainers.image.version" = "0.23.0-bp14f27732"
     "io.vllm-backports.series" = "0.23.0"
   }
 }
@@ -650,15 +650,15 @@ target "v0-23-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-bp923f9e9a", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-bp14f27732", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.23.0"
     VLLM_VERSION = "0.23.0"
-    BACKPORT_REVISION = "923f9e9a"
+    BACKPORT_REVISION = "14f27732"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.23.0-bp923f9e9a"
+    "org.opencontainers.image.version" = "0.23.0-bp14f27732"
     "io.vllm-backports.series" = "0.23.0"
   }
 }
@@ -667,15 +667,15 @@ target "v0-23-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-cu129-bp923f9e9a", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-cu129-bp14f27732", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.23.0-cu129"
     VLLM_VERSION = "0.23.0"
-    BACKPORT_REVISION = "923f9e9a"
+    BACKPORT_REVISION = "14f27732"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.23.0-bp923f9e9a"
+    "org.opencontainers.image.version" = "0.23.0-bp14f27732"
     "io.vllm-backports.series" = "0.23.0"
   }
 }
@@ -684,15 +684,15 @@ target "v0-23-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-cu129-bp923f9e9a", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-cu129-bp14f27732", "ghcr.io/vllm-backports/vllm-backports:v0.23.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.23.0-cu129"
     VLLM_VERSION = "0.23.0"
-    BACKPORT_REVISION = "923f9e9a"
+    BACKPORT_REVISION = "14f27732"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.23.0-bp923f9e9a"
+    "org.opencontainers.image.version" = "0.23.0-bp14f27732"
     "io.vllm-backports.series" = "0.23.0"
   }
 }
@@ -701,15 +701,15 @@ target "v0-24-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-bpb15d21be", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-bpf4482b78", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.24.0"
     VLLM_VERSION = "0.24.0"
-    BACKPORT_REVISION = "b15d21be"
+    BACKPORT_REVISION = "f4482b78"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.24.0-bpb15d21be"
+    "org.opencontainers.image.version" = "0.24.0-bpf4482b78"
     "io.vllm-backports.series" = "0.24.0"
   }
 }
@@ -718,15 +718,15 @@ target "v0-24-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-bpb15d21be", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-bpf4482b78", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.24.0"
     VLLM_VERSION = "0.24.0"
-    BACKPORT_REVISION = "b15d21be"
+    BACKPORT_REVISION = "f4482b78"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.24.0-bpb15d21be"
+    "org.opencontainers.image.version" = "0.24.0-bpf4482b78"
     "io.vllm-backports.series" = "0.24.0"
   }
 }
@@ -735,15 +735,15 @@ target "v0-24-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-cu129-bpb15d21be", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-cu129-bpf4482b78", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.24.0-cu129"
     VLLM_VERSION = "0.24.0"
-    BACKPORT_REVISION = "b15d21be"
+    BACKPORT_REVISION = "f4482b78"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.24.0-bpb15d21be"
+    "org.opencontainers.image.version" = "0.24.0-bpf4482b78"
     "io.vllm-backports.series" = "0.24.0"
   }
 }
@@ -752,15 +752,15 @@ target "v0-24-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-cu129-bpb15d21be", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-cu129-bpf4482b78", "ghcr.io/vllm-backports/vllm-backports:v0.24.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.24.0-cu129"
     VLLM_VERSION = "0.24.0"
-    BACKPORT_REVISION = "b15d21be"
+    BACKPORT_REVISION = "f4482b78"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.24.0-bpb15d21be"
+    "org.opencontainers.image.version" = "0.24.0-bpf4482b78"
     "io.vllm-backports.series" = "0.24.0"
   }
 }
@@ -769,15 +769,15 @@ target "v0-25-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-bpc51ae20b", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-bpb507ff7a", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.0"
     VLLM_VERSION = "0.25.0"
-    BACKPORT_REVISION = "c51ae20b"
+    BACKPORT_REVISION = "b507ff7a"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.0-bpc51ae20b"
+    "org.opencontainers.image.version" = "0.25.0-bpb507ff7a"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -786,15 +786,15 @@ target "v0-25-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-bpc51ae20b", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-bpb507ff7a", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.0"
     VLLM_VERSION = "0.25.0"
-    BACKPORT_REVISION = "c51ae20b"
+    BACKPORT_REVISION = "b507ff7a"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.0-bpc51ae20b"
+    "org.opencontainers.image.version" = "0.25.0-bpb507ff7a"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -803,15 +803,15 @@ target "v0-25-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-cu129-bpc51ae20b", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-cu129-bpb507ff7a", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.0-cu129"
     VLLM_VERSION = "0.25.0"
-    BACKPORT_REVISION = "c51ae20b"
+    BACKPORT_REVISION = "b507ff7a"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.0-bpc51ae20b"
+    "org.opencontainers.image.version" = "0.25.0-bpb507ff7a"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -820,15 +820,15 @@ target "v0-25-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-cu129-bpc51ae20b", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-cu129-bpb507ff7a", "ghcr.io/vllm-backports/vllm-backports:v0.25.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.0-cu129"
     VLLM_VERSION = "0.25.0"
-    BACKPORT_REVISION = "c51ae20b"
+    BACKPORT_REVISION = "b507ff7a"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.0-bpc51ae20b"
+    "org.opencontainers.image.version" = "0.25.0-bpb507ff7a"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -837,15 +837,15 @@ target "v0-25-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-bpc51ae20b", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-bpb507ff7a", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1"
     VLLM_VERSION = "0.25.1"
-    BACKPORT_REVISION = "c51ae20b"
+    BACKPORT_REVISION = "b507ff7a"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.1-bpc51ae20b"
+    "org.opencontainers.image.version" = "0.25.1-bpb507ff7a"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -854,15 +854,15 @@ target "v0-25-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-bpc51ae20b", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-bpb507ff7a", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1"
     VLLM_VERSION = "0.25.1"
-    BACKPORT_REVISION = "c51ae20b"
+    BACKPORT_REVISION = "b507ff7a"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.1-bpc51ae20b"
+    "org.opencontainers.image.version" = "0.25.1-bpb507ff7a"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -871,15 +871,15 @@ target "v0-25-1-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-cu129-bpc51ae20b", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-cu129-bpb507ff7a", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1-cu129"
     VLLM_VERSION = "0.25.1"
-    BACKPORT_REVISION = "c51ae20b"
+    BACKPORT_REVISION = "b507ff7a"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.1-bpc51ae20b"
+    "org.opencontainers.image.version" = "0.25.1-bpb507ff7a"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -888,15 +888,15 @@ target "v0-25-1-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-cu129-bpc51ae20b", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-cu129-bpb507ff7a", "ghcr.io/vllm-backports/vllm-backports:v0.25.1-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.25.1-cu129"
     VLLM_VERSION = "0.25.1"
-    BACKPORT_REVISION = "c51ae20b"
+    BACKPORT_REVISION = "b507ff7a"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.25.1-bpc51ae20b"
+    "org.opencontainers.image.version" = "0.25.1-bpb507ff7a"
     "io.vllm-backports.series" = "0.25.0"
   }
 }
@@ -905,15 +905,15 @@ target "v0-26-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-bpf6bf69fe", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-bp56f70933", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.26.0"
     VLLM_VERSION = "0.26.0"
-    BACKPORT_REVISION = "f6bf69fe"
+    BACKPORT_REVISION = "56f70933"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.26.0-bpf6bf69fe"
+    "org.opencontainers.image.version" = "0.26.0-bp56f70933"
     "io.vllm-backports.series" = "0.26.0"
   }
 }
@@ -922,15 +922,15 @@ target "v0-26-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-bpf6bf69fe", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-bp56f70933", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.26.0"
     VLLM_VERSION = "0.26.0"
-    BACKPORT_REVISION = "f6bf69fe"
+    BACKPORT_REVISION = "56f70933"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.26.0-bpf6bf69fe"
+    "org.opencontainers.image.version" = "0.26.0-bp56f70933"
     "io.vllm-backports.series" = "0.26.0"
   }
 }
@@ -939,15 +939,15 @@ target "v0-26-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-cu129-bpf6bf69fe", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-cu129-bp56f70933", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.26.0-cu129"
     VLLM_VERSION = "0.26.0"
-    BACKPORT_REVISION = "f6bf69fe"
+    BACKPORT_REVISION = "56f70933"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.26.0-bpf6bf69fe"
+    "org.opencontainers.image.version" = "0.26.0-bp56f70933"
     "io.vllm-backports.series" = "0.26.0"
   }
 }
@@ -956,15 +956,15 @@ target "v0-26-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-cu129-bpf6bf69fe", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-cu129-bp56f70933", "ghcr.io/vllm-backports/vllm-backports:v0.26.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.26.0-cu129"
     VLLM_VERSION = "0.26.0"
-    BACKPORT_REVISION = "f6bf69fe"
+    BACKPORT_REVISION = "56f70933"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.26.0-bpf6bf69fe"
+    "org.opencontainers.image.version" = "0.26.0-bp56f70933"
     "io.vllm-backports.series" = "0.26.0"
   }
 }
@@ -973,15 +973,15 @@ target "v0-27-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-bpa37da7c8", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-bp95bd3116", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.0"
     VLLM_VERSION = "0.27.0"
-    BACKPORT_REVISION = "a37da7c8"
+    BACKPORT_REVISION = "95bd3116"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.0-bpa37da7c8"
+    "org.opencontainers.image.version" = "0.27.0-bp95bd3116"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -990,15 +990,15 @@ target "v0-27-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-bpa37da7c8", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-bp95bd3116", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.0"
     VLLM_VERSION = "0.27.0"
-    BACKPORT_REVISION = "a37da7c8"
+    BACKPORT_REVISION = "95bd3116"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.0-bpa37da7c8"
+    "org.opencontainers.image.version" = "0.27.0-bp95bd3116"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1007,15 +1007,15 @@ target "v0-27-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-cu129-bpa37da7c8", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-cu129-bp95bd3116", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.0-cu129"
     VLLM_VERSION = "0.27.0"
-    BACKPORT_REVISION = "a37da7c8"
+    BACKPORT_REVISION = "95bd3116"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.0-bpa37da7c8"
+    "org.opencontainers.image.version" = "0.27.0-bp95bd3116"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1024,15 +1024,15 @@ target "v0-27-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-cu129-bpa37da7c8", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-cu129-bp95bd3116", "ghcr.io/vllm-backports/vllm-backports:v0.27.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.0-cu129"
     VLLM_VERSION = "0.27.0"
-    BACKPORT_REVISION = "a37da7c8"
+    BACKPORT_REVISION = "95bd3116"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.0-bpa37da7c8"
+    "org.opencontainers.image.version" = "0.27.0-bp95bd3116"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1041,15 +1041,15 @@ target "v0-27-1-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-bpa37da7c8", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-bp95bd3116", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.1"
     VLLM_VERSION = "0.27.1"
-    BACKPORT_REVISION = "a37da7c8"
+    BACKPORT_REVISION = "95bd3116"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.1-bpa37da7c8"
+    "org.opencontainers.image.version" = "0.27.1-bp95bd3116"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1058,15 +1058,15 @@ target "v0-27-1-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-bpa37da7c8", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-bp95bd3116", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.1"
     VLLM_VERSION = "0.27.1"
-    BACKPORT_REVISION = "a37da7c8"
+    BACKPORT_REVISION = "95bd3116"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.1-bpa37da7c8"
+    "org.opencontainers.image.version" = "0.27.1-bp95bd3116"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1075,15 +1075,15 @@ target "v0-27-1-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-cu129-bpa37da7c8", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-cu129-bp95bd3116", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.1-cu129"
     VLLM_VERSION = "0.27.1"
-    BACKPORT_REVISION = "a37da7c8"
+    BACKPORT_REVISION = "95bd3116"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.1-bpa37da7c8"
+    "org.opencontainers.image.version" = "0.27.1-bp95bd3116"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1092,15 +1092,15 @@ target "v0-27-1-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-cu129-bpa37da7c8", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-cu129-bp95bd3116", "ghcr.io/vllm-backports/vllm-backports:v0.27.1-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.27.1-cu129"
     VLLM_VERSION = "0.27.1"
-    BACKPORT_REVISION = "a37da7c8"
+    BACKPORT_REVISION = "95bd3116"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.27.1-bpa37da7c8"
+    "org.opencontainers.image.version" = "0.27.1-bp95bd3116"
     "io.vllm-backports.series" = "0.27.0"
   }
 }
@@ -1109,15 +1109,15 @@ target "v0-28-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-bpc683dfb6", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-bpd2bfcb40", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.28.0"
     VLLM_VERSION = "0.28.0"
-    BACKPORT_REVISION = "c683dfb6"
+    BACKPORT_REVISION = "d2bfcb40"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.28.0-bpc683dfb6"
+    "org.opencontainers.image.version" = "0.28.0-bpd2bfcb40"
     "io.vllm-backports.series" = "0.28.0"
   }
 }
@@ -1126,15 +1126,15 @@ target "v0-28-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-bpc683dfb6", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-bpd2bfcb40", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.28.0"
     VLLM_VERSION = "0.28.0"
-    BACKPORT_REVISION = "c683dfb6"
+    BACKPORT_REVISION = "d2bfcb40"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.28.0-bpc683dfb6"
+    "org.opencontainers.image.version" = "0.28.0-bpd2bfcb40"
     "io.vllm-backports.series" = "0.28.0"
   }
 }
@@ -1143,15 +1143,15 @@ target "v0-28-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-cu129-bpc683dfb6", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-cu129-bpd2bfcb40", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.28.0-cu129"
     VLLM_VERSION = "0.28.0"
-    BACKPORT_REVISION = "c683dfb6"
+    BACKPORT_REVISION = "d2bfcb40"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.28.0-bpc683dfb6"
+    "org.opencontainers.image.version" = "0.28.0-bpd2bfcb40"
     "io.vllm-backports.series" = "0.28.0"
   }
 }
@@ -1160,15 +1160,15 @@ target "v0-28-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-cu129-bpc683dfb6", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-cu129-bpd2bfcb40", "ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.28.0-cu129"
     VLLM_VERSION = "0.28.0"
-    BACKPORT_REVISION = "c683dfb6"
+    BACKPORT_REVISION = "d2bfcb40"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.28.0-bpc683dfb6"
+    "org.opencontainers.image.version" = "0.28.0-bpd2bfcb40"
     "io.vllm-backports.series" = "0.28.0"
   }
 }
@@ -1177,15 +1177,15 @@ target "v0-29-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-bp226fcc09", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-bpd093b953", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.29.0"
     VLLM_VERSION = "0.29.0"
-    BACKPORT_REVISION = "226fcc09"
+    BACKPORT_REVISION = "d093b953"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.29.0-bp226fcc09"
+    "org.opencontainers.image.version" = "0.29.0-bpd093b953"
     "io.vllm-backports.series" = "0.29.0"
   }
 }
@@ -1194,15 +1194,15 @@ target "v0-29-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-bp226fcc09", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-bpd093b953", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.29.0"
     VLLM_VERSION = "0.29.0"
-    BACKPORT_REVISION = "226fcc09"
+    BACKPORT_REVISION = "d093b953"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.29.0-bp226fcc09"
+    "org.opencontainers.image.version" = "0.29.0-bpd093b953"
     "io.vllm-backports.series" = "0.29.0"
   }
 }
@@ -1211,15 +1211,15 @@ target "v0-29-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-cu129-bp226fcc09", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-cu129-bpd093b953", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.29.0-cu129"
     VLLM_VERSION = "0.29.0"
-    BACKPORT_REVISION = "226fcc09"
+    BACKPORT_REVISION = "d093b953"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.29.0-bp226fcc09"
+    "org.opencontainers.image.version" = "0.29.0-bpd093b953"
     "io.vllm-backports.series" = "0.29.0"
   }
 }
@@ -1228,15 +1228,15 @@ target "v0-29-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-cu129-bp226fcc09", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-cu129-bpd093b953", "ghcr.io/vllm-backports/vllm-backports:v0.29.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.29.0-cu129"
     VLLM_VERSION = "0.29.0"
-    BACKPORT_REVISION = "226fcc09"
+    BACKPORT_REVISION = "d093b953"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.29.0-bp226fcc09"
+    "org.opencontainers.image.version" = "0.29.0-bpd093b953"
     "io.vllm-backports.series" = "0.29.0"
   }
 }
@@ -1245,15 +1245,15 @@ target "v0-30-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-bp1b5b450c", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-bp2ecf4322", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.30.0"
     VLLM_VERSION = "0.30.0"
-    BACKPORT_REVISION = "1b5b450c"
+    BACKPORT_REVISION = "2ecf4322"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.30.0-bp1b5b450c"
+    "org.opencontainers.image.version" = "0.30.0-bp2ecf4322"
     "io.vllm-backports.series" = "0.30.0"
   }
 }
@@ -1262,15 +1262,15 @@ target "v0-30-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-bp1b5b450c", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-bp2ecf4322", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.30.0"
     VLLM_VERSION = "0.30.0"
-    BACKPORT_REVISION = "1b5b450c"
+    BACKPORT_REVISION = "2ecf4322"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.30.0-bp1b5b450c"
+    "org.opencontainers.image.version" = "0.30.0-bp2ecf4322"
     "io.vllm-backports.series" = "0.30.0"
   }
 }
@@ -1279,15 +1279,15 @@ target "v0-30-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-cu129-bp1b5b450c", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-cu129-bp2ecf4322", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.30.0-cu129"
     VLLM_VERSION = "0.30.0"
-    BACKPORT_REVISION = "1b5b450c"
+    BACKPORT_REVISION = "2ecf4322"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.30.0-bp1b5b450c"
+    "org.opencontainers.image.version" = "0.30.0-bp2ecf4322"
     "io.vllm-backports.series" = "0.30.0"
   }
 }
@@ -1296,15 +1296,15 @@ target "v0-30-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-cu129-bp1b5b450c", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-cu129-bp2ecf4322", "ghcr.io/vllm-backports/vllm-backports:v0.30.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.30.0-cu129"
     VLLM_VERSION = "0.30.0"
-    BACKPORT_REVISION = "1b5b450c"
+    BACKPORT_REVISION = "2ecf4322"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.30.0-bp1b5b450c"
+    "org.opencontainers.image.version" = "0.30.0-bp2ecf4322"
     "io.vllm-backports.series" = "0.30.0"
   }
 }
@@ -1313,15 +1313,15 @@ target "v0-31-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-bpab96d68a", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-bp0b54a77f", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.31.0"
     VLLM_VERSION = "0.31.0"
-    BACKPORT_REVISION = "ab96d68a"
+    BACKPORT_REVISION = "0b54a77f"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.31.0-bpab96d68a"
+    "org.opencontainers.image.version" = "0.31.0-bp0b54a77f"
     "io.vllm-backports.series" = "0.31.0"
   }
 }
@@ -1330,15 +1330,15 @@ target "v0-31-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-bpab96d68a", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-bp0b54a77f", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.31.0"
     VLLM_VERSION = "0.31.0"
-    BACKPORT_REVISION = "ab96d68a"
+    BACKPORT_REVISION = "0b54a77f"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.31.0-bpab96d68a"
+    "org.opencontainers.image.version" = "0.31.0-bp0b54a77f"
     "io.vllm-backports.series" = "0.31.0"
   }
 }
@@ -1347,15 +1347,15 @@ target "v0-31-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-cu129-bpab96d68a", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-cu129-bp0b54a77f", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.31.0-cu129"
     VLLM_VERSION = "0.31.0"
-    BACKPORT_REVISION = "ab96d68a"
+    BACKPORT_REVISION = "0b54a77f"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.31.0-bpab96d68a"
+    "org.opencontainers.image.version" = "0.31.0-bp0b54a77f"
     "io.vllm-backports.series" = "0.31.0"
   }
 }
@@ -1364,15 +1364,15 @@ target "v0-31-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-cu129-bpab96d68a", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-cu129-bp0b54a77f", "ghcr.io/vllm-backports/vllm-backports:v0.31.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.31.0-cu129"
     VLLM_VERSION = "0.31.0"
-    BACKPORT_REVISION = "ab96d68a"
+    BACKPORT_REVISION = "0b54a77f"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.31.0-bpab96d68a"
+    "org.opencontainers.image.version" = "0.31.0-bp0b54a77f"
     "io.vllm-backports.series" = "0.31.0"
   }
 }
@@ -1381,15 +1381,15 @@ target "v0-32-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.32.0-ampere-bp96d775e1", "ghcr.io/vllm-backports/vllm-backports:v0.32.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.32.0-ampere-bp9fb474c8", "ghcr.io/vllm-backports/vllm-backports:v0.32.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.32.0"
     VLLM_VERSION = "0.32.0"
-    BACKPORT_REVISION = "96d775e1"
+    BACKPORT_REVISION = "9fb474c8"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.32.0-bp96d775e1"
+    "org.opencontainers.image.version" = "0.32.0-bp9fb474c8"
     "io.vllm-backports.series" = "0.32.0"
   }
 }
@@ -1398,15 +1398,15 @@ target "v0-32-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.32.0-hopper-bp96d775e1", "ghcr.io/vllm-backports/vllm-backports:v0.32.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.32.0-hopper-bp9fb474c8", "ghcr.io/vllm-backports/vllm-backports:v0.32.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.32.0"
     VLLM_VERSION = "0.32.0"
-    BACKPORT_REVISION = "96d775e1"
+    BACKPORT_REVISION = "9fb474c8"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.32.0-bp96d775e1"
+    "org.opencontainers.image.version" = "0.32.0-bp9fb474c8"
     "io.vllm-backports.series" = "0.32.0"
   }
 }
@@ -1415,15 +1415,15 @@ target "v0-32-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.32.0-ampere-cu129-bp96d775e1", "ghcr.io/vllm-backports/vllm-backports:v0.32.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.32.0-ampere-cu129-bp9fb474c8", "ghcr.io/vllm-backports/vllm-backports:v0.32.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.32.0-cu129"
     VLLM_VERSION = "0.32.0"
-    BACKPORT_REVISION = "96d775e1"
+    BACKPORT_REVISION = "9fb474c8"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.32.0-bp96d775e1"
+    "org.opencontainers.image.version" = "0.32.0-bp9fb474c8"
     "io.vllm-backports.series" = "0.32.0"
   }
 }
@@ -1432,15 +1432,15 @@ target "v0-32-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.32.0-hopper-cu129-bp96d775e1", "ghcr.io/vllm-backports/vllm-backports:v0.32.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.32.0-hopper-cu129-bp9fb474c8", "ghcr.io/vllm-backports/vllm-backports:v0.32.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.32.0-cu129"
     VLLM_VERSION = "0.32.0"
-    BACKPORT_REVISION = "96d775e1"
+    BACKPORT_REVISION = "9fb474c8"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.32.0-bp96d775e1"
+    "org.opencontainers.image.version" = "0.32.0-bp9fb474c8"
     "io.vllm-backports.series" = "0.32.0"
   }
 }
@@ -1449,15 +1449,15 @@ target "v0-33-0-ampere" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-ampere-bp5f893784", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-ampere"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-ampere-bp335e5972", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-ampere"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.33.0"
     VLLM_VERSION = "0.33.0"
-    BACKPORT_REVISION = "5f893784"
+    BACKPORT_REVISION = "335e5972"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.33.0-bp5f893784"
+    "org.opencontainers.image.version" = "0.33.0-bp335e5972"
     "io.vllm-backports.series" = "0.33.0"
   }
 }
@@ -1466,15 +1466,15 @@ target "v0-33-0-hopper" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper-bp5f893784", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper-bp335e5972", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.33.0"
     VLLM_VERSION = "0.33.0"
-    BACKPORT_REVISION = "5f893784"
+    BACKPORT_REVISION = "335e5972"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.33.0-bp5f893784"
+    "org.opencontainers.image.version" = "0.33.0-bp335e5972"
     "io.vllm-backports.series" = "0.33.0"
   }
 }
@@ -1483,15 +1483,15 @@ target "v0-33-0-ampere-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-ampere-cu129-bp5f893784", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-ampere-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-ampere-cu129-bp335e5972", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-ampere-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.33.0-cu129"
     VLLM_VERSION = "0.33.0"
-    BACKPORT_REVISION = "5f893784"
+    BACKPORT_REVISION = "335e5972"
     GPU_ARCH = "ampere"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.33.0-bp5f893784"
+    "org.opencontainers.image.version" = "0.33.0-bp335e5972"
     "io.vllm-backports.series" = "0.33.0"
   }
 }
@@ -1500,15 +1500,15 @@ target "v0-33-0-hopper-cu129" {
   context = "."
   dockerfile = "images/Dockerfile"
   platforms = ["linux/amd64", "linux/arm64"]
-  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper-cu129-bp5f893784", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper-cu129"]
+  tags = ["ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper-cu129-bp335e5972", "ghcr.io/vllm-backports/vllm-backports:v0.33.0-hopper-cu129"]
   args = {
     BASE_IMAGE = "vllm/vllm-openai:v0.33.0-cu129"
     VLLM_VERSION = "0.33.0"
-    BACKPORT_REVISION = "5f893784"
+    BACKPORT_REVISION = "335e5972"
     GPU_ARCH = "hopper"
   }
   labels = {
-    "org.opencontainers.image.version" = "0.33.0-bp5f893784"
+    "org.opencontainers.image.version" = "0.33.0-bp335e5972"
     "io.vllm-backports.series" = "0.33.0"
   }
 }

@@ -121,8 +121,9 @@ def test_expanded_rows_get_no_scratch_buffer_sized_for_requests(modules, monkeyp
     """The decode path's scratch buffers hold one row per request: the layer's (max_num_seqs, up
     to 0.20) or the shared workspace's (from 0.21, locked after CUDA-graph capture). Expanded
     verify rows are up to 1+k per request, so they must be handed neither; single-token decodes
-    keep the release's buffers. Up to 0.20 the layer is not passed as holder either, so the
-    kernel's own allocation does not replace the layer's buffers from inside a graph capture."""
+    keep the release's buffers. Nor is the layer passed as holder: the kernel would keep its
+    per-call allocation on the layer (up to 0.20 replacing the layer's buffers from inside a graph
+    capture; from 0.21 keeping scratch alive outside the profiler's count)."""
     module = modules["patched"]
     builder = _builder(module)  # before the workspace below exists: from 0.26 a builder reserves in it
     metas = [builder.build(0, _batch(query_lens, [44, 11])) for query_lens in ([K + 1] * 2, [1, 1])]
@@ -147,8 +148,7 @@ def test_expanded_rows_get_no_scratch_buffer_sized_for_requests(modules, monkeyp
     assert expanded["block_table_rows"] is metas[0].decode_token_rows
     assert all(single[k] is scratch for k in ("mid_o_buf", "output_buf", "lse_buf"))
     assert single["block_table_rows"] is None and single["buf_holder"] is layer
-    if not shared_workspace:
-        assert expanded["buf_holder"] is None
+    assert expanded["buf_holder"] is None
 
 
 def test_verify_offers_exactly_this_release_s_turboquant_presets():
