@@ -12,9 +12,13 @@ tests/gpu/test_turboquant_spec_decode.py runs them.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from packaging.version import Version
 
 from . import installed
 
@@ -149,6 +153,21 @@ def test_expanded_rows_get_no_scratch_buffer_sized_for_requests(modules, monkeyp
     assert all(single[k] is scratch for k in ("mid_o_buf", "output_buf", "lse_buf"))
     assert single["block_table_rows"] is None and single["buf_holder"] is layer
     assert expanded["buf_holder"] is None
+
+
+def test_what_the_kernel_leaves_on_a_buffer_holder_is_never_read_from_0_21():
+    """Why handing expanded rows no holder cannot change an output: from 0.21 the decode kernel
+    only stores its scratch on the holder, and no module of the release reads it back, so the
+    holder only keeps memory alive. In 0.20 the layer registers those buffers and the backend reads
+    them, which is why the 0.20 port gives expanded rows neither those buffers nor a holder."""
+    package = Path(importlib.util.find_spec("vllm").submodule_search_locations[0])
+    reads = [f"{path.relative_to(package)}:{n}" for path in sorted(package.rglob("*.py"))
+             for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+             if re.search(r"_tq_(mid_o|output|lse)_buf", line) and not re.search(r"buf_holder\._tq_\w+ = ", line)]
+    if Version(RELEASE.version) < Version("0.21.0"):
+        assert any(r.startswith("v1/attention/backends/turboquant_attn.py") for r in reads), reads
+    else:
+        assert reads == []
 
 
 def test_verify_offers_exactly_this_release_s_turboquant_presets():
