@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
 from . import gdn_builder, installed
 
 torch, RELEASE = installed.served("gdn-spec-state-v2-runner")
+import numpy as np  # noqa: E402  (after the skip: numpy comes with torch and vLLM)
 STATE = "vllm/v1/worker/gpu/model_states/mamba_hybrid.py"
 K = gdn_builder.K
 
