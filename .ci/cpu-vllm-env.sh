@@ -16,6 +16,7 @@ elif [ -n "${CPU_TORCH:-}" ]; then
   echo "cpu-vllm-env: PyTorch's CPU index is out of reach; torch ${CPU_TORCH} stands in for vLLM ${release}'s pin ${torch}" >&2
   python -m pip install -q "torch==${CPU_TORCH}"
 else
+  echo "cpu-vllm-env: PyTorch's CPU index is out of reach; installing PyPI's torch ${torch} (CUDA libraries included, several GB)" >&2
   python -m pip install -q "torch==${torch}"
 fi
 python -m pip install -q --no-deps "vllm==${release}"

@@ -1,6 +1,6 @@
 """What .ci/cpu-vllm-env.sh installs beside a vLLM release on a CPU machine.
 
-  python cpu_vllm_deps.py requires          vLLM's plain requirements (no extras), one a line
+  python cpu_vllm_deps.py requires          vLLM's plain requirements (no extras, markers kept)
   python cpu_vllm_deps.py pins REPORT       name==version of a pip --report resolution, less GPU
                                             libraries, kernels and their bindings (triton too,
                                             unless CPU_TRITON=1: its interpreter runs kernels on
@@ -25,12 +25,8 @@ GPU = re.compile(
 
 
 def requires() -> list[str]:
-    out = []
-    for req in md.requires("vllm") or []:
-        spec, _, marker = req.partition(";")
-        if "extra ==" not in marker:
-            out.append(spec.replace(" ", ""))
-    return out
+    # Whole requirements, markers included: pip drops the ones for other platforms or Pythons.
+    return [req.strip() for req in md.requires("vllm") or [] if "extra ==" not in req.partition(";")[2]]
 
 
 def pins(report: str, keep_triton: bool = False) -> list[str]:

@@ -108,6 +108,10 @@ def test_workflow_smoke_job_reads_the_smoke_matrix_and_runs_verify():
     smoke = workflow[workflow.index("  gpu-smoke:"):]
     assert "fromJSON(needs.matrix.outputs.smoke)" in smoke and "runs-on: ${{ matrix.runs_on }}" in smoke
     assert "apply.py verify" in smoke and "--prefill-backend ${{ matrix.gdn_prefill_backend }}" in smoke
+    # A build that failed leaves the tag on an older image: the smoke test checks what it pulled.
+    build = workflow[workflow.index("  build:"):workflow.index("  gpu-smoke:")]
+    assert "*.labels.org.opencontainers.image.revision=${{ github.sha }}" in build
+    assert '"org.opencontainers.image.revision"' in smoke and '!= "${{ github.sha }}"' in smoke
 
 
 def test_tag_variants_are_built_from_their_first_release_with_their_own_base_and_tags():

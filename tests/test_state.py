@@ -407,3 +407,33 @@ def test_a_run_waiting_on_a_lock_file_its_holder_removed_locks_the_new_one(home,
     else:
         assert_pristine(site)
         assert not state.exists()
+
+
+def test_a_run_that_finds_another_mid_commit_waits_for_it_instead_of_refusing(home, site, tmp_path):
+    """A revert holding the lock has removed the kernel but not yet the manifest: an apply that
+    starts then sees a recorded file missing. It must wait for the lock and judge the tree the
+    revert leaves, not refuse what is only half of another run's commit."""
+    assert run("--vllm", "0.20.0", "--target", str(site)).code == 0
+    state = site / "vllm/.backports"
+    err_path = tmp_path / "stderr.txt"
+    with open(state / "lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        (site / KERNEL_PATH).unlink()  # the revert, halfway
+        with open(err_path, "w") as err:
+            proc = subprocess.Popen([sys.executable, "apply.py", "--vllm", "0.20.0", "--target", str(site)], cwd=REPO,
+                                    env={**os.environ, "VLLM_BACKPORTS_HOME": str(home.root)},
+                                    stdout=subprocess.PIPE, stderr=err, text=True)
+        deadline = time.monotonic() + 30
+        while "waiting for another vllm-backports run" not in err_path.read_text():
+            assert proc.poll() is None, err_path.read_text()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        # The revert finishes: files pristine, manifest gone; then it lets go of the lock.
+        (site / "vllm/mod.py").write_bytes(MOD)
+        (state / "manifest.json").unlink()
+        (site / "vllm/kernels").rmdir()
+        fcntl.flock(held, fcntl.LOCK_UN)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, (out, err_path.read_text())
+    assert out.strip().splitlines()[-1] == "applied=2 already=0 upstream=0 failed=0"
+    assert_patched(site)

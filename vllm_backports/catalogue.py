@@ -256,7 +256,9 @@ class Catalogue:
         _unknown(raw, SERIES_KEYS, f"[series.\"{name}\"]")
         root = self.home / "backports" / name
         pinned: dict[str, str] = raw.get("files", {})
-        present = {p.name for p in root.iterdir()} if root.is_dir() else set()
+        # Regular files only, dotfiles aside (an editor's swap file is not a backport), as
+        # `maint rehash` pins them.
+        present = {p.name for p in root.iterdir() if p.is_file() and not p.name.startswith(".")} if root.is_dir() else set()
         for extra in sorted(present - set(pinned)):
             raise CatalogueError(f"backports/{name}/{extra}: not recorded in versions.toml")
         contents: dict[str, bytes] = {}

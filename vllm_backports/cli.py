@@ -197,14 +197,32 @@ def _needs_commit(plan: engine.Plan, manifest: dict | None) -> bool:
 
 def _write(command: str, reporter: Reporter, tree: Tree, res: Resolution, chosen: set[str]) -> engine.Plan:
     assert res.series is not None
+    refused: BackportError | None = None
     if not state.pending_journal(tree):
         # Validate without touching the tree: refusals and no-op runs must not even create
-        # vllm/.backports.
-        manifest = state.load_manifest(tree)
-        plan = _plan(command, tree, res, manifest, chosen)
-        if not _needs_commit(plan, manifest):
-            return plan
-    state.check_writable(tree, list(res.series.paths))
+        # vllm/.backports. Another run may be mid-commit (its files written, its manifest not
+        # yet): where one holds the lock, judge again under it once that run is done; where none
+        # does (it may have finished since), judge once more before refusing.
+        for attempt in (1, 2):
+            manifest = state.load_manifest(tree)
+            try:
+                plan = _plan(command, tree, res, manifest, chosen)
+            except BackportError as exc:
+                if (tree.state_dir / "lock").exists() or state.pending_journal(tree):
+                    refused = exc
+                    break
+                if attempt == 2:
+                    raise
+            else:
+                if not _needs_commit(plan, manifest):
+                    return plan
+                break
+    try:
+        state.check_writable(tree, list(res.series.paths))
+    except BackportError:
+        if refused is not None:
+            raise refused from None  # the tree's own problem comes first
+        raise
     with state.locked(tree, reporter.note):
         restored = state.recover(tree)
         if restored:

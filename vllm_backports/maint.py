@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 import click
@@ -125,7 +126,7 @@ def port(series_name: str, version: str, name: str, write: bool) -> None:
     if failed:
         sys.exit(1)
     kept = [line for line in (series.root / "series").read_text().splitlines(keepends=True)
-            if line.strip() not in left_out]
+            if line.split("#", 1)[0].strip() not in left_out]  # as the catalogue reads it
     out = {"series": "".join(kept).encode(), **out}
     for fname, data in out.items():
         if write:
@@ -146,7 +147,7 @@ def rehash(write: bool) -> None:
     _write_or_diff(path, text, repin(text, HOME / "backports"), write, "backport hashes are current")
 
 
-PIN = re.compile(r'^\s*(?:"([^"]+)"|([A-Za-z0-9_.-]+))\s*=\s*"([^"]*)"\s*(#.*)?$')
+PIN = re.compile(r"""^\s*(?:"([^"]+)"|'([^']+)'|([A-Za-z0-9_.-]+))\s*=\s*(?:"[^"]*"|'[^']*')\s*(#.*)?$""")
 
 
 def repin(text: str, backports: Path) -> str:
@@ -172,7 +173,7 @@ def repin(text: str, backports: Path) -> str:
             if not pm:
                 kept.append(line)  # blank lines and comments stay
                 continue
-            name = pm.group(1) or pm.group(2)
+            name = pm.group(1) or pm.group(2) or pm.group(3)
             if name not in on_disk:
                 continue  # the file is gone: so is its pin
             pinned.add(name)
@@ -380,7 +381,13 @@ def _write_or_diff(path: Path, old: str, new: str, write: bool, current: str) ->
     click.echo("".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), path.name, path.name)))
     if not write:
         sys.exit(1)
-    write_atomic(path, new.encode())  # a full disk must not leave half a versions.toml
+    if path.suffix == ".toml":
+        try:
+            tomllib.loads(new)
+        except tomllib.TOMLDecodeError as exc:
+            raise BackportError(f"{path.name}: the rewrite would not parse ({exc}); nothing written") from None
+    target = path.resolve()  # through a symlink, keeping the file's mode
+    write_atomic(target, new.encode(), target.stat().st_mode & 0o7777)  # a full disk must not leave half a file
 
 
 if __name__ == "__main__":

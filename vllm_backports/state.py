@@ -140,6 +140,7 @@ def locked(tree: Tree, notify: Callable[[str], None] = lambda _m: None) -> Itera
     there now, so two runs never hold different lock files at once."""
     lock = tree.state_dir / "lock"
     waited = False
+    made_dir = not tree.state_dir.exists()
     while True:
         tree.state_dir.mkdir(exist_ok=True)
         found = lock.exists()
@@ -173,7 +174,8 @@ def locked(tree: Tree, notify: Callable[[str], None] = lambda _m: None) -> Itera
             # written on an error.
             if ok or not found or not any(p.name != "lock" for p in tree.state_dir.iterdir()):
                 lock.unlink(missing_ok=True)
-                tree.state_dir.rmdir()  # only when empty
+                if ok or made_dir:  # a failed run leaves a directory it found as it found it
+                    tree.state_dir.rmdir()  # only when empty
         except OSError:
             pass
         finally:

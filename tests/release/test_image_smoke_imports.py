@@ -1,13 +1,18 @@
-"""The image smoke test's import step (images/smoke.py --import-vllm) against the installed vLLM:
-vllm and every module its series patches import on a machine without a GPU, as in an image build.
-Needs torch and vLLM (skipped elsewhere; .ci/run's CPU vLLM step runs it)."""
+"""The image build's steps (images/build-steps.sh: apply, status, smoke with --import-vllm) on a
+copy of the installed vLLM, as the Dockerfile runs them on the image's: the series applied, then
+vllm and every module the series patched imported, on a machine without a GPU. Needs torch and a
+vLLM release with a series (skipped elsewhere; .ci/run's CPU vLLM step runs it)."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
-import json
+import importlib.util
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from . import installed
 from .conftest import CATALOGUE, REPO
@@ -15,13 +20,29 @@ from .conftest import CATALOGUE, REPO
 torch, RELEASE = installed.served("gdn-spec-state")
 
 
-def test_vllm_and_every_patched_module_import(tmp_path):
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)  # hard links: the copy costs nothing, and apply replaces files by rename
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def test_build_steps_import_every_patched_module(tmp_path):
     version = importlib.metadata.version("vllm")
-    status = tmp_path / "status.json"
-    status.write_text(json.dumps({"vllm": version, "consistent": True,
-                                  "applied": [{"id": b} for b in RELEASE.backports]}))
-    done = subprocess.run([sys.executable, str(REPO / "images/smoke.py"), "--vllm", version, "--status", str(status),
-                           "--import-vllm"], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    package = Path(importlib.util.find_spec("vllm").submodule_search_locations[0])
+    site = tmp_path / "site"
+    shutil.copytree(package, site / "vllm", copy_function=_link_or_copy)
+    info = next(package.parent.glob(f"vllm-{version}.dist-info"))
+    shutil.copytree(info, site / info.name)
+    env = {**os.environ, "PYTHONPATH": str(site), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", str(REPO / "images/build-steps.sh"), version], capture_output=True, text=True,
+                          env=env, timeout=900)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     assert f"smoke: vLLM {version} carries" in done.stdout
-    assert CATALOGUE.series(RELEASE.series).paths  # there were modules to import
+    series = CATALOGUE.series(RELEASE.series)
+    for path in series.paths:
+        if path in series.created:
+            continue
+        patched = hashlib.sha256((site / path).read_bytes()).hexdigest()
+        original = hashlib.sha256((package.parent / path).read_bytes()).hexdigest()
+        assert original == RELEASE.files[path] != patched, path  # the copy was patched, the install not
