@@ -237,3 +237,22 @@ def test_digests_read_a_single_platform_image_from_its_config(tmp_path, monkeypa
     assert result.exit_code == 1
     assert "vllm/vllm-openai:v0.20.0 has no linux/arm64 image (v0-20-0-hopper builds it)" in result.output
     assert "v0.20.0 has no linux/amd64" not in result.output
+
+
+def test_rehash_reads_single_quoted_pins_and_ignores_dotfiles_as_the_catalogue_does(tmp_path, monkeypatch):
+    import tomllib
+
+    from vllm_backports.catalogue import Catalogue
+
+    home = _copy(tmp_path, monkeypatch)
+    toml = home / "versions.toml"
+    text = toml.read_text()
+    last_series = text.rindex('[series."0.33.0".files]\n"series" = "')
+    start = last_series + len('[series."0.33.0".files]\n')
+    end = text.index("\n", start)
+    toml.write_text(text[:start] + "'series' = 'stale'" + text[end:])
+    (home / "backports/0.33.0/.series.swp").write_bytes(b"editor")
+    assert CliRunner().invoke(maint.main, ["rehash", "--write"]).exit_code == 0
+    pins = tomllib.loads(toml.read_text())["series"]["0.33.0"]["files"]  # parses: no duplicate key
+    assert ".series.swp" not in pins and pins["series"] != "stale"
+    assert Catalogue(home).series("0.33.0").patches  # loads, swap file and all
