@@ -32,6 +32,14 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def series_files(root: Path) -> list[str]:
+    """The files of a series directory that versions.toml pins (and `maint rehash` pins): regular
+    files, dotfiles aside (an editor's swap file is not a backport)."""
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_file() and not p.name.startswith("."))
+
+
 def _unknown(keys, allowed: set[str], where: str) -> None:
     for key in keys:
         if key not in allowed:
@@ -256,9 +264,7 @@ class Catalogue:
         _unknown(raw, SERIES_KEYS, f"[series.\"{name}\"]")
         root = self.home / "backports" / name
         pinned: dict[str, str] = raw.get("files", {})
-        # Regular files only, dotfiles aside (an editor's swap file is not a backport), as
-        # `maint rehash` pins them.
-        present = {p.name for p in root.iterdir() if p.is_file() and not p.name.startswith(".")} if root.is_dir() else set()
+        present = set(series_files(root))
         for extra in sorted(present - set(pinned)):
             raise CatalogueError(f"backports/{name}/{extra}: not recorded in versions.toml")
         contents: dict[str, bytes] = {}

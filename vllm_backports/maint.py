@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 import requests
 
-from .catalogue import Catalogue, sha256
+from .catalogue import Catalogue, series_files, sha256
 from .errors import BackportError
 from .patchfile import parse
 from .port import port as port_patch
@@ -161,8 +161,7 @@ def repin(text: str, backports: Path) -> str:
         if not m:
             continue
         folder = backports / m.group(1)
-        on_disk = sorted(f.name for f in folder.iterdir() if f.is_file() and not f.name.startswith(".")) \
-            if folder.is_dir() else []
+        on_disk = series_files(folder)
         body: list[str] = []
         while i < len(lines) and not lines[i].startswith("["):
             body.append(lines[i])
