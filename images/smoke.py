@@ -42,8 +42,6 @@ def main() -> int:
     if args.import_vllm:
         import importlib.metadata
 
-        import importlib
-
         import vllm  # noqa: F401  (importing is the test)
 
         if not is_release(importlib.metadata.version("vllm")):

@@ -25,7 +25,9 @@ SERIES_KEYS = {"releases", "files"}
 BACKPORT_KEYS = {"title", "bug", "origin", "upstream_in", "releases", "together_with"}
 ARCH_KEYS = {"platforms", "gpus", "gdn_prefill_backend", "why"}
 VARIANT_KEYS = {"tag_suffix", "since", "why"}
-PLATFORMS = ("linux/amd64", "linux/arm64")  # what the GPU smoke runners run (images.RUNNER_ARCH)
+# The docker platforms an arch may build, each with the GitHub runner architecture its GPU smoke
+# test runs on.
+RUNNER_ARCH = {"linux/amd64": "X64", "linux/arm64": "ARM64"}
 
 
 def sha256(data: bytes) -> str:
@@ -188,8 +190,8 @@ class Catalogue:
         _unknown(raw, ARCH_KEYS, where)
         platforms = _field(raw, "platforms", list, where)
         for platform in platforms:
-            if platform not in PLATFORMS:
-                raise CatalogueError(f"versions.toml: {where}: no GPU runner for platform {platform!r} ({', '.join(PLATFORMS)})")
+            if platform not in RUNNER_ARCH:
+                raise CatalogueError(f"versions.toml: {where}: no GPU runner for platform {platform!r} ({', '.join(RUNNER_ARCH)})")
         return Arch(name=key, platforms=platforms, gpus=_field(raw, "gpus", str, where),
                     gdn_prefill_backend=_field(raw, "gdn_prefill_backend", str, where), why=_field(raw, "why", str, where))
 

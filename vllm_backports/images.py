@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from .catalogue import Catalogue
+from .catalogue import RUNNER_ARCH, Catalogue
 
 REGISTRY = "ghcr.io/vllm-backports/vllm-backports"
 
@@ -82,7 +82,6 @@ def render_bake(cat: Catalogue) -> str:
 
 
 # GitHub gives every self-hosted runner its CPU arch as a label; ours add `gpu-<arch>`.
-RUNNER_ARCH = {"linux/amd64": "X64", "linux/arm64": "ARM64"}
 
 
 def smoke_targets(cat: Catalogue) -> list[dict]:
