@@ -83,11 +83,11 @@ class Case:
         return torch.cat(out)
 
 
-def builder(attn, device: str):
+def builder(attn, device: str, max_num_batched_tokens: int = 256, max_num_seqs: int = 16):
     """The release's TurboQuant metadata builder, configured for MTP with K drafts."""
     config = SimpleNamespace(
         speculative_config=SimpleNamespace(num_speculative_tokens=K, method="mtp", parallel_drafting=False),
-        scheduler_config=SimpleNamespace(max_num_batched_tokens=256, max_num_seqs=16),
+        scheduler_config=SimpleNamespace(max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs),
         parallel_config=SimpleNamespace(decode_context_parallel_size=1),
     )
     return attn.TurboQuantMetadataBuilder(object(), ["layer"], config, torch.device(device))

@@ -3,6 +3,9 @@ cached under VLLM_BACKPORTS_CACHE). They are what proves a series fits the relea
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,3 +30,10 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(autouse=True)
 def _real_home(monkeypatch):
     monkeypatch.setattr("vllm_backports.cli.HOME", REPO)
+
+
+def build_steps(version: str, *args: str, env: dict | None = None, timeout: int | None = None) -> subprocess.CompletedProcess:
+    """images/build-steps.sh as an image build runs it, with this Python first on PATH."""
+    env = {**os.environ, **(env or {}), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    return subprocess.run(["bash", str(REPO / "images/build-steps.sh"), version, *args], capture_output=True, text=True,
+                          env=env, timeout=timeout)

@@ -10,12 +10,10 @@ import importlib.metadata
 import importlib.util
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from . import installed
-from .conftest import CATALOGUE, REPO
+from .conftest import CATALOGUE, build_steps
 
 torch, RELEASE = installed.served("gdn-spec-state")
 
@@ -34,9 +32,7 @@ def test_build_steps_import_every_patched_module(tmp_path):
     shutil.copytree(package, site / "vllm", copy_function=_link_or_copy)
     info = next(package.parent.glob(f"vllm-{version}.dist-info"))
     shutil.copytree(info, site / info.name)
-    env = {**os.environ, "PYTHONPATH": str(site), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    done = subprocess.run(["bash", str(REPO / "images/build-steps.sh"), version], capture_output=True, text=True,
-                          env=env, timeout=900)
+    done = build_steps(version, env={"PYTHONPATH": str(site)}, timeout=900)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     assert f"smoke: vLLM {version} carries" in done.stdout
     series = CATALOGUE.series(RELEASE.series)

@@ -3,24 +3,20 @@ engine runs here, so this is how every step an image build runs is tested."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from cli_runner import run
 
-from .conftest import CATALOGUE, REPO
+from .conftest import CATALOGUE, build_steps
 
 SERVED = [v for v in CATALOGUE.versions if CATALOGUE.releases[v].series]
 
 
 def _steps(version: str, site: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    return subprocess.run(["bash", str(REPO / "images/build-steps.sh"), version, "--target", str(site)],
-                          capture_output=True, text=True, env=env)
+    return build_steps(version, "--target", str(site))
 
 
 @pytest.mark.parametrize("version", SERVED)

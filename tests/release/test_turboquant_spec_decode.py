@@ -23,8 +23,10 @@ from packaging.version import Version
 from . import installed
 
 torch, RELEASE = installed.served("turboquant-spec-decode")
+import turboquant_case  # noqa: E402  (imports torch: after the skip)
+
 BACKEND = "vllm/v1/attention/backends/turboquant_attn.py"
-K = 3  # num_speculative_tokens
+K = turboquant_case.K  # num_speculative_tokens
 
 
 @pytest.fixture(scope="module")
@@ -35,12 +37,7 @@ def modules(tmp_path_factory):
 
 
 def _builder(module):
-    config = SimpleNamespace(
-        speculative_config=SimpleNamespace(num_speculative_tokens=K, method="mtp", parallel_drafting=False),
-        scheduler_config=SimpleNamespace(max_num_batched_tokens=64, max_num_seqs=8),
-        parallel_config=SimpleNamespace(decode_context_parallel_size=1),
-    )
-    return module.TurboQuantMetadataBuilder(object(), ["layer"], config, torch.device("cpu"))
+    return turboquant_case.builder(module, "cpu", max_num_batched_tokens=64, max_num_seqs=8)
 
 
 def _batch(query_lens: list[int], seq_lens: list[int], padded_tokens: int | None = None):
