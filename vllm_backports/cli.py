@@ -22,7 +22,7 @@ from .materialize import materialize
 from .report import Reporter, outcome_table
 from .resolve import Resolution, check_requested, resolve
 from .tree import Tree, installed_tree, open_tree
-from .verify.scenarios import PRESETS, TURBOQUANT
+from .verify.scenarios import PRESETS, PROMPT_SETS, SWITCHES, TURBOQUANT
 
 HOME = Path(os.environ.get("VLLM_BACKPORTS_HOME") or Path(__file__).resolve().parent.parent)
 
@@ -365,12 +365,27 @@ def _span(versions: list[str], order: list[str]) -> str:
               help="GDN prefill backend (vLLM's additional_config gdn_prefill_backend).")
 @click.option("--kv-cache", type=click.Choice(["auto", *TURBOQUANT]), default="auto", show_default=True,
               help="KV cache dtype for every engine of the session, baselines included (TurboQuant presets: vLLM 0.21+).")
+@click.option("--prompts", "prompt_set", type=click.Choice(sorted(PROMPT_SETS)), default="random", show_default=True,
+              help="random; shared-prefix (one long prefix, so prefix caching hits); k-plus-1 (half the prompts "
+                   "exactly k+1 tokens, a verify row's size).")
+@click.option("--prefix-caching", type=click.Choice(SWITCHES), default="default", show_default=True,
+              help="Prefix caching; default: the release's own choice (on for hybrids from 0.26).")
+@click.option("--async-scheduling", type=click.Choice(SWITCHES), default="default", show_default=True,
+              help="Async scheduling; default: the release's own choice.")
+@click.option("--control", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+              help="A site directory holding another install of the same release (say, its pristine files): its "
+                   "speculative runs are judged against the same baseline, and must fail for the proof to hold.")
+@click.option("--gpu-memory-utilization", type=click.FloatRange(0.05, 0.95), default=0.35, show_default=True,
+              help="Share of the GPU each engine may take (one engine runs at a time).")
+@click.option("--kv-cache-gib", type=click.FloatRange(min=0.0, min_open=True), default=None,
+              help="A fixed KV cache size per engine instead of vLLM's memory profile (for a GPU shared with "
+                   "other processes).")
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=Path(".verify"), show_default=True,
               help="Where the model, engine logs and raw outputs go.")
 @click.option("--json", "as_json", is_flag=True, default=None, help="One JSON object on stdout.")
 @guarded
-def verify_cmd(reporter: Reporter, batches, modes, presets, tp, threshold, prefill_backend, kv_cache, work_dir,
-               as_json) -> int:
+def verify_cmd(reporter: Reporter, batches, modes, presets, tp, threshold, prefill_backend, kv_cache, prompt_set,
+               prefix_caching, async_scheduling, control, gpu_memory_utilization, kv_cache_gib, work_dir, as_json) -> int:
     """Judge this vLLM's greedy speculative decoding against a float32 reference (needs a GPU).
 
     Exit 0: every scenario's tokens are what the model predicts; 1: some are not;
@@ -380,21 +395,26 @@ def verify_cmd(reporter: Reporter, batches, modes, presets, tp, threshold, prefi
 
     plan = Plan(batches=tuple(int(b) for b in batches) or (1, 16), modes=tuple(modes) or ("eager", "graphs"),
                 presets=tuple(presets) or ("ngram",), tp=tp, threshold=threshold, work=work_dir, kv_cache=kv_cache,
-                additional_config={} if prefill_backend == "default" else {"gdn_prefill_backend": prefill_backend})
+                additional_config={} if prefill_backend == "default" else {"gdn_prefill_backend": prefill_backend},
+                prompt_set=prompt_set, prefix_caching=prefix_caching, async_scheduling=async_scheduling,
+                control=control.resolve() if control else None, gpu_memory_utilization=gpu_memory_utilization,
+                kv_cache_gib=kv_cache_gib)
     result = execute(plan, reporter.progress)
     table = Table(title=f"vLLM {result['vllm']}: KV {result['kv_cache']}, tokens judged by the float32 reference (error: regret > {result['threshold']:.2f}; "
                         f"baseline worst {result['baseline_worst_regret']:.2f})",
                   title_justify="left", show_edge=False)
-    for col in ("scenario", "batch", "mode", "sequences", "tokens", "errors", "worst regret", "first error at",
-                "accepted then no drafts", "accepted drafts", "tok/s"):
+    for col in ("scenario", "site", "batch", "mode", "sequences", "tokens", "errors", "worst regret", "first error at",
+                "accepted then no drafts", "accepted drafts", "prefix hits", "tok/s"):
         table.add_column(col)
     for r in result["rows"]:
         ex = r["exercised"] or {}  # scripted drafts: replayed transitions; a model drafter: vLLM's counters
         style = "green" if r["errors"] == 0 else "bold red"
-        table.add_row(r["scenario"], str(r["batch"]), r["mode"], str(r["sequences"]), str(r["tokens"]),
+        hits = ((r.get("engine") or {}).get("prefix_cache") or {}).get("hits_total", (r.get("engine") or {}).get("prefix_cache"))
+        table.add_row(r["scenario"], r["site"], str(r["batch"]), r["mode"], str(r["sequences"]), str(r["tokens"]),
                       f"[{style}]{r['errors']}[/]", f"{r['worst_regret']:.2f}", str(r["first_error_at"] if r["first_error_at"] is not None else "-"),
                       str(ex.get("accepted_then_no_drafts", "-")),
-                      str(ex.get("accepted_drafts", ex.get("num_accepted_tokens", "-"))), f"{r['tokens_per_s']:.0f}")
+                      str(ex.get("accepted_drafts", ex.get("num_accepted_tokens", "-"))),
+                      "-" if hits is None else str(hits), f"{r['tokens_per_s']:.0f}")
     payload = {"command": "verify", **{k: v for k, v in result.items() if k != "rows"},
                "rows": [{k: v for k, v in r.items() if k != "regrets"} for r in result["rows"]]}
     (work_dir / "verify.json").write_text(json.dumps(result))
@@ -402,8 +422,10 @@ def verify_cmd(reporter: Reporter, batches, modes, presets, tp, threshold, prefi
         line = ("calibration failed: the plain baseline itself strays from the reference "
                 f"(worst regret {result['baseline_worst_regret']:.2f}); nothing can be concluded")
         code = 2
+    elif result["passed"] and result.get("control_failed") is False:
+        line, code = "verify: passed, but the control passed too: this scenario does not show the bug", 0
     elif result["passed"]:
-        line, code = "verify: passed", 0
+        line, code = "verify: passed" + (" (the control fails)" if result.get("control_failed") else ""), 0
     else:
         line, code = "verify: FAILED: speculative output is not what the model predicts", 1
     reporter.emit(payload, table, [line])

@@ -17,6 +17,7 @@
 set -uo pipefail
 : "${REL:?set REL to the staged release}"
 step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
+RES=$HOME/verify-results
 declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl [p65]=/tmp/site-p65 [raw]=/tmp/site-raw)
 P65_PATCH=benchmarks/alternatives/turboquant-cudagraph/$REL/0001-turboquant-cudagraph.patch
 # Every file any patch here touches, read off the patches, so a new backport cannot leave a
@@ -26,10 +27,12 @@ TOUCHED=$(grep -h '^+++ b/vllm/' backports/*/*.patch benchmarks/alternatives/*/*
 summary() { python3 - "$1" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-print({k: d.get(k) for k in ("vllm", "kv_cache", "threshold", "baseline_worst_regret", "calibrated", "passed")})
+print({k: d.get(k) for k in ("vllm", "kv_cache", "threshold", "baseline_worst_regret", "calibrated", "passed", "proof")})
 for r in d.get("rows", []):
-    print(r["scenario"], r["batch"], r["mode"], r["sequences"], r["tokens"], r["errors"], r["bad_sequences"],
-          r["worst_regret"], r["first_error_at"], r["exercised"], r["same_as_baseline"], r["tokens_per_s"])
+    e = r.get("engine") or {}
+    print(r["scenario"], r.get("site", "target"), r["batch"], r["mode"], r["sequences"], r["tokens"], r["errors"], r["bad_sequences"],
+          r["worst_regret"], r["first_error_at"], r["exercised"], r["same_as_baseline"], r["tokens_per_s"], r.get("start_s"),
+          {k: e.get(k) for k in ("backports", "prefix_caching", "mamba_cache_mode", "async_scheduling", "model_runner", "cudagraph_mode", "prefix_cache")})
 PY
 }
 site_copy() { # a hard-linked copy of the pristine install, with its own copy of every file a patch touches
@@ -59,7 +62,7 @@ case $step in
     # not carry refuses to run under VLLM_BACKPORTS_REQUIRE_VLLM).
     # Less the interpreted kernel tests: tests/gpu runs those kernels on the GPU itself.
     tests=$(python3 -m vllm_backports.maint matrix-json gdn-builder | python3 -c "import json, sys; print(*[t for r in json.load(sys.stdin)['include'] if r['vllm'] == sys.argv[1] for t in r['tests'].split() if 'interpreted' not in t])" "$REL")
-    [ -n "$tests" ] && PYTHONPATH=${SITE[raw]}:.gpu-pytest VLLM_BACKPORTS_REQUIRE_VLLM=1 python3 -m pytest -q -p no:cacheprovider --tb=short \
+    [ -n "$tests" ] && [ "${RELEASE_TESTS:-1}" != 0 ] && PYTHONPATH=${SITE[raw]}:.gpu-pytest VLLM_BACKPORTS_REQUIRE_VLLM=1 python3 -m pytest -q -p no:cacheprovider --tb=short \
       $tests > "$out/release-tests.txt" 2>&1; tail -3 "$out/release-tests.txt" ;;
   verify) # SITE PRESET BATCH MODE KV
     site=$1 preset=$2 batch=$3 mode=$4 kv=$5; tag="$kv-$site-$preset-b$batch-$mode-tp${TP:-1}-${PREFILL:-triton}"
@@ -67,6 +70,27 @@ case $step in
       --kv-cache "$kv" --preset "$preset" --batch "$batch" --mode "$mode" > "$out/$tag.json"
     echo "$tag: exit $?"; summary "$out/$tag.json"
     tar -czf "$out/$tag-logs.tgz" --exclude=model -C /tmp "v-$tag" 2>/dev/null; true ;;
+  bg) # TAG VERIFY-OPTIONS...: one verify of the fix site in a process session of its own, so that
+      # it outlives the call (a graphs verify with a control runs past one call's 600 s); several
+      # may share the GPU when each takes a fixed --kv-cache-gib
+    tag=$1; shift; mkdir -p "$RES"
+    # its own copy of the tool: the next call may refresh this working tree under a running job
+    src=/tmp/vb-$tag && rm -rf "$src" && mkdir -p "$src" && cp -r apply.py vllm_backports backports versions.toml "$src"/
+    (cd "$src" && setsid nohup bash -c 'PYTHONPATH=$0 python3 apply.py verify --work-dir "/tmp/v-$1" --json "${@:3}" > "$2/$1.json" 2> "$2/$1.err"; echo $? > "$2/$1.rc"' \
+      "${SITE[fix]}" "$tag" "$RES" "$@" < /dev/null > /dev/null 2>&1 &)
+    echo "started $tag: verify $*" ;;
+  poll) # SECONDS: wait until every verify started by bg has ended, or SECONDS; bring back what there is
+    deadline=$((SECONDS + ${1:-500}))
+    while [ $SECONDS -lt $deadline ]; do
+      left=0; for j in "$RES"/*.err; do [ -f "${j%.err}.rc" ] || left=$((left + 1)); done
+      [ $left = 0 ] && break; sleep 10
+    done
+    for j in "$RES"/*.err; do
+      t=$(basename "${j%.err}")
+      if [ -f "$RES/$t.rc" ]; then echo "== $t: exit $(cat "$RES/$t.rc")"; summary "$RES/$t.json" 2>/dev/null || tail -3 "$j"
+      else echo "== $t: running: $(tail -1 "$j")"; fi
+    done
+    tar -czf "$out/results.tgz" -C "$RES" . && tar -czf "$out/logs.tgz" --exclude=model --exclude='*.out.json' -C /tmp $(cd /tmp && ls -d v-* 2>/dev/null) 2>/dev/null; true ;;
   bench-tq) # PASSES [ROUNDS]: the first site is the ratios' baseline
     python3 benchmarks/bench_turboquant_mtp.py --site p65="${SITE[p65]}" --site fix="${SITE[fix]}" --passes "${1:-1}" \
       --rounds "${2:-3}" --kv-cache turboquant_k8v4 --out "$out/bench-tq-mtp.json" 2>&1 | tail -40 ;;

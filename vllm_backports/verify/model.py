@@ -9,6 +9,7 @@ from pathlib import Path
 # Continuous routing (every expert chosen for every token): with top-2 of 8, near-tied router
 # scores flip between bf16 and float32 and the reference disagrees with a correct engine by up to
 # 5 nats; with all 4 experts chosen vLLM's plain output stays within 0.6 of the reference.
+MODEL_CLASS = "qwen3_next"
 CONFIG = {
     "architectures": ["Qwen3NextForCausalLM"],
     "model_type": "qwen3_next",

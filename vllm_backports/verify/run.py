@@ -34,6 +34,14 @@ class Plan:
     work: Path
     additional_config: dict
     kv_cache: str = "auto"  # or a TurboQuant preset: baselines and speculative runs alike
+    prompt_set: str = "random"  # scenarios.PROMPT_SETS
+    prefix_caching: str = "default"  # scenarios.SWITCHES
+    async_scheduling: str = "default"
+    # A second install of the same release (a site directory, e.g. the pristine files as a
+    # control): its speculative engines run too and are judged against the same baseline.
+    control: Path | None = None
+    gpu_memory_utilization: float = 0.35
+    kv_cache_gib: float | None = None  # None: vLLM sizes the KV cache from its memory profile
 
 
 def check_kv_cache(vllm_version: str, kv_cache: str) -> None:
@@ -68,23 +76,53 @@ def preflight() -> str:
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
 
-def engine_env(script_path: Path | None) -> dict[str, str]:
+def site_version(site: Path) -> str:
+    """The vLLM release installed in a site directory, read from its metadata without importing it."""
+    from importlib.metadata import distributions
+
+    found = [d.version for d in distributions(name="vllm", path=[str(site)])]
+    if not found:
+        raise UsageError(f"--control {site}: no vLLM installed there")
+    return found[0]
+
+
+def machine() -> dict:
+    """The GPU, driver and libraries a verify ran on, for its evidence."""
+    import platform
+    from datetime import datetime, timezone
+    from importlib.metadata import version
+
+    import torch
+
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, check=True, timeout=30).stdout.split()
+        driver = smi[0] if smi else None
+    except (OSError, subprocess.SubprocessError):
+        driver = None
+    return {"gpu": torch.cuda.get_device_name(0), "gpus": torch.cuda.device_count(), "driver": driver,
+            "cuda": torch.version.cuda, "torch": torch.__version__, "transformers": version("transformers"),
+            "python": platform.python_version(), "arch": platform.machine(),
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def engine_env(script_path: Path | None, site: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), site and str(site), env.get("PYTHONPATH")]))
     env.pop(drafts.ENV, None)
     if script_path is not None:
         env[drafts.ENV] = str(script_path)
     return env
 
 
-def run_engine(spec: dict, work: Path, tag: str, script: drafts.Script | None) -> dict:
+def run_engine(spec: dict, work: Path, tag: str, script: drafts.Script | None, site: Path | None = None) -> dict:
     spec_path, out_path, log_path = work / f"{tag}.spec.json", work / f"{tag}.out.json", work / f"{tag}.log"
     spec_path.write_text(json.dumps(spec))
     script_path = None
     if script is not None:
         script_path = work / f"{tag}.drafts.json"
         script_path.write_text(script.to_json())
-    env = engine_env(script_path)
+    env = engine_env(script_path, site)
     with open(log_path, "w") as log:
         rc = subprocess.run([sys.executable, "-m", "vllm_backports.verify.engine", str(spec_path), str(out_path)],
                             env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
@@ -106,35 +144,46 @@ def exercised(script: drafts.Script, outputs: list[list[int]]) -> dict[str, int]
 def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     vllm_version = preflight()
     check_kv_cache(vllm_version, plan.kv_cache)
+    if plan.control is not None and (theirs := site_version(plan.control)) != vllm_version:
+        raise UsageError(f"--control {plan.control} holds vLLM {theirs}, this Python {vllm_version}: "
+                         "a control must be the same release")
+    ran_on = machine()
     plan.work.mkdir(parents=True, exist_ok=True)
     model_dir = model.write_model(plan.work / "model", mtp=bool(scenarios.NEEDS_MTP_LAYER & set(plan.presets)))
     vocab = model.vocab_size()
+    k = max([scenarios.PRESETS[p]["num_speculative_tokens"] for p in plan.presets] or [1])
+    sites: list[tuple[str, Path | None]] = [("target", None)] + ([("control", plan.control)] if plan.control else [])
+    switches = {"enable_prefix_caching": scenarios.switch(plan.prefix_caching),
+                "async_scheduling": scenarios.switch(plan.async_scheduling)}
     runs: list[dict] = []
     for batch in plan.batches:
         shape = scenarios.SHAPES[batch]
-        ps = scenarios.prompts(shape.prompts, vocab)
+        ps = scenarios.prompts(shape.prompts, vocab, kind=plan.prompt_set, k=k)
         for mode in plan.modes:
-            extra = {"additional_config": plan.additional_config}
+            extra = {"additional_config": plan.additional_config, **switches,
+                     "gpu_memory_utilization": plan.gpu_memory_utilization,
+                     "kv_cache_memory_bytes": plan.kv_cache_gib and int(plan.kv_cache_gib * 2**30)}
             if plan.kv_cache != "auto":
                 extra["kv_cache_dtype"] = plan.kv_cache
             eager = mode == "eager"
             tag = f"b{batch}-{mode}-baseline"
             progress(f"engine: {tag}")
             base = run_engine(shape.engine_spec(str(model_dir), ps, eager, plan.tp, extra), plan.work, tag, None)
-            runs.append({"scenario": "baseline", "batch": batch, "mode": mode, "prompts": ps,
+            runs.append({"scenario": "baseline", "site": "target", "batch": batch, "mode": mode, "prompts": ps,
                          "baseline_tokens": base["tokens"], **base})
             for preset in plan.presets:
-                tag = f"b{batch}-{mode}-{preset}"
-                progress(f"engine: {tag}")
                 cfg = dict(extra, speculative=scenarios.PRESETS[preset])
-                script = None
-                if preset in scenarios.SCRIPTED:
-                    script = drafts.Script(ps, base["tokens"], k=cfg["speculative"]["num_speculative_tokens"], vocab=vocab)
-                out = run_engine(shape.engine_spec(str(model_dir), ps, eager, plan.tp, cfg), plan.work, tag, script)
-                # A model drafter's proposals are not known offline: vLLM's own counters stand in.
-                hit = exercised(script, out["tokens"]) if script else out.get("spec_counters")
-                runs.append({"scenario": preset, "batch": batch, "mode": mode, "prompts": ps, "exercised": hit,
-                             "baseline_tokens": base["tokens"], **out})
+                for site, where in sites:
+                    tag = f"b{batch}-{mode}-{preset}" + ("" if where is None else f"-{site}")
+                    progress(f"engine: {tag}")
+                    script = None
+                    if preset in scenarios.SCRIPTED:
+                        script = drafts.Script(ps, base["tokens"], k=cfg["speculative"]["num_speculative_tokens"], vocab=vocab)
+                    out = run_engine(shape.engine_spec(str(model_dir), ps, eager, plan.tp, cfg), plan.work, tag, script, where)
+                    # A model drafter's proposals are not known offline: vLLM's own counters stand in.
+                    hit = exercised(script, out["tokens"]) if script else out.get("spec_counters")
+                    runs.append({"scenario": preset, "site": site, "batch": batch, "mode": mode, "prompts": ps,
+                                 "exercised": hit, "baseline_tokens": base["tokens"], **out})
     progress("reference: float32 teacher forcing")
     ref = Reference(str(model_dir))
     scored = [(r, [ref.regrets(p, t) for p, t in zip(r["prompts"], r["tokens"])]) for r in runs]
@@ -144,11 +193,35 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     for r, regrets in scored:
         verdict = judge(regrets, threshold)
         same = sum(a == b for a, b in zip(r["tokens"], r["baseline_tokens"], strict=True))
-        rows.append({"scenario": r["scenario"], "batch": r["batch"], "mode": r["mode"], **verdict.as_dict(),
-                     "exercised": r.get("exercised"),
+        rows.append({"scenario": r["scenario"], "site": r["site"], "batch": r["batch"], "mode": r["mode"],
+                     **verdict.as_dict(), "exercised": r.get("exercised"),
                      "same_as_baseline": same, "tokens_per_s": round(r["tokens_per_s"], 1),
+                     "start_s": round(r.get("start_s", 0.0), 1), "engine": r.get("engine"),
                      "regrets": [[round(x, 3) for x in s] for s in regrets]})
+    return {**conclude(rows, noise, threshold, plan, vllm_version), "machine": ran_on}
+
+
+def conclude(rows: list[dict], noise: float, threshold: float, plan: Plan, vllm_version: str) -> dict:
+    """The session's verdicts: the target passes when none of its tokens is an error; with a
+    control, the proof holds only when every one of the control's speculative runs has errors
+    (a scenario whose control is clean shows nothing about the bug)."""
     calibration = [x for x in rows if x["scenario"] == "baseline"]
-    return {"vllm": vllm_version, "kv_cache": plan.kv_cache, "threshold": threshold, "baseline_worst_regret": round(noise, 3), "tp": plan.tp,
-            "calibrated": all(x["errors"] == 0 for x in calibration) and noise <= CALIBRATION_CAP,
-            "passed": all(x["errors"] == 0 for x in rows), "rows": rows}
+    target = [x for x in rows if x["site"] == "target"]
+    control = [x for x in rows if x["site"] == "control"]
+    passed = all(x["errors"] == 0 for x in target)
+    result = {"vllm": vllm_version, "kv_cache": plan.kv_cache, "threshold": threshold,
+              "baseline_worst_regret": round(noise, 3), "tp": plan.tp,
+              "calibrated": all(x["errors"] == 0 for x in calibration) and noise <= CALIBRATION_CAP,
+              "passed": passed, "scenario": {"prompts": plan.prompt_set, "prefix_caching": plan.prefix_caching,
+                                              "async_scheduling": plan.async_scheduling,
+                                              "gdn_prefill_backend": plan.additional_config.get("gdn_prefill_backend", "default"),
+                                              "model_class": model.MODEL_CLASS,
+                                              "gpu_memory_utilization": plan.gpu_memory_utilization,
+                                              "kv_cache_gib": plan.kv_cache_gib},
+              "rows": rows}
+    if plan.control is not None:
+        result["control"] = str(plan.control)
+        result["control_failed"] = bool(control) and all(x["errors"] > 0 for x in control)
+        result["proof"] = ("control fails, target passes" if result["control_failed"] and passed else
+                           "target fails" if not passed else "weak: the control passes too")
+    return result
