@@ -34,3 +34,7 @@ class PatchError(BackportError):
 
 class StateError(BackportError):
     """The manifest or journal beside vLLM is unreadable or inconsistent."""
+
+
+class EvidenceError(BackportError):
+    """A GPU evidence file under docs/evidence/ is unreadable, incomplete or filed under the wrong release."""

@@ -1,5 +1,6 @@
 """Maintainer commands: describe a PyPI release as a versions.toml stanza, port a series to a
-release, and re-pin backport hashes. Each prints what it would write and writes only with --write.
+release, re-pin backport hashes, and regenerate the support matrix and the GPU evidence page.
+Each prints what it would write and writes only with --write.
 """
 
 from __future__ import annotations
@@ -231,6 +232,18 @@ def matrix(write: bool) -> None:
     _write_or_diff(path, text, new, write, "support matrix is current")
 
 
+@main.command()
+@click.option("--write", is_flag=True, help="Rewrite docs/evidence/README.md (otherwise show the diff, exit 1 on drift).")
+def evidence(write: bool) -> None:
+    """Regenerate docs/evidence/README.md from the verify JSON files in docs/evidence/<release>/."""
+    from .evidence import PAGE, load, render_page
+
+    path = HOME / PAGE
+    page = render_page(load(HOME))  # a bad file stops here, before anything is written
+    _write_or_diff(path, path.read_text() if path.exists() else "", page, write, "evidence page is current",
+                   PAGE.as_posix())
+
+
 ARCH_BEGIN, ARCH_END = "<!-- arch-table:begin -->", "<!-- arch-table:end -->"
 
 
@@ -372,12 +385,14 @@ def digests(write: bool) -> None:
         sys.exit(1)
 
 
-def _write_or_diff(path: Path, old: str, new: str, write: bool, current: str) -> None:
-    """Generators print a diff and write only when asked; in check mode drift exits 1 (for CI)."""
+def _write_or_diff(path: Path, old: str, new: str, write: bool, current: str, label: str = "") -> None:
+    """Generators print a diff and write only when asked; in check mode drift exits 1 (for CI).
+    `label` names the file in messages (default: its name)."""
+    label = label or path.name
     if new == old:
-        click.echo(f"{path.name}: {current}")
+        click.echo(f"{label}: {current}")
         return
-    click.echo("".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), path.name, path.name)))
+    click.echo("".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), label, label)))
     if not write:
         sys.exit(1)
     if path.suffix == ".toml":
@@ -386,6 +401,10 @@ def _write_or_diff(path: Path, old: str, new: str, write: bool, current: str) ->
         except tomllib.TOMLDecodeError as exc:
             raise BackportError(f"{path.name}: the rewrite would not parse ({exc}); nothing written") from None
     target = path.resolve()  # through a symlink, keeping the file's mode
+    if not target.exists():  # a generated file's first write
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, new.encode(), 0o644)
+        return
     write_atomic(target, new.encode(), target.stat().st_mode & 0o7777)  # a full disk must not leave half a file
 
 

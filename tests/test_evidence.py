@@ -1,0 +1,198 @@
+"""GPU evidence files: checked, summarised, and the page generated from them."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from evidence_case import FIX, verify_json, write
+from vllm_backports import evidence, maint
+from vllm_backports.errors import EvidenceError
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setattr(maint, "HOME", tmp_path)
+    return tmp_path
+
+
+def one(home, data, release="0.31.0", name="gdn-ngram") -> evidence.Summary:
+    write(home, release, name, data)
+    return evidence.load(home)[release][0]
+
+
+@pytest.mark.parametrize(("case", "verdict"), [
+    (dict(), "proof"),
+    (dict(control_errors=0), "weak"),
+    (dict(target_errors=3, control_errors=200), "fails"),
+    (dict(control_errors=None), "no control"),
+    (dict(noise=3.5), "uncalibrated"),
+    (dict(baseline_errors=2), "uncalibrated"),  # the target's baseline strays: not "fails"
+])
+def test_verdicts(home, case, verdict):
+    assert one(home, verify_json(**case)).verdict == verdict
+
+
+def test_summary_reads_the_engines_not_the_request(home):
+    data = verify_json(prefix_caching=True, hits=1296, prompts="shared-prefix", control_backports=["gdn-spec-state"])
+    assert data["scenario"]["prefix_caching"] == "default"  # verify asked for the release's default
+    s = one(home, data, name="gdn-ngram-prefix")
+    assert (s.release, s.name, s.presets, s.kv_cache, s.prompts) == ("0.31.0", "gdn-ngram-prefix", ("ngram",), "auto", "shared-prefix")
+    assert s.prefix_caching == (True,) and s.mamba_cache_mode == ("align",)
+    assert s.async_scheduling == (False,) and s.model_runner == ("v1",) and s.cudagraph_mode == ("FULL_AND_PIECEWISE",)
+    assert s.batches == (16,) and s.modes == ("graphs",)
+    assert (s.gpu, s.date) == ("NVIDIA H100 80GB HBM3", "2026-11-25")
+    assert (s.target_errors, s.target_tokens, s.control_errors, s.control_tokens) == (0, 3072, 214, 3072)
+    assert s.target_backports == tuple(FIX) and s.control_backports == ("gdn-spec-state",)
+    assert (s.prefix_hits, s.prefix_queries) == (1296, 5184)  # the target's speculative engine only
+
+
+def test_a_pristine_control_and_no_control_differ(home):
+    assert one(home, verify_json(), name="a").control_backports == ()
+    s = one(home, verify_json("0.30.0", control_errors=None), release="0.30.0", name="b")
+    assert s.control_backports is None and s.control_errors is None and s.prefix_hits is None
+
+
+def test_an_engine_that_could_not_describe_itself_is_unknown_not_an_error(home):
+    data = verify_json()
+    data["rows"][1]["engine"] = {"error": "AttributeError: 'LLM' object has no attribute 'llm_engine'"}
+    s = one(home, data)
+    assert s.prefix_caching == (None,) and s.target_backports == tuple(FIX)  # the baseline row still says
+    assert "| prefix caching ?, async scheduling ?, ? runner, CUDA graphs ? |" in evidence.row(s)
+
+
+def test_releases_in_version_order_and_empty_directories_ignored(home):
+    assert evidence.load(home) == {}
+    (home / "docs/evidence/0.29.0").mkdir(parents=True)
+    write(home, "0.31.0", "z", verify_json())
+    write(home, "0.31.0", "a", verify_json(control_errors=0))
+    write(home, "0.9.0", "gdn-ngram", verify_json("0.9.0"))
+    (home / "docs/evidence/0.31.0/z.err").write_text("a verify's stderr is not evidence")
+    found = evidence.load(home)
+    assert list(found) == ["0.9.0", "0.31.0"]
+    assert [s.name for s in found["0.31.0"]] == ["a", "z"]
+    write(home, "0.31.0", "gdn-ngram-prefix", verify_json())
+    write(home, "0.31.0", "gdn-ngram", verify_json())
+    assert [s.name for s in evidence.load(home)["0.31.0"]] == ["a", "gdn-ngram", "gdn-ngram-prefix", "z"]
+
+
+def _drop(data, *keys):
+    obj = data
+    for k in keys[:-1]:
+        obj = obj[k]
+    del obj[keys[-1]]
+    return data
+
+
+def _set(data, value, *keys):
+    obj = data
+    for k in keys[:-1]:
+        obj = obj[k]
+    obj[keys[-1]] = value
+    return data
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("{\"vllm\": \"0.31.0\",", "not JSON"),
+    ('{"error": "verify needs a CUDA GPU; none is visible", "exit_code": 2}', "verify's error output"),
+    (_drop(verify_json(), "machine"), "lacks 'machine'"),
+    (_drop(verify_json(), "proof"), "lacks 'proof'"),
+    (_drop(verify_json(), "rows", 2, "errors"), "rows[2] lacks 'errors'"),
+    (_drop(verify_json(), "rows", 1, "engine", "backports"), "rows[1].engine lacks 'backports'"),
+    (_drop(verify_json(), "machine", "date"), "machine lacks 'date'"),
+    (_set(verify_json(), "3", "rows", 1, "errors"), "errors is '3'"),
+    (verify_json("0.30.0"), "ran vLLM 0.30.0, but is filed under 0.31.0"),
+    (_set(verify_json(), "0.30.0", "rows", 2, "engine", "vllm"), "rows[2] (control, ngram) ran vLLM 0.30.0"),
+    (_set(verify_json(), True, "passed") | {"rows": verify_json(target_errors=4)["rows"]}, "passed is True"),
+    (_set(verify_json(), "yesterday", "machine", "date"), "is not a date"),
+])
+def test_a_bad_file_is_one_line_naming_it_and_nothing_is_written(home, content, message):
+    write(home, "0.31.0", "good", verify_json())
+    write(home, "0.31.0", "bad", content)
+    with pytest.raises(EvidenceError, match=r"^docs/evidence/0\.31\.0/bad\.json: .*" + re.escape(message)):
+        evidence.load(home)
+    r = CliRunner().invoke(maint.main, ["evidence", "--write"])
+    assert r.exit_code == 1 and isinstance(r.exception, EvidenceError) and "\n" not in str(r.exception)
+    assert not (home / "docs/evidence/README.md").exists()
+
+
+def test_a_local_build_counts_as_its_release(home):
+    data = verify_json()
+    data["vllm"] = "0.31.0+cu130"
+    assert one(home, data).verdict == "proof"
+
+
+def test_page_without_evidence_says_so_and_check_mode_tracks_drift(home):
+    r = CliRunner().invoke(maint.main, ["evidence"])
+    assert r.exit_code == 1 and "+No GPU evidence is recorded yet" in r.output
+    assert not (home / "docs/evidence/README.md").exists()
+    assert CliRunner().invoke(maint.main, ["evidence", "--write"]).exit_code == 0
+    page = (home / "docs/evidence/README.md").read_text()
+    assert "No GPU evidence is recorded yet" in page and f"`{evidence.WRITE_COMMAND}`" in page.splitlines()[2]
+    assert CliRunner().invoke(maint.main, ["evidence"]).output.strip() == "docs/evidence/README.md: evidence page is current"
+
+    write(home, "0.31.0", "gdn-ngram", verify_json())
+    drift = CliRunner().invoke(maint.main, ["evidence"])
+    assert drift.exit_code == 1 and "+| [gdn-ngram](0.31.0/gdn-ngram.json) | proof |" in drift.output
+    assert (home / "docs/evidence/README.md").read_text() == page
+    assert CliRunner().invoke(maint.main, ["evidence", "--write"]).exit_code == 0
+    assert CliRunner().invoke(maint.main, ["evidence"]).exit_code == 0
+    assert "No GPU evidence" not in (home / "docs/evidence/README.md").read_text()
+
+
+def test_page_has_a_table_per_release_with_each_file(home):
+    write(home, "0.31.0", "gdn-ngram", verify_json())
+    write(home, "0.31.0", "tq-mtp", verify_json(preset="mtp", control_backports=["gdn-spec-state", "gdn-spec-state-v2-runner"]))
+    write(home, "0.30.0", "gdn-ngram", verify_json("0.30.0", control_errors=0, gpu="NVIDIA H200", date="2026-11-26T01:00:00Z"))
+    page = evidence.render_page(evidence.load(home))
+    lines = page.splitlines()
+    assert [x for x in lines if x.startswith("## ")] == ["## vLLM 0.30.0", "## vLLM 0.31.0"]
+    assert lines.count(evidence.HEADER) == 2
+    table = [x for x in lines if x.startswith("| [")]
+    assert table[0].startswith("| [gdn-ngram](0.30.0/gdn-ngram.json) | weak | ngram, KV auto, random prompts, 16 a batch, graphs |")
+    assert table[0].endswith("| H200, 2026-11-26 |")
+    assert table[1] == ("| [gdn-ngram](0.31.0/gdn-ngram.json) | proof | ngram, KV auto, random prompts, 16 a batch, graphs "
+                        "| prefix caching off (Mamba none), async scheduling off, v1 runner, CUDA graphs FULL_AND_PIECEWISE "
+                        f"| 0 errors in 3072 tokens; {', '.join(FIX)} | 214 errors in 3072 tokens; pristine | - | H100, 2026-11-25 |")
+    assert "async scheduling on" in table[2] and "| 214 errors in 3072 tokens; gdn-spec-state, gdn-spec-state-v2-runner |" in table[2]
+    assert all(x.count("|") == evidence.HEADER.count("|") for x in table)
+
+
+def test_matrix_status_counts_verdicts_and_links_to_the_release_heading(home):
+    write(home, "0.31.0", "a", verify_json())
+    write(home, "0.31.0", "b", verify_json(date="2026-11-27T00:00:00Z"))
+    write(home, "0.31.0", "c", verify_json(control_errors=0, gpu="NVIDIA H200"))
+    write(home, "0.31.0", "d", verify_json(target_errors=5))
+    write(home, "0.31.0", "e", verify_json(control_errors=None))
+    status = evidence.matrix_status(evidence.load(home)["0.31.0"])
+    assert status == ("GPU (H100/H200, 2026-11-25 .. 2026-11-27): 2 proofs, 1 weak, 1 failing, 1 without a control "
+                      "([evidence](docs/evidence/README.md#vllm-0310))")
+
+
+@pytest.mark.parametrize(("heading", "anchor"), [
+    ("vLLM 0.31.0", "vllm-0310"),
+    ("Set-up: two commands", "set-up-two-commands"),  # README.md's own, as GitHub links it
+    ("How to add a vLLM release", "how-to-add-a-vllm-release"),
+])
+def test_slug_is_githubs(heading, anchor):
+    assert evidence.slug(heading) == anchor
+
+
+@pytest.mark.parametrize(("name", "short"), [
+    ("NVIDIA H100 80GB HBM3", "H100"), ("NVIDIA H200", "H200"), ("NVIDIA A100-SXM4-80GB", "A100"),
+    ("NVIDIA H100 NVL", "H100"), ("NVIDIA GeForce RTX 4090", "RTX 4090"),
+])
+def test_short_gpu(name, short):
+    assert evidence.short_gpu(name) == short
+
+
+def test_the_fixture_is_what_verify_writes():
+    """Every key verify's --json payload has, and only those (a fixture with invented keys would
+    let the reader depend on them)."""
+    data = verify_json()
+    assert set(data) == {"command", "vllm", "kv_cache", "threshold", "baseline_worst_regret", "tp", "calibrated",
+                         "passed", "scenario", "rows", "control", "control_failed", "proof", "machine"}
+    json.dumps(data)  # plain JSON

@@ -1,0 +1,322 @@
+"""GPU evidence: the `apply.py verify --json` files kept as docs/evidence/<release>/<name>.json,
+read, checked and summarised for docs/evidence/README.md and the support matrix. Pure: no GPU,
+no vLLM.
+
+What a file says about the engines comes from the engines themselves (each row's `engine`, read
+back from vLLM's resolved config), not from what verify asked for: a release may turn prefix
+caching or async scheduling on by itself, and a control is recognisable by the backports its
+vLLM carries ([] for a pristine install).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import EvidenceError
+
+EVIDENCE_DIR = Path("docs") / "evidence"
+PAGE = EVIDENCE_DIR / "README.md"
+WRITE_COMMAND = "python -m vllm_backports.maint evidence --write"
+
+# verify's own words (verify/run.py conclude) -> the page's
+PROOFS = {"control fails, target passes": "proof", "weak: the control passes too": "weak", "target fails": "fails"}
+VERDICTS = ("proof", "weak", "fails", "no control", "uncalibrated")
+
+_TOP = {"command": str, "vllm": str, "kv_cache": str, "threshold": (int, float), "tp": int, "calibrated": bool,
+        "passed": bool, "scenario": dict, "rows": list, "machine": dict}
+_CONTROL = {"control": str, "control_failed": bool, "proof": str}
+_SCENARIO = {"prompts": str}
+_MACHINE = {"gpu": str, "gpus": int, "date": str}
+_ROW = {"scenario": str, "site": str, "batch": int, "mode": str, "tokens": int, "errors": int}
+_ENGINE = ("vllm", "backports", "prefix_caching", "mamba_cache_mode", "async_scheduling", "cudagraph_mode",
+           "model_runner", "prefix_cache")
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One evidence file. Engine facts are the distinct values the target's speculative engines
+    reported, in the order met (None: the engine could not say)."""
+
+    release: str
+    name: str
+    presets: tuple[str, ...]
+    kv_cache: str
+    prompts: str
+    tp: int
+    batches: tuple[int, ...]
+    modes: tuple[str, ...]
+    prefix_caching: tuple
+    mamba_cache_mode: tuple
+    async_scheduling: tuple
+    model_runner: tuple
+    cudagraph_mode: tuple
+    gpu: str
+    gpus: int
+    date: str  # the day the session ran (UTC), YYYY-MM-DD
+    target_errors: int
+    target_tokens: int
+    control_errors: int | None  # None: no control
+    control_tokens: int | None
+    target_backports: tuple[str, ...] | None  # () pristine, None unknown
+    control_backports: tuple[str, ...] | None
+    prefix_hits: int | None  # the target's speculative engines, summed; None when not reported
+    prefix_queries: int | None
+    verdict: str  # one of VERDICTS
+
+    @property
+    def link(self) -> str:
+        """The file, relative to the page."""
+        return f"{self.release}/{self.name}.json"
+
+
+def _check(obj: dict, fields: dict, where: str, what: str) -> None:
+    for key, kind in fields.items():
+        if key not in obj:
+            raise EvidenceError(f"{where}: {what} lacks {key!r}")
+        value = obj[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise EvidenceError(f"{where}: {what}: {key} is {value!r}, not what verify writes")
+
+
+def _public(version: str) -> str:
+    return version.split("+", 1)[0]  # a local build (0.20.0+cu129) is its release's
+
+
+def _distinct(values) -> tuple:
+    return tuple(dict.fromkeys(values))
+
+
+def _backports(rows: list[dict]) -> tuple[str, ...] | None:
+    """The backport ids the site's engines reported, in order met; None when none could say."""
+    known = [r["engine"]["backports"] for r in rows if r["engine"] and r["engine"].get("backports") is not None]
+    return _distinct(b for ids in known for b in ids) if known else None
+
+
+def _counter(rows: list[dict], name: str) -> int | None:
+    """A prefix-cache counter summed over the rows; vLLM's metrics name it without or with _total."""
+    found = []
+    for r in rows:
+        counters = (r["engine"] or {}).get("prefix_cache") or {}
+        value = counters.get(name, counters.get(f"{name}_total"))
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            found.append(int(value))
+    return sum(found) if found else None
+
+
+def summarise(data: object, release: str, name: str, where: str) -> Summary:
+    """Check one parsed verify --json object and summarise it; `where` names the file in errors."""
+    if not isinstance(data, dict):
+        raise EvidenceError(f"{where}: not a JSON object")
+    if "error" in data and "rows" not in data:
+        raise EvidenceError(f"{where}: verify's error output, not evidence: {data['error']}")
+    _check(data, _TOP, where, "the file")
+    if data["command"] != "verify":
+        raise EvidenceError(f"{where}: command is {data['command']!r}, not 'verify'")
+    if _public(data["vllm"]) != release:
+        raise EvidenceError(f"{where}: ran vLLM {data['vllm']}, but is filed under {release}")
+    _check(data["scenario"], _SCENARIO, where, "scenario")
+    _check(data["machine"], _MACHINE, where, "machine")
+    date = data["machine"]["date"][:10]
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
+        raise EvidenceError(f"{where}: machine.date {data['machine']['date']!r} is not a date")
+    has_control = "control" in data
+    if has_control:
+        _check(data, _CONTROL, where, "the file")
+        if data["proof"] not in PROOFS:
+            raise EvidenceError(f"{where}: proof {data['proof']!r} is not one of verify's verdicts")
+    rows = []
+    for i, r in enumerate(data["rows"]):
+        if not isinstance(r, dict):
+            raise EvidenceError(f"{where}: rows[{i}] is not an object")
+        _check(r, _ROW, where, f"rows[{i}]")
+        if "engine" not in r:
+            raise EvidenceError(f"{where}: rows[{i}] lacks 'engine'")
+        engine = r["engine"]
+        if engine is not None and not isinstance(engine, dict):
+            raise EvidenceError(f"{where}: rows[{i}]: engine is {engine!r}, not what verify writes")
+        if engine and "error" in engine:  # vLLM's config could not be read back: facts unknown
+            engine = None
+        rows.append({**r, "engine": engine})
+        if engine is not None:
+            for key in _ENGINE:
+                if key not in engine:
+                    raise EvidenceError(f"{where}: rows[{i}].engine lacks {key!r}")
+            if _public(str(engine["vllm"])) != release:
+                raise EvidenceError(f"{where}: rows[{i}] ({r['site']}, {r['scenario']}) ran vLLM {engine['vllm']}, "
+                                    f"but the file is filed under {release}")
+    target = [r for r in rows if r["site"] == "target"]
+    control = [r for r in rows if r["site"] == "control"]
+    speculative = [r for r in target if r["scenario"] != "baseline"]
+    if not speculative:
+        raise EvidenceError(f"{where}: no speculative row on the target: nothing was tested")
+    if data["passed"] != all(r["errors"] == 0 for r in target):
+        raise EvidenceError(f"{where}: passed is {data['passed']}, but its target rows say otherwise")
+    if has_control and data["control_failed"] != (bool(control) and all(r["errors"] > 0 for r in control)):
+        raise EvidenceError(f"{where}: control_failed is {data['control_failed']}, but its control rows say otherwise")
+
+    if not data["calibrated"]:
+        verdict = "uncalibrated"
+    elif not data["passed"]:
+        verdict = "fails"
+    elif not has_control:
+        verdict = "no control"
+    else:
+        verdict = PROOFS[data["proof"]]
+
+    def facts(key: str) -> tuple:
+        return _distinct((r["engine"] or {}).get(key) for r in speculative)
+
+    return Summary(
+        release=release, name=name, presets=_distinct(r["scenario"] for r in speculative),
+        kv_cache=data["kv_cache"], prompts=data["scenario"]["prompts"], tp=data["tp"],
+        batches=_distinct(r["batch"] for r in speculative), modes=_distinct(r["mode"] for r in speculative),
+        prefix_caching=facts("prefix_caching"), mamba_cache_mode=facts("mamba_cache_mode"),
+        async_scheduling=facts("async_scheduling"), model_runner=facts("model_runner"),
+        cudagraph_mode=facts("cudagraph_mode"),
+        gpu=data["machine"]["gpu"], gpus=data["machine"]["gpus"], date=date,
+        target_errors=sum(r["errors"] for r in speculative), target_tokens=sum(r["tokens"] for r in speculative),
+        control_errors=sum(r["errors"] for r in control) if has_control else None,
+        control_tokens=sum(r["tokens"] for r in control) if has_control else None,
+        target_backports=_backports(target), control_backports=_backports(control) if has_control else None,
+        prefix_hits=_counter(speculative, "hits"), prefix_queries=_counter(speculative, "queries"),
+        verdict=verdict)
+
+
+def _release_key(name: str):
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (0, Version(name), name)
+    except InvalidVersion:
+        return (1, None, name)
+
+
+def load(home: Path) -> dict[str, tuple[Summary, ...]]:
+    """Every docs/evidence/<release>/*.json under `home`, checked and summarised, by release
+    (releases in version order, files by name). No directory, or no file: {}."""
+    root = home / EVIDENCE_DIR
+    if not root.is_dir():
+        return {}
+    out: dict[str, tuple[Summary, ...]] = {}
+    dirs = sorted((d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")),
+                  key=lambda d: _release_key(d.name))
+    for folder in dirs:
+        summaries = []
+        for path in sorted(folder.glob("*.json"), key=lambda p: p.stem):
+            where = str(path.relative_to(home))
+            try:
+                data = json.loads(path.read_text())
+            except UnicodeDecodeError:
+                raise EvidenceError(f"{where}: not UTF-8 text") from None
+            except json.JSONDecodeError as exc:
+                raise EvidenceError(f"{where}: not JSON ({exc.msg}, line {exc.lineno})") from None
+            summaries.append(summarise(data, folder.name, path.stem, where))
+        if summaries:
+            out[folder.name] = tuple(summaries)
+    return out
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a markdown heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def heading(release: str) -> str:
+    return f"vLLM {release}"
+
+
+def short_gpu(name: str) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'H100', 'NVIDIA A100-SXM4-80GB' -> 'A100'."""
+    words = re.split(r"[ \-]+", name.removeprefix("NVIDIA ").strip())
+    kept = [w for w in words if not re.fullmatch(r"\d+GB|HBM\w*|SXM\w*|PCIe|NVL|GeForce", w)]
+    return " ".join(kept) or name
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _joined(values, show=str) -> str:
+    return "/".join("?" if v is None else show(v) for v in values) or "?"
+
+
+def _switch(value) -> str:
+    return "on" if value is True else "off" if value is False else str(value)
+
+
+def _site(errors: int | None, tokens: int | None, backports: tuple[str, ...] | None) -> str:
+    if errors is None:
+        return "-"
+    carried = "backports unknown" if backports is None else ", ".join(backports) or "pristine"
+    return f"{_plural(errors, 'error')} in {tokens} tokens; {carried}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def row(s: Summary) -> str:
+    run = (f"{'+'.join(s.presets)}, KV {s.kv_cache}, {s.prompts} prompts, {_joined(s.batches)} a batch, "
+           f"{_joined(s.modes)}" + (f", TP={s.tp}" if s.tp > 1 else ""))
+    engine = f"prefix caching {_joined(s.prefix_caching, _switch)}"
+    if any(m is not None for m in s.mamba_cache_mode):
+        engine += f" (Mamba {_joined(s.mamba_cache_mode)})"
+    engine += (f", async scheduling {_joined(s.async_scheduling, _switch)}, {_joined(s.model_runner)} runner, "
+               f"CUDA graphs {_joined(s.cudagraph_mode)}")
+    hits = "-" if s.prefix_hits is None else str(s.prefix_hits) + (
+        "" if s.prefix_queries is None else f" of {s.prefix_queries}")
+    cells = [f"[{s.name}]({s.link})", s.verdict, run, engine,
+             _site(s.target_errors, s.target_tokens, s.target_backports),
+             _site(s.control_errors, s.control_tokens, s.control_backports), hits,
+             f"{short_gpu(s.gpu)}, {s.date}"]
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+
+HEADER = ("| evidence | verdict | run | engine as run (target) | target: errors, backports | "
+          "control: errors, backports | prefix-cache hits | GPU, date |")
+
+
+def render_page(evidence: dict[str, tuple[Summary, ...]]) -> str:
+    lines = [
+        "# GPU evidence",
+        "",
+        f"Generated by `{WRITE_COMMAND}` from the `apply.py verify --json` files in "
+        "`docs/evidence/<release>/`; CI fails on drift.",
+        "",
+        "Each file is one verify session. Verdicts: **proof** the control (an install of the same release "
+        "without the fix) has errors in every speculative run and the target none; **weak** the control "
+        "passes too, so the scenario does not show the bug; **fails** the target has errors; **no control** "
+        "the target passes, nothing to compare it with; **uncalibrated** the plain baseline itself strays "
+        "from the reference, nothing concluded. Errors and tokens count the speculative runs; engine facts "
+        "are what vLLM's resolved config said, not what verify asked for.",
+        "",
+    ]
+    if not evidence:
+        lines.append("No GPU evidence is recorded yet: no `docs/evidence/<release>/*.json` file.")
+        return "\n".join(lines) + "\n"
+    for release, summaries in evidence.items():
+        lines += [f"## {heading(release)}", "", HEADER, "|---|---|---|---|---|---|---|---|"]
+        lines += [row(s) for s in summaries]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def matrix_status(summaries: tuple[Summary, ...], page: str = PAGE.as_posix()) -> str:
+    """The generated start of a release's verification cell: GPUs, days, verdict counts, a link."""
+    gpus = "/".join(_distinct(short_gpu(s.gpu) for s in summaries))
+    days = sorted({s.date for s in summaries})
+    when = days[0] if len(days) == 1 else f"{days[0]} .. {days[-1]}"
+    count = {v: sum(s.verdict == v for s in summaries) for v in VERDICTS}
+    parts = [_plural(count["proof"], "proof"), f"{count['weak']} weak", f"{count['fails']} failing"]
+    if count["no control"]:
+        parts.append(f"{count['no control']} without a control")
+    if count["uncalibrated"]:
+        parts.append(f"{count['uncalibrated']} uncalibrated")
+    release = summaries[0].release
+    return f"GPU ({gpus}, {when}): {', '.join(parts)} ([evidence]({page}#{slug(heading(release))}))"
