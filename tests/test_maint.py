@@ -34,6 +34,63 @@ def test_matrix_drift_is_reported_then_written(tmp_path, monkeypatch):
     assert "| 0.33.0 | 2.14.1 / 13 |" in (home / "README.md").read_text()
 
 
+def _matrix_rows(readme: str) -> dict[str, str]:
+    return {line.split(" | ")[0].removeprefix("| "): line for line in readme.splitlines() if line.startswith("| 0.")}
+
+
+def test_matrix_cell_starts_with_the_status_of_the_releases_evidence(tmp_path, monkeypatch):
+    from evidence_case import verify_json, write
+
+    home = _copy(tmp_path, monkeypatch)
+    before = _matrix_rows((home / "README.md").read_text())
+    write(home, "0.31.0", "gdn-ngram", verify_json())
+    write(home, "0.31.0", "tq-mtp", verify_json(preset="mtp", control_errors=0))
+    drift = CliRunner().invoke(maint.main, ["matrix"])
+    assert drift.exit_code == 1 and "+| 0.31.0 |" in drift.output
+    assert _matrix_rows((home / "README.md").read_text()) == before
+    assert CliRunner().invoke(maint.main, ["matrix", "--write"]).exit_code == 0
+    after = _matrix_rows((home / "README.md").read_text())
+    verified = before["0.31.0"].rsplit(" | ", 1)[1]
+    assert after["0.31.0"].rsplit(" | ", 1)[1] == ("GPU (H100, 2026-11-25): 1 proof, 1 weak, 0 failing "
+                                                   "([evidence](docs/evidence/README.md#vllm-0310)); " + verified)
+    assert after["0.31.0"].rsplit(" | ", 1)[0] == before["0.31.0"].rsplit(" | ", 1)[0]
+    assert {v: r for v, r in after.items() if v != "0.31.0"} == {v: r for v, r in before.items() if v != "0.31.0"}
+    assert CliRunner().invoke(maint.main, ["matrix"]).exit_code == 0
+    # the anchor is the page's heading for the release
+    assert CliRunner().invoke(maint.main, ["evidence", "--write"]).exit_code == 0
+    from vllm_backports.evidence import slug
+
+    headings = [line[3:] for line in (home / "docs/evidence/README.md").read_text().splitlines() if line.startswith("## ")]
+    assert "#vllm-0310" in after["0.31.0"] and [slug(h) for h in headings] == ["vllm-0310"]
+
+
+def test_matrix_without_evidence_is_the_verified_text(tmp_path, monkeypatch):
+    from vllm_backports.catalogue import Catalogue
+
+    home = _copy(tmp_path, monkeypatch)
+    (home / "docs/evidence").mkdir(parents=True)  # a directory without JSON files is no evidence
+    (home / "docs/evidence/0.31.0").mkdir()
+    assert CliRunner().invoke(maint.main, ["matrix"]).exit_code == 0
+    cat = Catalogue(home)
+    cells = [line.rsplit(" | ", 1)[1].removesuffix(" |") for line in maint.render_matrix(cat).splitlines()[2:]]
+    assert cells == [cat.releases[v].verified for v in cat.versions]
+
+
+def test_matrix_refuses_bad_or_unknown_evidence_and_writes_nothing(tmp_path, monkeypatch):
+    from evidence_case import verify_json, write
+
+    home = _copy(tmp_path, monkeypatch)
+    readme = (home / "README.md").read_text()
+    write(home, "0.99.0", "gdn-ngram", verify_json("0.99.0"))
+    r = CliRunner().invoke(maint.main, ["matrix", "--write"])
+    assert r.exit_code == 1 and "docs/evidence/0.99.0: vLLM 0.99.0 is not a release in versions.toml" in str(r.exception)
+    shutil.rmtree(home / "docs/evidence/0.99.0")
+    write(home, "0.31.0", "gdn-ngram", verify_json("0.30.0"))
+    r = CliRunner().invoke(maint.main, ["matrix", "--write"])
+    assert r.exit_code == 1 and str(r.exception).startswith("docs/evidence/0.31.0/gdn-ngram.json: ran vLLM 0.30.0")
+    assert (home / "README.md").read_text() == readme
+
+
 def test_rehash_pins_an_edited_backport(tmp_path, monkeypatch):
     home = _copy(tmp_path, monkeypatch)
     patch = home / "backports/0.33.0/0001-turboquant-spec-decode.patch"

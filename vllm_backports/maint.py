@@ -15,7 +15,7 @@ import click
 import requests
 
 from .catalogue import Catalogue, series_files, sha256
-from .errors import BackportError
+from .errors import BackportError, EvidenceError
 from .patchfile import parse
 from .port import port as port_patch
 from .pypi import INDEX, WheelReader, release_files
@@ -207,26 +207,37 @@ def _edit_tables(text: str, header: str, edit) -> str:
 MATRIX_BEGIN, MATRIX_END = "<!-- support-matrix:begin -->", "<!-- support-matrix:end -->"
 
 
-def render_matrix(cat: Catalogue) -> str:
+def render_matrix(cat: Catalogue, evidence: dict | None = None) -> str:
+    """The support matrix. A release with GPU evidence (evidence.load: release -> summaries) gets
+    a status generated from it before its hand-written `verified` text."""
+    from .evidence import EVIDENCE_DIR, matrix_status
+
+    evidence = evidence or {}
+    for release in evidence:
+        if release not in cat.releases:
+            raise EvidenceError(f"{EVIDENCE_DIR.as_posix()}/{release}: vLLM {release} is not a release in versions.toml")
     rows = ["| vLLM | torch / CUDA | series | backports | fixed upstream | known bugs, no backport yet | verification |",
             "|---|---|---|---|---|---|---|"]
     for v in cat.versions:
         cat.check_release_series(v)  # the matrix shows the list: it must be what the series applies
         r = cat.releases[v]
+        verified = f"{matrix_status(evidence[v])}; {r.verified}" if v in evidence else r.verified
         rows.append(f"| {v} | {r.torch} / {r.cuda} | {r.series or '-'} | {', '.join(r.backports) or '-'} | "
-                    f"{', '.join(r.upstream) or '-'} | {', '.join(r.bugs) or '-'} | {r.verified} |")
+                    f"{', '.join(r.upstream) or '-'} | {', '.join(r.bugs) or '-'} | {verified} |")
     return "\n".join(rows)
 
 
 @main.command()
 @click.option("--write", is_flag=True, help="Rewrite README.md (otherwise show the diff, exit 1 on drift).")
 def matrix(write: bool) -> None:
-    """Regenerate the support matrix in README.md from versions.toml."""
+    """Regenerate the support matrix in README.md from versions.toml and docs/evidence/."""
+    from .evidence import load
+
     path = HOME / "README.md"
     text = path.read_text()
     start, end = text.index(MATRIX_BEGIN) + len(MATRIX_BEGIN), text.index(MATRIX_END)
     cat = Catalogue(HOME)
-    new = text[:start] + "\n" + render_matrix(cat) + "\n" + text[end:]
+    new = text[:start] + "\n" + render_matrix(cat, load(HOME)) + "\n" + text[end:]
     a, b = new.index(ARCH_BEGIN) + len(ARCH_BEGIN), new.index(ARCH_END)
     new = new[:a] + "\n" + render_arches(cat) + "\n" + new[b:]
     _write_or_diff(path, text, new, write, "support matrix is current")
