@@ -5,9 +5,12 @@
 #   REL=0.26.0 bash docs/runs/steps.sh verify fix mtp 16 graphs turboquant_k8v4
 # Sites, all of release $REL:
 #   fix  $HOME/vllm-site  the release's shipped series
-#   ctl  /tmp/site-ctl    the series without turboquant-spec-decode: TurboQuant as released
-#   p65  /tmp/site-p65    ctl plus P65, where benchmarks/alternatives/turboquant-cudagraph has it
-#   raw  /tmp/site-raw    pristine: the GDN control
+#   ctl  /tmp/site-ctl-$REL  the series without turboquant-spec-decode: TurboQuant as released
+#   p65  /tmp/site-p65-$REL  ctl plus P65, where benchmarks/alternatives/turboquant-cudagraph has it
+#   raw  /tmp/site-raw-$REL  pristine: the GDN control
+# Two releases can share one machine: stage the second with its parts under another HOME
+# (HOME=/root/h2 bash .stage-REL/install.sh) and run its steps with that HOME; every path
+# here is under $HOME or named by $REL.
 # `setup` installs FA2 (carry .stage/fa2, from docs/runs/stage-fa2.sh; FA2_XZ and FA2_SHA point
 # elsewhere when it came in pieces, as 0.26.0's 82 MiB one does) and .gpu-pytest. Carry
 # .gpu-pytest in the setup call, not with the last bundle part: the two pass the 64 MiB a call
@@ -18,7 +21,7 @@ set -uo pipefail
 : "${REL:?set REL to the staged release}"
 step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
 RES=$HOME/verify-results
-declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl [p65]=/tmp/site-p65 [raw]=/tmp/site-raw)
+declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl-$REL [p65]=/tmp/site-p65-$REL [raw]=/tmp/site-raw-$REL)
 P65_PATCH=benchmarks/alternatives/turboquant-cudagraph/$REL/0001-turboquant-cudagraph.patch
 # Every file any patch here touches, read off the patches, so a new backport cannot leave a
 # site sharing a hard-linked file with the others.
@@ -44,6 +47,9 @@ case $step in
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     m=vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so
     sha=$(realpath "${FA2_SHA:-.stage/fa2/fa2.so.sha256}")
+    # FA2 comes in one piece (.stage/fa2) or, when over one call's carry, as pieces copied to
+    # ~/fa2 by earlier calls (docs/runs/stage-fa2.sh says which)
+    [ -d "$HOME/fa2" ] && cat "$HOME"/fa2/fa2.so.xz.* > "$HOME/fa2.so.xz" && FA2_XZ=$HOME/fa2.so.xz
     xz -dc "${FA2_XZ:-.stage/fa2/fa2.so.xz}" > "${SITE[fix]}/$m" && (cd "${SITE[fix]}/vllm/vllm_flash_attn" && sed 's/fa2.so/_vllm_fa2_C.abi3.so/' "$sha" | sha256sum -c)
     if ls .stage/fi/*.whl >/dev/null 2>&1; then  # before the copies, so every site has it
       python3 -m pip install -q --no-index --no-deps --no-compile --target "${SITE[fix]}" .stage/fi/*.whl; echo "flashinfer: exit $?"
@@ -66,19 +72,34 @@ case $step in
       $tests > "$out/release-tests.txt" 2>&1; tail -3 "$out/release-tests.txt" ;;
   verify) # SITE PRESET BATCH MODE KV
     site=$1 preset=$2 batch=$3 mode=$4 kv=$5; tag="$kv-$site-$preset-b$batch-$mode-tp${TP:-1}-${PREFILL:-triton}"
-    PYTHONPATH=${SITE[$site]} python3 apply.py verify --prefill-backend "${PREFILL:-triton}" --work-dir "/tmp/v-$tag" --json --tp "${TP:-1}" \
+    PYTHONPATH=${SITE[$site]} python3 apply.py verify --prefill-backend "${PREFILL:-triton}" --work-dir "/tmp/v-$REL-$tag" --json --tp "${TP:-1}" \
       --kv-cache "$kv" --preset "$preset" --batch "$batch" --mode "$mode" > "$out/$tag.json"
     echo "$tag: exit $?"; summary "$out/$tag.json"
-    tar -czf "$out/$tag-logs.tgz" --exclude=model -C /tmp "v-$tag" 2>/dev/null; true ;;
+    tar -czf "$out/$tag-logs.tgz" --exclude=model -C /tmp "v-$REL-$tag" 2>/dev/null; true ;;
   bg) # TAG VERIFY-OPTIONS...: one verify of the fix site in a process session of its own, so that
       # it outlives the call (a graphs verify with a control runs past one call's 600 s); several
       # may share the GPU when each takes a fixed --kv-cache-gib
     tag=$1; shift; mkdir -p "$RES"
     # its own copy of the tool: the next call may refresh this working tree under a running job
-    src=/tmp/vb-$tag && rm -rf "$src" && mkdir -p "$src" && cp -r apply.py vllm_backports backports versions.toml "$src"/
-    (cd "$src" && setsid nohup bash -c 'PYTHONPATH=$0 python3 apply.py verify --work-dir "/tmp/v-$1" --json "${@:3}" > "$2/$1.json" 2> "$2/$1.err"; echo $? > "$2/$1.rc"' \
+    src=/tmp/vb-$REL-$tag && rm -rf "$src" && mkdir -p "$src" && cp -r apply.py vllm_backports backports versions.toml "$src"/
+    (cd "$src" && setsid nohup bash -c 'PYTHONPATH=$0 python3 apply.py verify --work-dir "/tmp/v-$REL-$1" --json "${@:3}" > "$2/$1.json" 2> "$2/$1.err"; echo $? > "$2/$1.rc"' \
       "${SITE[fix]}" "$tag" "$RES" "$@" < /dev/null > /dev/null 2>&1 &)
     echo "started $tag: verify $*" ;;
+  proofs) # [NAME...]: the proof set, each a verify of the fix site with its control, all at once on
+      # one GPU (fixed KV size each); names from PROOFS below, default all that this release carries
+    common=(--batch 16 --mode graphs --prefill-backend "${PREFILL:-triton}" --kv-cache-gib 2 --gpu-memory-utilization 0.08)
+    declare -A PROOFS=(
+      [gdn-ngram]="--preset ngram --control ${SITE[raw]}"
+      [gdn-ngram-prefix]="--preset ngram --prompts shared-prefix --prefix-caching on --control ${SITE[raw]}"
+      [gdn-ngram-kp1]="--preset ngram --prompts k-plus-1 --control ${SITE[raw]}"
+      [mtp]="--preset mtp --control ${SITE[raw]}"
+      [tq-mtp]="--preset mtp --kv-cache turboquant_k8v4 --control ${SITE[ctl]}"
+    )
+    for name in ${@:-gdn-ngram tq-mtp gdn-ngram-prefix gdn-ngram-kp1 mtp}; do
+      [ -n "${PROOFS[$name]:-}" ] || { echo "unknown proof $name"; continue; }
+      # shellcheck disable=SC2086
+      bash "$0" bg "$name" ${PROOFS[$name]} "${common[@]}"
+    done ;;
   poll) # SECONDS: wait until every verify started by bg has ended, or SECONDS; bring back what there is
     deadline=$((SECONDS + ${1:-500}))
     while [ $SECONDS -lt $deadline ]; do
@@ -90,7 +111,7 @@ case $step in
       if [ -f "$RES/$t.rc" ]; then echo "== $t: exit $(cat "$RES/$t.rc")"; summary "$RES/$t.json" 2>/dev/null || tail -3 "$j"
       else echo "== $t: running: $(tail -1 "$j")"; fi
     done
-    tar -czf "$out/results.tgz" -C "$RES" . && tar -czf "$out/logs.tgz" --exclude=model --exclude='*.out.json' -C /tmp $(cd /tmp && ls -d v-* 2>/dev/null) 2>/dev/null; true ;;
+    tar -czf "$out/results.tgz" -C "$RES" . && tar -czf "$out/logs.tgz" --exclude=model --exclude='*.out.json' -C /tmp $(cd /tmp && ls -d "v-$REL-"* 2>/dev/null) 2>/dev/null; true ;;
   bench-tq) # PASSES [ROUNDS]: the first site is the ratios' baseline
     python3 benchmarks/bench_turboquant_mtp.py --site p65="${SITE[p65]}" --site fix="${SITE[fix]}" --passes "${1:-1}" \
       --rounds "${2:-3}" --kv-cache turboquant_k8v4 --out "$out/bench-tq-mtp.json" 2>&1 | tail -40 ;;
