@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 # Continuous routing (every expert chosen for every token): with top-2 of 8, near-tied router
 # scores flip between bf16 and float32 and the reference disagrees with a correct engine by up to
 # 5 nats; with all 4 experts chosen vLLM's plain output stays within 0.6 of the reference.
-MODEL_CLASS = "qwen3_next"
+MODEL_CLASS = "qwen3_next"  # the default class (MODEL_CLASSES); earlier evidence ran on it alone
 CONFIG = {
     "architectures": ["Qwen3NextForCausalLM"],
     "model_type": "qwen3_next",
@@ -56,18 +57,111 @@ SEED = 0
 MTP_EMBED_SCALE = 30.0
 MTP_FC_GAIN = 4.0
 
+# Qwen3.5 (Qwen3.6 checkpoints use the same classes): the Qwen3-Next sizes, a dense MLP of the
+# same intermediate size instead of the experts, and GDN key/value heads of 128 (Qwen3-Next's
+# model above has 64). That dimension decides which GDN kernels vLLM runs. vLLM 0.27 and 0.31
+# build the same GDN module for both families, QwenGatedDeltaNetAttention
+# (layers/mamba/gdn/qwen_gdn_linear_attn.py), Qwen3.5 with gqa_interleaved_layout=False (q, k, v,
+# z and b, a as separate checkpoint tensors, fused on load). 0.31 (not 0.27) adds
+# VLLM_GDN_DECODE_KERNEL, by default "cuda": for a non-interleaved layout with K = V = 128, bf16,
+# on compute capability 8.0+, the whole layer goes through its fused packed path and
+# speculative decode steps through the fused CUDA MTP kernel (fused_gdn_decode_post_conv_mtp);
+# otherwise (Qwen3-Next, or heads of 64) it falls back to the Triton path and verify would not
+# see the kernels Qwen3.5 users run.
+# Norms as in Qwen3-Next, in transformers and vLLM alike: decoder, q/k and MTP norms are offsets
+# from one (transformers' Qwen3_5RMSNorm, vLLM's GemmaRMSNorm), the GDN output norm is a plain
+# scale (Qwen3_5RMSNormGated, RMSNormGated). Rotary: no mrope_section, so vLLM builds plain RoPE
+# (0.27's Qwen3_5ForCausalLM does not take M-RoPE positions) and transformers' interleaved M-RoPE,
+# with every section at the same text position, computes the same.
+QWEN3_5_TEXT = {
+    "architectures": ["Qwen3_5ForCausalLM"],
+    "model_type": "qwen3_5_text",
+    "vocab_size": 2048,
+    "hidden_size": 512,
+    "intermediate_size": 1024,
+    "num_hidden_layers": 8,
+    "layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 2,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 2,
+    "head_dim": 64,
+    "linear_conv_kernel_dim": 4,
+    "linear_key_head_dim": 128,
+    "linear_value_head_dim": 128,
+    "linear_num_key_heads": 4,
+    "linear_num_value_heads": 8,
+    "max_position_embeddings": 4096,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25},
+    "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": False,
+    "bos_token_id": 0,
+    "eos_token_id": 1,
+    "torch_dtype": "bfloat16",
+}
+# Routing as Qwen3-Next's model above: all 4 experts for every token.
+QWEN3_5_MOE_TEXT = {k: v for k, v in QWEN3_5_TEXT.items() if k != "intermediate_size"} | {
+    "architectures": ["Qwen3_5MoeForCausalLM"],
+    "model_type": "qwen3_5_moe_text",
+    "num_experts": 4,
+    "num_experts_per_tok": 4,
+    "moe_intermediate_size": 256,
+    "shared_expert_intermediate_size": 256,
+}
 
-def vocab_size() -> int:
-    return int(CONFIG["vocab_size"])
+
+@dataclass(frozen=True)
+class ModelClass:
+    """One model family verify can write: its config, the classes that read it, its MTP layer.
+
+    `config` is what transformers' config class is built from. With `wrapper` set, config.json
+    nests the saved text config under "text_config" of a config of that model_type, as Qwen3.5's
+    own checkpoints do: vLLM's MTP drafter is set up from the wrapper. With a bare qwen3_5_text
+    config, 0.27 refuses MTP ("Unsupported speculative method: 'mtp'": its draft override matches
+    only the wrapper's model_type), and 0.31 matches it but overwrites that one config's
+    model_type with qwen3_5_mtp, so its MTP decoder layer refuses to build ("Invalid model_type
+    qwen3_5_mtp"). The target class stays the text-only *ForCausalLM in vLLM and transformers,
+    which both read the nested text config.
+    """
+
+    name: str
+    config: dict
+    transformers_config: str
+    transformers_model: str  # the float32 reference (oracle.Reference)
+    vllm_architecture: str
+    vllm_mtp_architecture: str  # what vLLM's SpeculativeConfig picks for method "mtp"
+    mtp_config_key: str  # the config field that makes vLLM build one MTP layer
+    mlp: str  # "moe" or "dense": the decoder layers', and so the MTP layer's
+    wrapper: str | None = None  # model_type of the config.json the text config is nested in
+    # Embeddings of the MTP checkpoint: as large against the layers' updates as needed for about
+    # 70% of greedy tokens to be what the last token points to (float32 reference, 10 random
+    # prompts x 48 tokens: Qwen3-Next 76% at 30x, Qwen3.5-MoE 76% at 30x, the dense Qwen3.5 55%
+    # at 30x and 71% at 60x).
+    mtp_embed_scale: float = MTP_EMBED_SCALE
 
 
-def write_model(directory: Path, mtp: bool = False) -> Path:
-    """Write the checkpoint once; an existing one with the same config is reused. With `mtp`, it
-    also carries a multi-token-prediction layer for vLLM's MTP drafter (mtp_weights), and its
-    embeddings are scaled by MTP_EMBED_SCALE so that the drafts are often right."""
+MODEL_CLASSES: dict[str, ModelClass] = {
+    "qwen3_next": ModelClass("qwen3_next", CONFIG, "Qwen3NextConfig", "Qwen3NextForCausalLM",
+                             "Qwen3NextForCausalLM", "Qwen3NextMTP", "num_nextn_predict_layers", "moe"),
+    "qwen3_5": ModelClass("qwen3_5", QWEN3_5_TEXT, "Qwen3_5TextConfig", "Qwen3_5ForCausalLM",
+                          "Qwen3_5ForCausalLM", "Qwen3_5MTP", "mtp_num_hidden_layers", "dense", wrapper="qwen3_5",
+                          mtp_embed_scale=60.0),
+    "qwen3_5_moe": ModelClass("qwen3_5_moe", QWEN3_5_MOE_TEXT, "Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM",
+                              "Qwen3_5MoeForCausalLM", "Qwen3_5MoeMTP", "mtp_num_hidden_layers", "moe",
+                              wrapper="qwen3_5_moe"),
+}
+
+
+def vocab_size(name: str = MODEL_CLASS) -> int:
+    return int(MODEL_CLASSES[name].config["vocab_size"])
+
+
+def write_model(directory: Path, mtp: bool = False, model_class: str = MODEL_CLASS) -> Path:
+    """Write the checkpoint once; an existing one with the same class and config is reused. With
+    `mtp`, it also carries a multi-token-prediction layer for vLLM's MTP drafter (mtp_weights),
+    and its embeddings are scaled (ModelClass.mtp_embed_scale) so that the drafts are often right."""
+    cls = MODEL_CLASSES[model_class]
     stamp = directory / "verify-config.json"
-    wanted = json.dumps({"config": CONFIG, "logit_scale": LOGIT_SCALE, "seed": SEED, "mtp": mtp,
-                         "mtp_embed_scale": MTP_EMBED_SCALE if mtp else None,
+    wanted = json.dumps({"model_class": cls.name, "config": cls.config, "logit_scale": LOGIT_SCALE, "seed": SEED,
+                         "mtp": mtp, "mtp_embed_scale": cls.mtp_embed_scale if mtp else None,
                          "mtp_fc_gain": MTP_FC_GAIN if mtp else None}, sort_keys=True)
     if stamp.exists() and stamp.read_text() == wanted:
         return directory
@@ -75,28 +169,46 @@ def write_model(directory: Path, mtp: bool = False) -> Path:
     if stamp.exists():
         shutil.rmtree(directory)
     import torch
-    from transformers import Qwen3NextConfig, Qwen3NextForCausalLM
+    import transformers
 
     torch.manual_seed(SEED)
-    fields = {k: v for k, v in CONFIG.items() if k not in ("architectures", "model_type", "torch_dtype")}
-    model = Qwen3NextForCausalLM(Qwen3NextConfig(**fields))
+    fields = {k: v for k, v in cls.config.items() if k not in ("architectures", "model_type", "torch_dtype")}
+    config = getattr(transformers, cls.transformers_config)(**fields)
+    model = getattr(transformers, cls.transformers_model)(config)
     with torch.no_grad():
         model.lm_head.weight.mul_(LOGIT_SCALE)
         if mtp:
-            model.model.embed_tokens.weight.mul_(MTP_EMBED_SCALE)
+            model.model.embed_tokens.weight.mul_(cls.mtp_embed_scale)
     directory.mkdir(parents=True, exist_ok=True)
     model.to(torch.bfloat16).save_pretrained(directory)
+    if cls.wrapper:
+        nest_config(directory, cls)
     if mtp:
-        add_mtp_layer(directory)
+        add_mtp_layer(directory, cls)
     stamp.write_text(wanted)
     return directory
 
 
-def mtp_weights(seed: int = SEED + 1) -> dict:
-    """Weights for one Qwen3-Next MTP layer, named as vLLM's Qwen3NextMTP loads them.
+def nest_config(directory: Path, cls: ModelClass) -> None:
+    """config.json as Qwen3.5's checkpoints have it: the text config transformers saved, under
+    "text_config" of a `cls.wrapper` config whose architecture is still the text-only class."""
+    path = directory / "config.json"
+    text = json.loads(path.read_text())
+    outer = {"architectures": text.pop("architectures"), "model_type": cls.wrapper,
+             "tie_word_embeddings": text["tie_word_embeddings"], "text_config": text}
+    for key in ("dtype", "transformers_version"):
+        if key in text:
+            outer[key] = text.pop(key)
+    path.write_text(json.dumps(outer, indent=2))
 
-    transformers' Qwen3NextForCausalLM has no MTP module, so these are written by hand. The layer
-    is a full-attention MoE decoder layer shaped like the target's, with random weights; the
+
+def mtp_weights(model_class: str = MODEL_CLASS, seed: int = SEED + 1) -> dict:
+    """Weights for one MTP layer, named as vLLM's MTP drafter of the class loads them
+    (Qwen3NextMTP, Qwen3_5MTP, Qwen3_5MoeMTP: all rename `mtp.*` to their `model.*`).
+
+    transformers' *ForCausalLM classes have no MTP module, so these are written by hand. The layer
+    is a full-attention decoder layer shaped like the target's (MoE for Qwen3-Next and Qwen3.5-MoE,
+    dense for Qwen3.5: vLLM builds it from the same text config), with random weights; the
     drafter takes embed_tokens and lm_head from the target. Its input projection `fc` passes the
     (normalised) embedding of the token through at MTP_FC_GAIN and drops the target's hidden
     state, so that, over the layer's small random updates, the draft is the token that
@@ -105,7 +217,7 @@ def mtp_weights(seed: int = SEED + 1) -> dict:
     """
     import torch
 
-    c = CONFIG
+    c = MODEL_CLASSES[model_class].config
     hidden, heads, kv, head_dim = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
     gen = torch.Generator().manual_seed(seed)
 
@@ -130,23 +242,30 @@ def mtp_weights(seed: int = SEED + 1) -> dict:
         layer + "self_attn.o_proj.weight": rand(hidden, heads * head_dim),
         layer + "self_attn.q_norm.weight": zero(head_dim),
         layer + "self_attn.k_norm.weight": zero(head_dim),
-        layer + "mlp.gate.weight": rand(c["num_experts"], hidden),
-        layer + "mlp.shared_expert_gate.weight": rand(1, hidden),
     }
-    shared, moe = c["shared_expert_intermediate_size"], c["moe_intermediate_size"]
-    for name, inner in [("mlp.shared_expert.", shared)] + [(f"mlp.experts.{e}.", moe) for e in range(c["num_experts"])]:
+    if MODEL_CLASSES[model_class].mlp == "dense":
+        mlps = [("mlp.", c["intermediate_size"])]
+    else:
+        out[layer + "mlp.gate.weight"] = rand(c["num_experts"], hidden)
+        out[layer + "mlp.shared_expert_gate.weight"] = rand(1, hidden)
+        mlps = [("mlp.shared_expert.", c["shared_expert_intermediate_size"])]
+        mlps += [(f"mlp.experts.{e}.", c["moe_intermediate_size"]) for e in range(c["num_experts"])]
+    for name, inner in mlps:
         out[layer + name + "gate_proj.weight"] = rand(inner, hidden)
         out[layer + name + "up_proj.weight"] = rand(inner, hidden)
         out[layer + name + "down_proj.weight"] = rand(hidden, inner)
     return out
 
 
-def add_mtp_layer(directory: Path) -> None:
-    """A second shard with the MTP weights, listed in the index (vLLM reads only indexed shards)."""
+def add_mtp_layer(directory: Path, cls: ModelClass | None = None) -> None:
+    """A second shard with the MTP weights, listed in the index (vLLM reads only indexed shards),
+    and the config field that has vLLM build the layer: for a nested config at the top, where
+    0.27 reads it, and in the text config, where 0.31 also looks."""
     from safetensors import safe_open
     from safetensors.torch import save_file
 
-    weights = mtp_weights()
+    cls = cls or MODEL_CLASSES[MODEL_CLASS]
+    weights = mtp_weights(cls.name)
     save_file(weights, str(directory / "model-mtp.safetensors"), metadata={"format": "pt"})
     index_path = directory / "model.safetensors.index.json"
     if index_path.exists():
@@ -157,5 +276,7 @@ def add_mtp_layer(directory: Path) -> None:
     index["weight_map"].update(dict.fromkeys(weights, "model-mtp.safetensors"))
     index_path.write_text(json.dumps(index, indent=2))
     config = json.loads((directory / "config.json").read_text())
-    config["num_nextn_predict_layers"] = 1
+    config[cls.mtp_config_key] = 1
+    if "text_config" in config:
+        config["text_config"][cls.mtp_config_key] = 1
     (directory / "config.json").write_text(json.dumps(config, indent=2))
