@@ -22,6 +22,7 @@ from .materialize import materialize
 from .report import Reporter, outcome_table
 from .resolve import Resolution, check_requested, resolve
 from .tree import Tree, installed_tree, open_tree
+from .verify.model import MODEL_CLASS, MODEL_CLASSES
 from .verify.scenarios import PRESETS, PROMPT_SETS, SWITCHES, TURBOQUANT
 
 HOME = Path(os.environ.get("VLLM_BACKPORTS_HOME") or Path(__file__).resolve().parent.parent)
@@ -380,12 +381,16 @@ def _span(versions: list[str], order: list[str]) -> str:
 @click.option("--kv-cache-gib", type=click.FloatRange(min=0.0, min_open=True), default=None,
               help="A fixed KV cache size per engine instead of vLLM's memory profile (for a GPU shared with "
                    "other processes).")
+@click.option("--model-class", type=click.Choice(list(MODEL_CLASSES)), default=MODEL_CLASS, show_default=True,
+              help="The tiny model's family: qwen3_next (Qwen3NextForCausalLM, MoE), qwen3_5 (Qwen3_5ForCausalLM, "
+                   "dense) or qwen3_5_moe (Qwen3_5MoeForCausalLM); the mtp preset drafts with its MTP layer.")
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=Path(".verify"), show_default=True,
               help="Where the model, engine logs and raw outputs go.")
 @click.option("--json", "as_json", is_flag=True, default=None, help="One JSON object on stdout.")
 @guarded
 def verify_cmd(reporter: Reporter, batches, modes, presets, tp, threshold, prefill_backend, kv_cache, prompt_set,
-               prefix_caching, async_scheduling, control, gpu_memory_utilization, kv_cache_gib, work_dir, as_json) -> int:
+               prefix_caching, async_scheduling, control, gpu_memory_utilization, kv_cache_gib, model_class, work_dir,
+               as_json) -> int:
     """Judge this vLLM's greedy speculative decoding against a float32 reference (needs a GPU).
 
     Exit 0: every scenario's tokens are what the model predicts; 1: some are not;
@@ -398,7 +403,7 @@ def verify_cmd(reporter: Reporter, batches, modes, presets, tp, threshold, prefi
                 additional_config={} if prefill_backend == "default" else {"gdn_prefill_backend": prefill_backend},
                 prompt_set=prompt_set, prefix_caching=prefix_caching, async_scheduling=async_scheduling,
                 control=control.resolve() if control else None, gpu_memory_utilization=gpu_memory_utilization,
-                kv_cache_gib=kv_cache_gib)
+                kv_cache_gib=kv_cache_gib, model_class=model_class)
     result = execute(plan, reporter.progress)
     table = Table(title=f"vLLM {result['vllm']}: KV {result['kv_cache']}, tokens judged by the float32 reference (error: regret > {result['threshold']:.2f}; "
                         f"baseline worst {result['baseline_worst_regret']:.2f})",

@@ -15,9 +15,9 @@ def row(site: str, scenario: str, errors: int) -> dict:
     return {"site": site, "scenario": scenario, "errors": errors}
 
 
-def plan(tmp_path: Path, control: Path | None) -> Plan:
+def plan(tmp_path: Path, control: Path | None, **kw) -> Plan:
     return Plan(batches=(16,), modes=("graphs",), presets=("ngram",), tp=1, threshold=None, work=tmp_path,
-                additional_config={}, control=control)
+                additional_config={}, control=control, **kw)
 
 
 def test_a_control_that_fails_and_a_target_that_passes_is_a_proof(tmp_path):
@@ -43,6 +43,13 @@ def test_a_baseline_error_means_no_calibration(tmp_path):
     rows = [row("target", "baseline", 1), row("target", "ngram", 0)]
     assert conclude(rows, 0.2, 1.0, plan(tmp_path, None), "0.31.0")["calibrated"] is False
     assert conclude(rows[1:], 3.5, 1.0, plan(tmp_path, None), "0.31.0")["calibrated"] is False
+
+
+def test_the_scenario_names_the_model_class_the_plan_ran(tmp_path):
+    rows = [row("target", "baseline", 0)]
+    assert conclude(rows, 0.2, 1.0, plan(tmp_path, None), "0.31.0")["scenario"]["model_class"] == "qwen3_next"
+    r = conclude(rows, 0.2, 1.0, plan(tmp_path, None, model_class="qwen3_5"), "0.31.0")
+    assert r["scenario"]["model_class"] == "qwen3_5"
 
 
 def test_the_control_site_comes_before_this_pythons_vllm(tmp_path, monkeypatch):

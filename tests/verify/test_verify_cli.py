@@ -62,3 +62,21 @@ def test_unknown_kv_cache_is_a_usage_error_and_writes_nothing(tmp_path):
     r = run("verify", "--kv-cache", "fp4", "--work-dir", str(tmp_path / "w"))
     assert r.code == 2 and "'fp4' is not one of" in r.err
     assert not (tmp_path / "w").exists()
+
+
+def test_unknown_model_class_is_a_usage_error_and_writes_nothing(tmp_path):
+    r = run("verify", "--model-class", "llama", "--work-dir", str(tmp_path / "w"))
+    assert r.code == 2 and r.err.strip().splitlines()[-1] == (
+        "Error: Invalid value for '--model-class': 'llama' is not one of 'qwen3_next', 'qwen3_5', 'qwen3_5_moe'.")
+    r = run("verify", "--model-class", "llama", "--json", "--work-dir", str(tmp_path / "w"))
+    assert r.code == 2 and r.json["exit_code"] == 2 and "'llama' is not one of" in r.json["error"]
+    assert "\n" not in r.out.strip()
+    assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.parametrize("name", ["qwen3_next", "qwen3_5", "qwen3_5_moe"])
+def test_every_model_class_is_accepted_up_to_the_vllm_check(tmp_path, name):
+    r = run("verify", "--model-class", name, "--work-dir", str(tmp_path / "w"))
+    assert r.code == 2 and "verify needs vLLM installed" in r.err
+    assert not (tmp_path / "w").exists()
+

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .model import MODEL_CLASS, MODEL_CLASSES
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -40,15 +42,17 @@ def judge(regrets: list[list[float]], threshold: float) -> Verdict:
 
 
 class Reference:
-    """The checkpoint vLLM loaded, in float32, on transformers' PyTorch kernels."""
+    """The checkpoint vLLM loaded, in float32, on transformers' PyTorch kernels, through the
+    transformers class of its model class (model.MODEL_CLASSES)."""
 
-    def __init__(self, model_dir: str, device: str = "cuda"):
+    def __init__(self, model_dir: str, device: str = "cuda", model_class: str = MODEL_CLASS):
         import torch
-        from transformers import Qwen3NextForCausalLM
+        import transformers
 
         self.torch = torch
         self.device = device
-        model = Qwen3NextForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32)
+        cls = getattr(transformers, MODEL_CLASSES[model_class].transformers_model)
+        model = cls.from_pretrained(model_dir, torch_dtype=torch.float32)
         self.model = model.to(device).eval()
 
     def regrets(self, prompt: list[int], output: list[int]) -> list[float]:

@@ -42,6 +42,7 @@ class Plan:
     control: Path | None = None
     gpu_memory_utilization: float = 0.35
     kv_cache_gib: float | None = None  # None: vLLM sizes the KV cache from its memory profile
+    model_class: str = model.MODEL_CLASS  # model.MODEL_CLASSES
 
 
 def check_kv_cache(vllm_version: str, kv_cache: str) -> None:
@@ -53,7 +54,7 @@ def check_kv_cache(vllm_version: str, kv_cache: str) -> None:
                          f"(from {scenarios.TURBOQUANT_ON_HYBRIDS_FROM} it accepts them); verify's model is hybrid")
 
 
-def preflight() -> str:
+def preflight(model_class: str = model.MODEL_CLASS) -> str:
     """The vLLM version verify will run; a one-line error when this machine cannot run it."""
     from importlib.metadata import PackageNotFoundError, version
 
@@ -63,9 +64,13 @@ def preflight() -> str:
         raise UsageError("verify needs vLLM installed in this Python (run it in the image or after apply.py)")
     try:
         import torch
-        import transformers  # noqa: F401
+        import transformers
     except ImportError as exc:
         raise UsageError(f"verify needs torch and transformers: {exc}")
+    wanted = model.MODEL_CLASSES[model_class].transformers_model
+    if not hasattr(transformers, wanted):
+        raise UsageError(f"--model-class {model_class} needs transformers' {wanted}; "
+                         f"transformers {transformers.__version__} has none")
     if not torch.cuda.is_available():
         raise UsageError("verify needs a CUDA GPU; none is visible")
     return vllm_version
@@ -142,15 +147,16 @@ def exercised(script: drafts.Script, outputs: list[list[int]]) -> dict[str, int]
 
 
 def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
-    vllm_version = preflight()
+    vllm_version = preflight(plan.model_class)
     check_kv_cache(vllm_version, plan.kv_cache)
     if plan.control is not None and (theirs := site_version(plan.control)) != vllm_version:
         raise UsageError(f"--control {plan.control} holds vLLM {theirs}, this Python {vllm_version}: "
                          "a control must be the same release")
     ran_on = machine()
     plan.work.mkdir(parents=True, exist_ok=True)
-    model_dir = model.write_model(plan.work / "model", mtp=bool(scenarios.NEEDS_MTP_LAYER & set(plan.presets)))
-    vocab = model.vocab_size()
+    model_dir = model.write_model(plan.work / "model", mtp=bool(scenarios.NEEDS_MTP_LAYER & set(plan.presets)),
+                                  model_class=plan.model_class)
+    vocab = model.vocab_size(plan.model_class)
     k = max([scenarios.PRESETS[p]["num_speculative_tokens"] for p in plan.presets] or [1])
     sites: list[tuple[str, Path | None]] = [("target", None)] + ([("control", plan.control)] if plan.control else [])
     switches = {"enable_prefix_caching": scenarios.switch(plan.prefix_caching),
@@ -185,7 +191,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                     runs.append({"scenario": preset, "site": site, "batch": batch, "mode": mode, "prompts": ps,
                                  "exercised": hit, "baseline_tokens": base["tokens"], **out})
     progress("reference: float32 teacher forcing")
-    ref = Reference(str(model_dir))
+    ref = Reference(str(model_dir), model_class=plan.model_class)
     scored = [(r, [ref.regrets(p, t) for p, t in zip(r["prompts"], r["tokens"])]) for r in runs]
     noise = max((x for r, regrets in scored if r["scenario"] == "baseline" for seq in regrets for x in seq), default=0.0)
     threshold = plan.threshold if plan.threshold is not None else calibrated_threshold(noise)
@@ -215,7 +221,7 @@ def conclude(rows: list[dict], noise: float, threshold: float, plan: Plan, vllm_
               "passed": passed, "scenario": {"prompts": plan.prompt_set, "prefix_caching": plan.prefix_caching,
                                               "async_scheduling": plan.async_scheduling,
                                               "gdn_prefill_backend": plan.additional_config.get("gdn_prefill_backend", "default"),
-                                              "model_class": model.MODEL_CLASS,
+                                              "model_class": plan.model_class,
                                               "gpu_memory_utilization": plan.gpu_memory_utilization,
                                               "kv_cache_gib": plan.kv_cache_gib},
               "rows": rows}
