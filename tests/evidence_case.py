@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from vllm_backports.verify.run import Plan, conclude
+from vllm_backports.verify.run import Plan, conclude, crashed_row
 
 FIX = ["turboquant-spec-decode", "gdn-spec-state", "gdn-spec-state-v2-runner"]
 SEQUENCES, MAX_TOKENS = 24, 128  # scenarios.SHAPES[16]
@@ -39,8 +39,9 @@ def verify_json(release: str = "0.31.0", *, target_errors: int = 0, control_erro
                 baseline_errors: int = 0, noise: float = 0.209, preset: str = "ngram",
                 control_backports: list[str] | None = None, prompts: str = "random",
                 prefix_caching: bool = False, hits: int | None = None, gpu: str = "NVIDIA H100 80GB HBM3",
-                date: str = "2026-11-25T09:14:03Z") -> dict:
-    """One verify session at 16 a batch under graphs; control_errors None: no --control."""
+                date: str = "2026-11-25T09:14:03Z", control_crashed: bool = False) -> dict:
+    """One verify session at 16 a batch under graphs; control_errors None: no --control;
+    control_crashed: the control's engine died (run.crashed_row)."""
     plan = Plan(batches=(16,), modes=("graphs",), presets=(preset,), tp=1, threshold=None, work=Path("/tmp/v-gdn"),
                 additional_config={"gdn_prefill_backend": "triton"}, prompt_set=prompts,
                 control=None if control_errors is None else Path("/root/stage/raw"),
@@ -48,7 +49,11 @@ def verify_json(release: str = "0.31.0", *, target_errors: int = 0, control_erro
     on = dict(prefix_caching=prefix_caching)
     rows = [row("baseline", "target", baseline_errors, engine(release, FIX, None, **on)),
             row(preset, "target", target_errors, engine(release, FIX, preset, hits=hits, **on))]
-    if control_errors is not None:
+    if control_crashed:
+        rows.append({k: v for k, v in crashed_row({"scenario": preset, "site": "control", "batch": 16, "mode": "graphs",
+                                                    "prompts": [[2]] * SEQUENCES, "crashed": "exit -6"}).items()
+                     if k != "regrets"})
+    elif control_errors is not None:
         rows.append(row(preset, "control", control_errors,
                         engine(release, control_backports or [], preset, hits=hits, **on)))
     result = {**conclude(rows, noise, max(1.0, 2 * noise), plan, release),

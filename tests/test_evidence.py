@@ -36,6 +36,12 @@ def test_verdicts(home, case, verdict):
     assert one(home, verify_json(**case)).verdict == verdict
 
 
+def test_a_control_engine_that_died_is_a_failed_control(home):
+    s = one(home, verify_json(control_crashed=True, preset="mtp"))
+    assert s.verdict == "proof" and s.control_crashed == 1 and s.control_tokens == 0
+    assert "1 engine died" in evidence.row(s)
+
+
 def test_summary_reads_the_engines_not_the_request(home):
     data = verify_json(prefix_caching=True, hits=1296, prompts="shared-prefix", control_backports=["gdn-spec-state"])
     assert data["scenario"]["prefix_caching"] == "default"  # verify asked for the release's default
@@ -152,9 +158,9 @@ def test_page_has_a_table_per_release_with_each_file(home):
     assert [x for x in lines if x.startswith("## ")] == ["## vLLM 0.30.0", "## vLLM 0.31.0"]
     assert lines.count(evidence.HEADER) == 2
     table = [x for x in lines if x.startswith("| [")]
-    assert table[0].startswith("| [gdn-ngram](0.30.0/gdn-ngram.json) | weak | ngram, KV auto, random prompts, 16 a batch, graphs |")
+    assert table[0].startswith("| [gdn-ngram](0.30.0/gdn-ngram.json) | weak | qwen3_next, ngram, KV auto, random prompts, 16 a batch, graphs |")
     assert table[0].endswith("| H200, 2026-11-26 |")
-    assert table[1] == ("| [gdn-ngram](0.31.0/gdn-ngram.json) | proof | ngram, KV auto, random prompts, 16 a batch, graphs "
+    assert table[1] == ("| [gdn-ngram](0.31.0/gdn-ngram.json) | proof | qwen3_next, ngram, KV auto, random prompts, 16 a batch, graphs "
                         "| prefix caching off (Mamba none), async scheduling off, v1 runner, CUDA graphs FULL_AND_PIECEWISE "
                         f"| 0 errors in 3072 tokens; {', '.join(FIX)} | 214 errors in 3072 tokens; pristine | - | H100, 2026-11-25 |")
     assert "async scheduling on" in table[2] and "| 214 errors in 3072 tokens; gdn-spec-state, gdn-spec-state-v2-runner |" in table[2]

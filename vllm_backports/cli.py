@@ -405,6 +405,8 @@ def verify_cmd(reporter: Reporter, batches, modes, presets, tp, threshold, prefi
                 control=control.resolve() if control else None, gpu_memory_utilization=gpu_memory_utilization,
                 kv_cache_gib=kv_cache_gib, model_class=model_class)
     result = execute(plan, reporter.progress)
+    # Kept before anything renders it: the GPU time that made it is the expensive part.
+    (work_dir / "verify.json").write_text(json.dumps(result))
     table = Table(title=f"vLLM {result['vllm']}: KV {result['kv_cache']}, tokens judged by the float32 reference (error: regret > {result['threshold']:.2f}; "
                         f"baseline worst {result['baseline_worst_regret']:.2f})",
                   title_justify="left", show_edge=False)
@@ -413,16 +415,17 @@ def verify_cmd(reporter: Reporter, batches, modes, presets, tp, threshold, prefi
         table.add_column(col)
     for r in result["rows"]:
         ex = r["exercised"] or {}  # scripted drafts: replayed transitions; a model drafter: vLLM's counters
-        style = "green" if r["errors"] == 0 else "bold red"
+        style = "green" if r["errors"] == 0 and not r.get("crashed") else "bold red"
+        errors = "crashed" if r.get("crashed") else str(r["errors"])
+        worst = "-" if r["worst_regret"] is None else f"{r['worst_regret']:.2f}"
         hits = ((r.get("engine") or {}).get("prefix_cache") or {}).get("hits_total", (r.get("engine") or {}).get("prefix_cache"))
         table.add_row(r["scenario"], r["site"], str(r["batch"]), r["mode"], str(r["sequences"]), str(r["tokens"]),
-                      f"[{style}]{r['errors']}[/]", f"{r['worst_regret']:.2f}", str(r["first_error_at"] if r["first_error_at"] is not None else "-"),
+                      f"[{style}]{errors}[/]", worst, str(r["first_error_at"] if r["first_error_at"] is not None else "-"),
                       str(ex.get("accepted_then_no_drafts", "-")),
                       str(ex.get("accepted_drafts", ex.get("num_accepted_tokens", "-"))),
                       "-" if hits is None else str(hits), f"{r['tokens_per_s']:.0f}")
     payload = {"command": "verify", **{k: v for k, v in result.items() if k != "rows"},
                "rows": [{k: v for k, v in r.items() if k != "regrets"} for r in result["rows"]]}
-    (work_dir / "verify.json").write_text(json.dumps(result))
     if not result["calibrated"]:
         line = ("calibration failed: the plain baseline itself strays from the reference "
                 f"(worst regret {result['baseline_worst_regret']:.2f}); nothing can be concluded")

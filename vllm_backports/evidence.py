@@ -65,6 +65,9 @@ class Summary:
     prefix_hits: int | None  # the target's speculative engines, summed; None when not reported
     prefix_queries: int | None
     verdict: str  # one of VERDICTS
+    control_crashed: int = 0
+    # Files from before verify had --model-class ran its only model, Qwen3-Next.
+    model_class: str = "qwen3_next"  # control engines that died before returning tokens (a failure too)
 
     @property
     def link(self) -> str:
@@ -154,7 +157,7 @@ def summarise(data: object, release: str, name: str, where: str) -> Summary:
         raise EvidenceError(f"{where}: no speculative row on the target: nothing was tested")
     if data["passed"] != all(r["errors"] == 0 for r in target):
         raise EvidenceError(f"{where}: passed is {data['passed']}, but its target rows say otherwise")
-    if has_control and data["control_failed"] != (bool(control) and all(r["errors"] > 0 for r in control)):
+    if has_control and data["control_failed"] != (bool(control) and all(r["errors"] > 0 or r.get("crashed") for r in control)):
         raise EvidenceError(f"{where}: control_failed is {data['control_failed']}, but its control rows say otherwise")
 
     if not data["calibrated"]:
@@ -182,7 +185,7 @@ def summarise(data: object, release: str, name: str, where: str) -> Summary:
         control_tokens=sum(r["tokens"] for r in control) if has_control else None,
         target_backports=_backports(target), control_backports=_backports(control) if has_control else None,
         prefix_hits=_counter(speculative, "hits"), prefix_queries=_counter(speculative, "queries"),
-        verdict=verdict)
+        verdict=verdict, model_class=data["scenario"].get("model_class", "qwen3_next"), control_crashed=sum(1 for r in control if r.get("crashed")))
 
 
 def _release_key(name: str):
@@ -250,11 +253,12 @@ def _switch(value) -> str:
     return "on" if value is True else "off" if value is False else str(value)
 
 
-def _site(errors: int | None, tokens: int | None, backports: tuple[str, ...] | None) -> str:
+def _site(errors: int | None, tokens: int | None, backports: tuple[str, ...] | None, crashed: int = 0) -> str:
     if errors is None:
         return "-"
     carried = "backports unknown" if backports is None else ", ".join(backports) or "pristine"
-    return f"{_plural(errors, 'error')} in {tokens} tokens; {carried}"
+    died = f"; {_plural(crashed, 'engine')} died" if crashed else ""
+    return f"{_plural(errors, 'error')} in {tokens} tokens{died}; {carried}"
 
 
 def _cell(text: str) -> str:
@@ -262,7 +266,7 @@ def _cell(text: str) -> str:
 
 
 def row(s: Summary) -> str:
-    run = (f"{'+'.join(s.presets)}, KV {s.kv_cache}, {s.prompts} prompts, {_joined(s.batches)} a batch, "
+    run = (f"{s.model_class}, {'+'.join(s.presets)}, KV {s.kv_cache}, {s.prompts} prompts, {_joined(s.batches)} a batch, "
            f"{_joined(s.modes)}" + (f", TP={s.tp}" if s.tp > 1 else ""))
     engine = f"prefix caching {_joined(s.prefix_caching, _switch)}"
     if any(m is not None for m in s.mamba_cache_mode):
@@ -273,7 +277,7 @@ def row(s: Summary) -> str:
         "" if s.prefix_queries is None else f" of {s.prefix_queries}")
     cells = [f"[{s.name}]({s.link})", s.verdict, run, engine,
              _site(s.target_errors, s.target_tokens, s.target_backports),
-             _site(s.control_errors, s.control_tokens, s.control_backports), hits,
+             _site(s.control_errors, s.control_tokens, s.control_backports, s.control_crashed), hits,
              f"{short_gpu(s.gpu)}, {s.date}"]
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 

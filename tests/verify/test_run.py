@@ -66,3 +66,58 @@ def test_site_version_reads_the_metadata_without_importing(tmp_path):
     assert site_version(tmp_path) == "0.31.0"
     with pytest.raises(UsageError, match="no vLLM installed there"):
         site_version(tmp_path / "empty")
+
+
+def test_a_crashed_control_is_a_failed_control(tmp_path):
+    rows = [row("target", "baseline", 0), row("target", "mtp", 0), {**row("control", "mtp", 0), "crashed": "exit -6"}]
+    r = conclude(rows, 0.2, 1.0, plan(tmp_path, tmp_path), "0.28.0")
+    assert r["control_failed"] and r["proof"] == "control fails, target passes"
+
+
+class FakeReference:
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def regrets(self, prompt, output):
+        return [0.0] * len(output)
+
+
+def fake_session(monkeypatch, tmp_path, crash_on: str):
+    """execute() with every GPU step replaced: engines return the prompt's first tokens, and the
+    engine of `crash_on` ("control" or "target") dies as a real one does."""
+    from vllm_backports.errors import BackportError
+    from vllm_backports.verify import run
+
+    def engine(spec, work, tag, script, site=None):
+        dead = site is not None if crash_on == "control" else (site is None and "baseline" not in tag)
+        if dead:
+            raise BackportError(f"engine run {tag} failed (exit -6): illegal memory access")
+        return {"tokens": [p[:4] for p in spec["prompts"]], "tokens_per_s": 1.0, "engine": {"backports": []}}
+
+    monkeypatch.setattr(run, "preflight", lambda model_class: "0.28.0")
+    monkeypatch.setattr(run, "site_version", lambda site: "0.28.0")
+    monkeypatch.setattr(run, "machine", lambda: {"gpu": "none"})
+    monkeypatch.setattr(run.model, "write_model", lambda d, mtp=False, model_class=None: d)
+    monkeypatch.setattr(run, "run_engine", engine)
+    monkeypatch.setattr(run, "Reference", FakeReference)
+    return Plan(batches=(16,), modes=("graphs",), presets=("mtp",), tp=1, threshold=None, work=tmp_path / "w",
+                additional_config={}, control=tmp_path)
+
+
+def test_execute_records_a_control_engine_that_dies_and_still_judges_the_target(tmp_path, monkeypatch):
+    from vllm_backports.verify.run import execute
+
+    result = execute(fake_session(monkeypatch, tmp_path, "control"), lambda line: None)
+    control = [r for r in result["rows"] if r["site"] == "control"]
+    assert len(control) == 1 and "illegal memory access" in control[0]["crashed"] and control[0]["tokens"] == 0
+    target = [r for r in result["rows"] if r["site"] == "target" and r["scenario"] == "mtp"]
+    assert target[0]["tokens"] > 0 and target[0]["errors"] == 0
+    assert result["proof"] == "control fails, target passes"
+
+
+def test_execute_never_excuses_a_target_engine_that_dies(tmp_path, monkeypatch):
+    from vllm_backports.errors import BackportError
+    from vllm_backports.verify.run import execute
+
+    with pytest.raises(BackportError, match="illegal memory access"):
+        execute(fake_session(monkeypatch, tmp_path, "target"), lambda line: None)

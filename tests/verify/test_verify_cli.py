@@ -80,3 +80,33 @@ def test_every_model_class_is_accepted_up_to_the_vllm_check(tmp_path, name):
     assert r.code == 2 and "verify needs vLLM installed" in r.err
     assert not (tmp_path / "w").exists()
 
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_a_crashed_control_renders_and_the_result_is_kept_first(tmp_path, monkeypatch, as_json):
+    from vllm_backports.verify import run as verify_run
+
+    work = tmp_path / "w"
+    crashed = {"scenario": "mtp", "site": "control", "batch": 16, "mode": "graphs", "sequences": 24, "tokens": 0,
+               "errors": 0, "worst_regret": None, "first_error_at": None, "bad_sequences": 0, "crashed": "exit -6",
+               "exercised": None, "same_as_baseline": 0, "tokens_per_s": 0.0, "start_s": 0.0, "engine": None,
+               "regrets": []}
+    target = {**crashed, "site": "target", "tokens": 3072, "worst_regret": 0.05, "crashed": None}
+    del target["crashed"]
+    result = {"vllm": "0.28.0", "kv_cache": "turboquant_k8v4", "threshold": 1.0, "baseline_worst_regret": 0.05,
+              "calibrated": True, "passed": True, "control_failed": True, "proof": "control fails, target passes",
+              "rows": [target, crashed]}
+
+    def fake_execute(plan, progress):
+        plan.work.mkdir(parents=True)
+        return result
+
+    monkeypatch.setattr(verify_run, "execute", fake_execute)
+    monkeypatch.setenv("COLUMNS", "250")  # rich truncates cells to the terminal's width
+    r = run("verify", "--work-dir", str(work), *(["--json"] if as_json else []))
+    assert r.code == 0
+    assert (work / "verify.json").exists()
+    if as_json:
+        assert r.json["rows"][1]["crashed"] == "exit -6"
+    else:
+        assert "crashed" in r.out and "control fails" in r.out
