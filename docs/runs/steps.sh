@@ -50,7 +50,10 @@ case $step in
     # FA2 comes in one piece (.stage/fa2) or, when over one call's carry, as pieces copied to
     # ~/fa2 by earlier calls (docs/runs/stage-fa2.sh says which)
     [ -d "$HOME/fa2" ] && cat "$HOME"/fa2/fa2.so.xz.* > "$HOME/fa2.so.xz" && FA2_XZ=$HOME/fa2.so.xz
-    xz -dc "${FA2_XZ:-.stage/fa2/fa2.so.xz}" > "${SITE[fix]}/$m" && (cd "${SITE[fix]}/vllm/vllm_flash_attn" && sed 's/fa2.so/_vllm_fa2_C.abi3.so/' "$sha" | sha256sum -c)
+    fa2=${FA2_XZ:-.stage/fa2/fa2.so.xz}
+    if [ -f "$fa2" ]; then  # without it, no TurboQuant; an empty library would break vLLM's import
+      xz -dc "$fa2" > "${SITE[fix]}/$m" && (cd "${SITE[fix]}/vllm/vllm_flash_attn" && sed 's/fa2.so/_vllm_fa2_C.abi3.so/' "$sha" | sha256sum -c)
+    else echo "no FA2 staged: TurboQuant proofs cannot run"; fi
     if ls .stage/fi/*.whl >/dev/null 2>&1; then  # before the copies, so every site has it
       python3 -m pip install -q --no-index --no-deps --no-compile --target "${SITE[fix]}" .stage/fi/*.whl; echo "flashinfer: exit $?"
     fi
