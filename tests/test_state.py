@@ -437,3 +437,20 @@ def test_a_run_that_finds_another_mid_commit_waits_for_it_instead_of_refusing(ho
     assert proc.returncode == 0, (out, err_path.read_text())
     assert out.strip().splitlines()[-1] == "applied=2 already=0 upstream=0 failed=0"
     assert_patched(site)
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("mode", 1e30), ("mode", -1), ("mode", 0o10000), ("mode", "644"), ("mode", True),
+    ("path", "../outside.py"), ("path", "/etc/passwd"), ("path", "vllm/../../outside.py"), ("path", "other/mod.py"),
+    ("before", "not-a-sha"), ("after", 7),
+])
+@pytest.mark.parametrize("command", ["apply", "revert"])
+def test_a_journal_entry_that_cannot_be_trusted_steers_no_write(home, site, field, value, command):
+    killed(home, site, "apply", 1)
+    data = json.loads(journal(site).read_text())
+    data["files"][0][field] = value
+    journal(site).write_text(json.dumps(data))
+    before = snapshot(site)
+    result = run(command, "--vllm", "0.20.0", "--target", str(site))
+    _one_error_line(result, 1, "journal.json", "unreadable journal")
+    assert_unchanged(site, before)

@@ -15,7 +15,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator
 
 from .catalogue import sha256
@@ -202,6 +202,27 @@ class Rollback:
     modes: dict[str, int]  # path -> its permission bits before the run (older journals lack them)
 
 
+# A journal is read back after a crash, so every field is checked before it steers a write: a
+# path must stay inside the package, a mode must be permission bits, a hash a sha256 or null.
+def _journal_path(value: object) -> str:
+    path = PurePosixPath(value) if isinstance(value, str) else None
+    if path is None or path.is_absolute() or ".." in path.parts or path.parts[:1] != ("vllm",):
+        raise ValueError(value)
+    return str(path)
+
+
+def _journal_sha(value: object) -> str | None:
+    if value is None or (isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)):
+        return value
+    raise ValueError(value)
+
+
+def _journal_mode(value: object) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 0o7777:
+        return value
+    raise ValueError(value)
+
+
 def rollback_plan(tree: Tree) -> Rollback | None:
     """What undoing an interrupted run would restore, verified but not written."""
     path = tree.state_dir / JOURNAL
@@ -216,8 +237,8 @@ def rollback_plan(tree: Tree) -> Rollback | None:
         manifest_before = journal["manifest_before"]
         if not isinstance(entries, list) or not (manifest_before is None or isinstance(manifest_before, str)):
             raise unreadable
-        checked = [(str(e["path"]), e["before"], e["after"]) for e in entries]
-        modes = {str(e["path"]): int(e["mode"]) for e in entries if e.get("mode") is not None}
+        checked = [(_journal_path(e["path"]), _journal_sha(e["before"]), _journal_sha(e["after"])) for e in entries]
+        modes = {str(e["path"]): _journal_mode(e["mode"]) for e in entries if e.get("mode") is not None}
     except (ValueError, KeyError, TypeError):
         raise unreadable from None
     backups = tree.state_dir / "txn"
