@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU session steps for any stageable release (repo root on the GPU machine, after the staged
+# Steps on the GPU machine for any stageable release (repo root, after the staged
 # install of ../shared/gpu/stage-vllm.sh; one step per call, each under the 600 s limit):
 #   REL=0.26.0 bash docs/runs/steps.sh setup
 #   REL=0.26.0 bash docs/runs/steps.sh verify fix mtp 16 graphs turboquant_k8v4

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# GPU session steps: GDN decode throughput unpatched vs patched, and the MTP preset judged by the
-# float32 reference, on vLLM 0.20.0 (repo root, after the staged install; one step per call).
+# Steps on the GPU machine: GDN decode throughput unpatched vs patched, and the MTP preset
+# judged by the float32 reference, on vLLM 0.20.0 (repo root, after the staged install; one step
+# per call).
 set -uo pipefail
 export PYTHONPATH=$HOME/vllm-site
 step=$1; out=${OUT:-/tmp/out}; mkdir -p "$out"

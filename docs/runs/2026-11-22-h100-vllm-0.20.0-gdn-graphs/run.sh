@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# GPU session steps for the shipped GDN series on vLLM 0.20.0 (run from the repo root on the GPU
-# machine after the staged install). One step per call, to stay under the per-call time limit.
+# Steps on the GPU machine for the shipped GDN series on vLLM 0.20.0 (run from the repo root
+# after the staged install). One step per call, to stay under the per-call time limit.
 set -uo pipefail
 export PYTHONPATH=$HOME/vllm-site
 step=$1; out=${OUT:-/tmp/out}; mkdir -p "$out"

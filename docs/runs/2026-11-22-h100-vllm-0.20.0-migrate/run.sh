@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# GPU session steps: the shipped GDN routing fix (gdn-spec-state, with its start-at-1 line) beside
-# the gdn-state-migrate alternative, on vLLM 0.20.0 (repo root on the GPU machine, after the staged
+# Steps on the GPU machine: the shipped GDN routing fix (gdn-spec-state, with its start-at-1
+# line) beside the gdn-state-migrate alternative, on vLLM 0.20.0 (repo root, after the staged
 # install; one step per call, each under the 600 s limit). $HOME/vllm-site carries the shipped
 # series (`setup mig-only` leaves it pristine); /tmp/site-mig is a hard-linked copy carrying 0001 +
-# 0003 + the alternative. Session 1: setup, mig-eager, routing-eager, routing-graphs, bench.
-# Session 2 (fresh machine): setup mig-only, kernel, mtp-unpatched, bench-unpatched, mig-graphs, mtp-graphs.
+# 0003 + the alternative. First machine: setup, mig-eager, routing-eager, routing-graphs, bench.
+# Second machine (fresh): setup mig-only, kernel, mtp-unpatched, bench-unpatched, mig-graphs,
+# mtp-graphs.
 set -uo pipefail
 step=$1; out=${OUT:-/tmp/out}; mkdir -p "$out"
 MIG=/tmp/site-mig

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU session steps: turboquant-spec-decode on vLLM 0.21.0 (repo root on the GPU machine, after
+# Steps on the GPU machine: turboquant-spec-decode on vLLM 0.21.0 (repo root, after
 # the staged install; one step per call, each under the 600 s limit). Sites, all vLLM 0.21.0:
 #   FIX  $HOME/vllm-site  the shipped series (turboquant-spec-decode, gdn-spec-state, gdn-mixed-batch-gates)
 #   CTL  /tmp/site-ctl    the series without turboquant-spec-decode: TurboQuant as released

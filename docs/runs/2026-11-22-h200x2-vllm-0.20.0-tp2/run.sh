@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# GPU session steps: the GDN series on vLLM 0.20.0 at tensor parallel 2 (two H200s), patched and
-# unpatched (repo root, after the staged install; one step per call).
+# Steps on the GPU machine: the GDN series on vLLM 0.20.0 at tensor parallel 2 (two H200s),
+# patched and unpatched (repo root, after the staged install; one step per call).
 set -uo pipefail
 export PYTHONPATH=$HOME/vllm-site
 step=$1; out=${OUT:-/tmp/out}; mkdir -p "$out"
