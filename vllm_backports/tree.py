@@ -8,6 +8,7 @@ import binascii
 import csv
 import importlib.metadata
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +26,11 @@ class Tree:
 
     @property
     def state_dir(self) -> Path:
-        return self.root / "vllm" / STATE_DIR
+        path = self.root / "vllm" / STATE_DIR
+        # Through a link the manifest, journal and backups would be written outside the package.
+        if path.is_symlink():
+            raise TargetError(f"{path}: is a symlink; the state directory must be a directory inside the package")
+        return path
 
     def path(self, rel: str) -> Path:
         """The file for a patch path, refused if links lead it out of the vllm tree."""
@@ -39,12 +44,16 @@ class Tree:
         return full
 
     def read(self, rel: str) -> bytes | None:
+        path = self.path(rel)
         try:
-            return self.path(rel).read_bytes()
+            kind = path.lstat().st_mode
         except FileNotFoundError:
             return None
-        except IsADirectoryError:
-            raise TargetError(f"{rel}: is a directory") from None
+        if stat.S_ISDIR(kind):
+            raise TargetError(f"{rel}: is a directory")
+        if not stat.S_ISREG(kind):  # reading a FIFO would wait for a writer for ever
+            raise TargetError(f"{rel}: is not a regular file (a FIFO, socket or device); reinstall vllm")
+        return path.read_bytes()
 
 
 def _dist_info(root: Path) -> Path:
