@@ -97,6 +97,9 @@ case $step in
       [gdn-ngram-kp1]="--preset ngram --prompts k-plus-1 --control ${SITE[raw]}"
       [mtp]="--preset mtp --control ${SITE[raw]}"
       [tq-mtp]="--preset mtp --kv-cache turboquant_k8v4 --control ${SITE[ctl]}"
+      [qwen3_5-gdn-ngram]="--model-class qwen3_5 --preset ngram --control ${SITE[raw]}"
+      [qwen3_5-mtp]="--model-class qwen3_5 --preset mtp --control ${SITE[raw]}"
+      [qwen3_5_moe-gdn-ngram]="--model-class qwen3_5_moe --preset ngram --control ${SITE[raw]}"
     )
     for name in ${@:-gdn-ngram tq-mtp gdn-ngram-prefix gdn-ngram-kp1 mtp}; do
       [ -n "${PROOFS[$name]:-}" ] || { echo "unknown proof $name"; continue; }
