@@ -454,3 +454,13 @@ def test_a_journal_entry_that_cannot_be_trusted_steers_no_write(home, site, fiel
     result = run(command, "--vllm", "0.20.0", "--target", str(site))
     _one_error_line(result, 1, "journal.json", "unreadable journal")
     assert_unchanged(site, before)
+
+
+def test_a_probe_left_by_a_killed_run_is_swept_and_a_live_ones_kept(home, site):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = site / "vllm" / f".vllm-backports-probe.{int(dead.stdout)}"
+    live = site / "vllm" / f".vllm-backports-probe.{os.getppid()}"
+    stale.write_bytes(b"")
+    live.write_bytes(b"")
+    assert run("--vllm", "0.20.0", "--target", str(site)).code == 0
+    assert not stale.exists() and live.exists()

@@ -116,13 +116,36 @@ def same_manifest(a: dict | None, b: dict | None) -> bool:
     return strip(a) == strip(b)
 
 
+PROBE = ".vllm-backports-probe"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def sweep_probes(directory: Path) -> None:
+    """Remove writability probes that a run killed between writing and removing them left in
+    the package; a live run's probe is its own to remove."""
+    for probe in directory.glob(f"{PROBE}.*"):
+        pid = probe.name.rsplit(".", 1)[1]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            probe.unlink(missing_ok=True)
+
+
 def check_writable(tree: Tree, paths: list[str]) -> None:
     """Refuse before writing anything if any directory we would write to is not writable."""
     dirs = {tree.root / "vllm"} | {(tree.root / p).parent for p in paths}
     for d in sorted(dirs):
         while not d.exists() and d != tree.root:
             d = d.parent  # a series may add a directory: its nearest existing parent must be writable
-        probe = d / f".vllm-backports-probe.{os.getpid()}"
+        sweep_probes(d)
+        probe = d / f"{PROBE}.{os.getpid()}"
         try:
             probe.write_bytes(b"")
             probe.unlink()
