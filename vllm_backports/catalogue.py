@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import os
 import tomllib
 from dataclasses import dataclass
 from functools import cached_property
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -28,6 +31,23 @@ VARIANT_KEYS = {"tag_suffix", "since", "why"}
 # The docker platforms an arch may build, each with the GitHub runner architecture its GPU smoke
 # test runs on.
 RUNNER_ARCH = {"linux/amd64": "X64", "linux/arm64": "ARM64"}
+
+
+# The repository root of a source checkout (or an editable install): versions.toml and backports/
+# live there, where maintainers edit them and `maint` writes.
+CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+def data_home() -> Path | Traversable:
+    """Where versions.toml and backports/ are read from: $VLLM_BACKPORTS_HOME if set; else the
+    copy an installed wheel ships inside the package (vllm_backports/data/, mapped there from the
+    checkout's top level at build time, never committed twice); else the checkout's top level."""
+    if env := os.environ.get("VLLM_BACKPORTS_HOME"):
+        return Path(env)
+    shipped = files(__package__) / "data"
+    if shipped.joinpath("versions.toml").is_file():
+        return shipped  # a Path wherever the package is installed as files (not zipped)
+    return CHECKOUT
 
 
 def sha256(data: bytes) -> str:

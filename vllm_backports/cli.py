@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__, engine, state
-from .catalogue import Catalogue, sha256
+from .catalogue import Catalogue, data_home, sha256
 from .errors import BackportError, UsageError
 from .materialize import materialize
 from .report import Reporter, outcome_table
@@ -25,7 +24,7 @@ from .tree import Tree, installed_tree, open_tree
 from .verify.model import MODEL_CLASS, MODEL_CLASSES
 from .verify.scenarios import PRESETS, PROMPT_SETS, SWITCHES, TURBOQUANT
 
-HOME = Path(os.environ.get("VLLM_BACKPORTS_HOME") or Path(__file__).resolve().parent.parent)
+HOME = data_home()
 
 
 def shared_options(fn):

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 import requests
 
-from .catalogue import Catalogue, series_files, sha256
+from .catalogue import CHECKOUT, Catalogue, series_files, sha256
 from .errors import BackportError, EvidenceError
 from .patchfile import parse
 from .port import port as port_patch
@@ -22,7 +22,8 @@ from .pypi import INDEX, WheelReader, release_files
 from .record import parse_record
 from .state import write_atomic
 
-HOME = Path(__file__).resolve().parent.parent
+# Maintainers edit and regenerate the checkout's files, never an installed wheel's copy of them.
+HOME = CHECKOUT
 
 
 def _wheel_for(session: requests.Session, version: str):
