@@ -464,3 +464,35 @@ def test_a_probe_left_by_a_killed_run_is_swept_and_a_live_ones_kept(home, site):
     live.write_bytes(b"")
     assert run("--vllm", "0.20.0", "--target", str(site)).code == 0
     assert not stale.exists() and live.exists()
+
+
+def test_a_rollback_that_fails_too_says_so_and_the_next_run_finishes_it(home, site, monkeypatch):
+    with monkeypatch.context() as patched:
+        # the second target write fails, and every write after it (a disk that went read-only)
+        _failing_replace(patched, site, lambda rel, calls: len(calls) >= 2 or (len(calls) >= 1 and rel.startswith("vllm/.backports/")))
+        failed = run("--vllm", "0.20.0", "--target", str(site))
+    assert failed.code == 1
+    assert "rolling back failed too" in failed.err and "the run was rolled back" not in failed.err
+    assert journal(site).exists()
+    assert run("--vllm", "0.20.0", "--target", str(site)).code == 0  # the cause is gone: rolls back, applies
+    assert_patched(site)
+    assert not journal(site).exists()
+
+
+def test_a_tidy_up_failure_after_the_commit_landed_does_not_claim_a_rollback(home, site, monkeypatch):
+    from vllm_backports import state
+
+    real = state._finish
+    with monkeypatch.context() as patched:
+        def broken(tree):
+            raise OSError(5, "Input/output error", str(tree.state_dir / "txn"))
+
+        patched.setattr(state, "_finish", broken)
+        failed = run("--vllm", "0.20.0", "--target", str(site))
+    assert state._finish is real
+    assert failed.code == 1 and "every change landed" in failed.err and "rolled back" not in failed.err
+    # the files are as the run wrote them; the journal the tidy-up could not remove is left
+    assert sha((site / "vllm/mod.py").read_bytes()) == sha(MOD_FIXED) and journal(site).exists()
+    assert run("--vllm", "0.20.0", "--target", str(site)).code == 0
+    assert_patched(site)
+    assert not journal(site).exists()

@@ -58,9 +58,9 @@ def guarded(fn):
         except BackportError as exc:
             reporter.error(str(exc), exc.exit_code)
             sys.exit(exc.exit_code)
-        except OSError as exc:  # disk full, permissions changed mid-run: commit has rolled back
+        except OSError as exc:  # outside a commit (which reports its own failures): nothing was written
             where = f"{exc.filename}: " if exc.filename else ""
-            reporter.error(f"{where}{exc.strerror or exc}; the run was rolled back", 1)
+            reporter.error(f"{where}{exc.strerror or exc}", 1)
             sys.exit(1)
         except KeyboardInterrupt:
             reporter.error("interrupted; nothing was left half-written", 1)

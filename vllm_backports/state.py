@@ -320,6 +320,12 @@ def recover(tree: Tree) -> list[str]:
     return restored
 
 
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return str(exc) or type(exc).__name__
+
+
 def _finish(tree: Tree) -> None:
     (tree.state_dir / JOURNAL).unlink(missing_ok=True)
     backups = tree.state_dir / "txn"
@@ -374,8 +380,20 @@ def commit(tree: Tree, changes: list[Change], manifest: dict | None) -> None:
             old_manifest.unlink(missing_ok=True)
         else:
             write_atomic(old_manifest, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
-    except BaseException:
+    except BaseException as failure:
         # Failed in-process (disk full, Ctrl-C): undo now rather than on the next run.
-        recover(tree)
+        try:
+            recover(tree)
+        except Exception as again:  # a read-only remount or a dying disk fails the undo as well
+            raise StateError(f"{_why(failure)}; rolling back failed too ({_why(again)}), so files may be half "
+                             f"patched: {state / JOURNAL} is kept, and the next run rolls back once the cause is "
+                             "fixed (`apply.py status` shows it)") from failure
+        if isinstance(failure, OSError):
+            raise StateError(f"{_why(failure)}; the run was rolled back: every file is as it was") from failure
         raise
-    _finish(tree)
+    try:
+        _finish(tree)
+    except OSError as exc:
+        raise StateError(f"every change landed, but tidying up failed ({_why(exc)}): {state / JOURNAL} is left, "
+                         "so the next run takes this one for interrupted and undoes it first; fix the cause and "
+                         "run again") from exc
