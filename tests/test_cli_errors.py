@@ -522,7 +522,8 @@ def test_click_usage_errors_are_one_json_object_with_json(tmp_path, args):
     result = run(*args, "--json")
     assert_one_line_error(result, 2, as_json=True)
     human = run(*args)
-    assert human.code == 2 and human.out == "" and "Usage:" in human.err
+    assert human.code == 2 and human.out == "" and "Usage:" not in human.err
+    assert_one_line_error(human, 2)
 
 
 # --------------------------------------------------------------------------------------------
@@ -586,3 +587,11 @@ def test_a_local_build_gets_its_release_series(home, tmp_path, vllm):
 def test_a_local_build_of_another_release_is_refused(home, tmp_path):
     local = home.tree("0.20.0+cu129", dest=tmp_path / "site-local", files=home.pristine["0.20.0"])
     refused(tmp_path, ["--vllm", "0.21.0", "--target", str(local)], 2, "not 0.21.0", "--vllm 0.20.0")
+
+
+@pytest.mark.parametrize("args", [["--target", "FILE"], ["--bogus"], ["status", "--target", "FILE"], ["nosuchcommand"]])
+def test_clicks_own_usage_errors_are_one_line_for_humans_too(tmp_path, args):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    argv = [str(afile) if a == "FILE" else a for a in args]
+    refused(tmp_path, argv, 2)

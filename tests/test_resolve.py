@@ -127,6 +127,8 @@ def test_check_requested(home):
         check_requested(cat, "newest")
     with pytest.raises(UsageError, match="did you mean 0.21.0"):
         check_requested(cat, "0.21.1")
+    with pytest.raises(UsageError, match=r"did you mean 0\.20\.0\?"):  # a release named short: its first patch release
+        check_requested(cat, "0.20")
 
 
 # ---- nightlies after an apply ---------------------------------------------------------------

@@ -76,16 +76,20 @@ class _Group(click.Group):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         argv = list(sys.argv[1:] if args is None else args)
-        if not standalone_mode or "--json" not in argv:
+        if not standalone_mode:
             return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        # Every error is one line (JSON under --json), Click's usage errors too; --help and
+        # --version still print and exit 0.
+        reporter = Reporter("--json" in argv)
         try:
-            return super().main(argv, prog_name, complete_var, False, **extra)
+            code = super().main(argv, prog_name, complete_var, False, **extra)
         except click.ClickException as exc:
-            Reporter(True).error(exc.format_message(), exc.exit_code)
+            reporter.error(exc.format_message(), exc.exit_code)
             sys.exit(exc.exit_code)
         except click.Abort:
-            Reporter(True).error("aborted", 1)
+            reporter.error("aborted", 1)
             sys.exit(1)
+        sys.exit(code or 0)
 
 
 @click.group(cls=_Group, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})

@@ -48,7 +48,9 @@ def check_requested(cat: Catalogue, requested: str) -> None:
         Version(requested)
     except InvalidVersion:
         raise UsageError(f"--vllm {requested!r} is not a version (use e.g. 0.20.0, or auto)") from None
-    hint = difflib.get_close_matches(requested, cat.versions, n=1)
+    # A release named short (0.20) means its first patch release, not the closest spelling (0.32.0).
+    hint = [v for v in cat.versions if v.startswith(requested + ".")][:1] or difflib.get_close_matches(
+        requested, cat.versions, n=1)
     more = f"; did you mean {hint[0]}?" if hint else ""
     raise UsageError(f"vLLM {requested} is not in versions.toml ({_known(cat)}){more}")
 
