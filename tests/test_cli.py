@@ -121,3 +121,14 @@ def test_backports_that_go_together_are_selected_together(home):
     assert both.code == 0 and both.json["summary"]["applied"] == 2
     alone = run("revert", "--target", str(site), "--only", "fix-thing")
     assert alone.code == 2 and "go together" in alone.err
+
+
+def test_status_after_a_revert_reads_as_a_state_not_damage(home):
+    site = home.tree("0.20.0")
+    run("--vllm", "0.20.0", "--target", str(site))
+    run("revert", "--target", str(site))
+    human = run("status", "--target", str(site))
+    assert human.code == 0 and "missing" not in human.out
+    assert "no backports applied" in human.out and "applied=0 not_applied=2 consistent=yes" in human.out
+    machine = run("status", "--target", str(site), "--json")
+    assert machine.json["not_applied"] == ["fix-thing", "add-kernel"] and machine.json["consistent"] is True

@@ -301,10 +301,10 @@ def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> 
                 files.append({"path": path, "state": "modified"})
     applied = (manifest or {}).get("applied", [])
     expected = [p.backport_id for p in res.series.patches] if res.series else []
-    missing = [b for b in expected if b not in {a["id"] for a in applied}]
+    not_applied = [b for b in expected if b not in {a["id"] for a in applied}]
     ok = not journal and all(f["state"] == "patched" for f in files)
     payload = {"command": "status", "vllm": res.version, "series": manifest.get("series") if manifest else None,
-               "target": str(tree.root), "applied": applied, "files": files, "missing": missing,
+               "target": str(tree.root), "applied": applied, "files": files, "not_applied": not_applied,
                "interrupted_run": str(journal) if journal else None, "consistent": ok,
                "updated": manifest.get("updated") if manifest else None}
     table = Table(title=f"vLLM {res.version} at {tree.root}", title_justify="left", show_edge=False)
@@ -315,7 +315,9 @@ def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> 
     lines = [f"{f['path']}: {f['state']}" for f in files]
     if journal:
         lines.append(f"[red]an interrupted run left {journal}; run apply or revert to roll it back[/red]")
-    lines.append(f"applied={len(applied)} missing={len(missing)} consistent={'yes' if ok else 'no'}")
+    if not applied and ok:  # a pristine tree (never applied, or reverted) is a state, not damage
+        lines.append(f"no backports applied; the series for {res.version} has {len(not_applied)}")
+    lines.append(f"applied={len(applied)} not_applied={len(not_applied)} consistent={'yes' if ok else 'no'}")
     reporter.emit(payload, table, lines)
     return 0 if ok else 1
 
