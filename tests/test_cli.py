@@ -109,6 +109,16 @@ def test_list_names_every_backport(home):
     assert ids["fix-thing"]["affected_without_backport"] == ["0.19.1"]
 
 
+def test_list_for_humans_keeps_ids_whole_and_ends_with_a_summary(home, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "40")
+    result = run("list")
+    assert result.code == 0
+    lines = result.out.splitlines()
+    assert any(" fix-thing " in f" {ln} " for ln in lines) and any(" add-kernel " in f" {ln} " for ln in lines)
+    assert lines[-1] == "backports=2 shipped=2 not_yet_backported=1 releases=3 (0.19.1 .. 0.21.0)"
+    assert "https://" not in result.out  # issue links are shortened to vllm#N
+
+
 def test_backports_that_go_together_are_selected_together(home):
     toml = home.root / "versions.toml"
     toml.write_text(toml.read_text().replace('[backports.add-kernel]\n', '[backports.add-kernel]\ntogether_with = ["fix-thing"]\n'))

@@ -335,13 +335,24 @@ def list_cmd(reporter: Reporter, as_json) -> int:
         rows.append({"id": bid, "title": bp.title, "bug": bp.bug, "upstream_in": bp.upstream_in or None,
                      "releases": shipped, "affected_without_backport": pending})
     table = Table(show_edge=False)
-    for col in ("backport", "releases", "not yet backported", "upstream", "bug"):
+    table.add_column("backport", no_wrap=True)  # an id split mid-word cannot be copied into --only
+    for col in ("releases", "not yet backported", "upstream", "bug"):
         table.add_column(col, overflow="fold")
     for r in rows:
         table.add_row(r["id"], _span(r["releases"], cat.versions), _span(r["affected_without_backport"], cat.versions),
-                      r["upstream_in"] or "-", r["bug"])
-    reporter.emit({"command": "list", "backports": rows, "releases": cat.versions}, table, [])
+                      r["upstream_in"] or "-", _short_bug(r["bug"]))
+    shipped = sum(1 for r in rows if r["releases"])
+    known = sum(1 for r in rows if r["affected_without_backport"])
+    summary = (f"backports={len(rows)} shipped={shipped} not_yet_backported={known} "
+               f"releases={len(cat.versions)} ({cat.versions[0]} .. {cat.versions[-1]})")
+    reporter.emit({"command": "list", "backports": rows, "releases": cat.versions}, table, [summary])
     return 0
+
+
+def _short_bug(url: str) -> str:
+    """vLLM's issue links as vllm#N (the JSON keeps the whole URL)."""
+    prefix = "https://github.com/vllm-project/vllm/issues/"
+    return "vllm#" + url.removeprefix(prefix) if url.startswith(prefix) else url
 
 
 def _span(versions: list[str], order: list[str]) -> str:
