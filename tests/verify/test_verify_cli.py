@@ -66,8 +66,8 @@ def test_unknown_kv_cache_is_a_usage_error_and_writes_nothing(tmp_path):
 
 def test_unknown_model_class_is_a_usage_error_and_writes_nothing(tmp_path):
     r = run("verify", "--model-class", "llama", "--work-dir", str(tmp_path / "w"))
-    assert r.code == 2 and r.err.strip().splitlines()[-1] == (
-        "Error: Invalid value for '--model-class': 'llama' is not one of 'qwen3_next', 'qwen3_5', 'qwen3_5_moe'.")
+    assert r.code == 2 and r.err.strip().splitlines() == [
+        "error: Invalid value for '--model-class': 'llama' is not one of 'qwen3_next', 'qwen3_5', 'qwen3_5_moe'."]
     r = run("verify", "--model-class", "llama", "--json", "--work-dir", str(tmp_path / "w"))
     assert r.code == 2 and r.json["exit_code"] == 2 and "'llama' is not one of" in r.json["error"]
     assert "\n" not in r.out.strip()
