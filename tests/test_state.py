@@ -496,3 +496,24 @@ def test_a_tidy_up_failure_after_the_commit_landed_does_not_claim_a_rollback(hom
     assert run("--vllm", "0.20.0", "--target", str(site)).code == 0
     assert_patched(site)
     assert not journal(site).exists()
+
+
+def test_status_waits_out_a_run_that_holds_the_lock_instead_of_reporting_its_journal(home, site):
+    assert run("--vllm", "0.20.0", "--target", str(site)).code == 0
+    lock = site / "vllm/.backports/lock"
+    lock.touch()
+    with open(lock, "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # a run mid-commit: its journal is on disk
+        journal(site).write_text('{"files": [], "manifest_before": null}')
+        proc = subprocess.Popen([sys.executable, "apply.py", "status", "--json", "--target", str(site)], cwd=REPO,
+                                env={**os.environ, "VLLM_BACKPORTS_HOME": str(home.root)},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(1.5)
+            assert proc.poll() is None, ("status did not wait for the run", proc.communicate())
+            journal(site).unlink()  # the run finishes its commit
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, (out, err)
+    assert json.loads(out)["interrupted_run"] is None and json.loads(out)["consistent"] is True

@@ -283,22 +283,8 @@ def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> 
     """What this vLLM install carries, from the manifest beside it, checked against the files."""
     cat = Catalogue(HOME)
     tree, res, info = _open(cat, reporter, vllm, target, fetch)
-    journal = state.pending_journal(tree)
-    manifest = state.load_manifest(tree)
-    files = []
-    for path, entry in sorted((manifest or {}).get("files", {}).items()):
-        data = tree.read(path)
-        now = sha256(data) if data is not None else None
-        verdict = "patched" if now == entry.get("patched") else "pristine" if now == entry.get("pristine") else "modified"
-        files.append({"path": path, "state": verdict})
-    if manifest is None and res.series is not None:
-        # Nothing recorded: every file the series touches must then be as the release ships it.
-        for path in res.series.paths:
-            data = tree.read(path)
-            now = sha256(data) if data is not None else None
-            expected = None if path in res.series.created else res.pristine.get(path)
-            if now != expected:
-                files.append({"path": path, "state": "modified"})
+    with state.reading(tree):
+        journal, manifest, files = _observe(tree, res)
     applied = (manifest or {}).get("applied", [])
     expected = [p.backport_id for p in res.series.patches] if res.series else []
     not_applied = [b for b in expected if b not in {a["id"] for a in applied}]
@@ -320,6 +306,27 @@ def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> 
     lines.append(f"applied={len(applied)} not_applied={len(not_applied)} consistent={'yes' if ok else 'no'}")
     reporter.emit(payload, table, lines)
     return 0 if ok else 1
+
+
+def _observe(tree: Tree, res: Resolution) -> tuple[Path | None, dict | None, list[dict]]:
+    """The journal, the manifest and each recorded file's state, read together."""
+    journal = state.pending_journal(tree)
+    manifest = state.load_manifest(tree)
+    files = []
+    for path, entry in sorted((manifest or {}).get("files", {}).items()):
+        data = tree.read(path)
+        now = sha256(data) if data is not None else None
+        verdict = "patched" if now == entry.get("patched") else "pristine" if now == entry.get("pristine") else "modified"
+        files.append({"path": path, "state": verdict})
+    if manifest is None and res.series is not None:
+        # Nothing recorded: every file the series touches must then be as the release ships it.
+        for path in res.series.paths:
+            data = tree.read(path)
+            now = sha256(data) if data is not None else None
+            expected = None if path in res.series.created else res.pristine.get(path)
+            if now != expected:
+                files.append({"path": path, "state": "modified"})
+    return journal, manifest, files
 
 
 @main.command("list")

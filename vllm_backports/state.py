@@ -205,6 +205,21 @@ def locked(tree: Tree, notify: Callable[[str], None] = lambda _m: None) -> Itera
             fh.close()  # releases the lock
 
 
+@contextlib.contextmanager
+def reading(tree: Tree) -> Iterator[None]:
+    """A consistent view for readers (status): a shared lock on the lock file while a run may
+    hold it, so a reader waits out a commit instead of reporting its journal as an interrupted
+    run. Writes nothing: with no lock file, no run is under way."""
+    try:
+        fh = open(tree.state_dir / "lock")
+    except (FileNotFoundError, NotADirectoryError):
+        yield
+        return
+    with fh:
+        fcntl.flock(fh, fcntl.LOCK_SH)
+        yield
+
+
 def sweep_tmp(directory: Path, name: str = "*") -> None:
     """Remove temporary files that write_atomic left when the process died before its rename.
     Call with the lock held: no other run is writing."""
