@@ -595,3 +595,46 @@ def test_clicks_own_usage_errors_are_one_line_for_humans_too(tmp_path, args):
     afile.write_text("")
     argv = [str(afile) if a == "FILE" else a for a in args]
     refused(tmp_path, argv, 2)
+
+
+def _fake_fetch(home, monkeypatch, crash_after: int | None = None):
+    """--fetch served from the test home's 0.20.0 files; crash_after: die (as a kill would, with
+    no clean-up) after writing that many of the release's files."""
+    from pathlib import Path as _Path
+
+    from vllm_backports import materialize
+    from vllm_backports.pypi import Fetched
+
+    site = home.root.parent / "pypi-0.20.0"
+    if not site.exists():
+        home.tree("0.20.0", dest=site)
+    info = site / "vllm-0.20.0.dist-info"
+    files = {rel: (site / rel).read_bytes() for rel in home.pristine["0.20.0"]}
+    monkeypatch.setattr(materialize, "fetch_release", lambda cat, release, progress: Fetched(
+        "0.20.0", (info / "RECORD").read_bytes(), (info / "METADATA").read_bytes(), files))
+    if crash_after is not None:
+        real, written = _Path.write_bytes, []
+
+        def dying(self, data):
+            if self.parent.name != "vllm-0.20.0.dist-info":
+                written.append(self)
+                if len(written) > crash_after:
+                    raise SystemExit(137)
+            return real(self, data)
+
+        monkeypatch.setattr(_Path, "write_bytes", dying)
+
+
+@pytest.mark.parametrize("made", [False, True], ids=["absent", "empty-dir"])
+def test_a_fetch_killed_while_laying_out_files_leaves_a_target_the_next_fetch_takes(home, tmp_path, monkeypatch, made):
+    target = tmp_path / "fetched"
+    if made:
+        target.mkdir()
+    with monkeypatch.context() as patched:
+        _fake_fetch(home, patched, crash_after=0)
+        assert run("--fetch", "--vllm", "0.20.0", "--target", str(target)).code == 137
+    assert (not target.exists()) if not made else list(target.iterdir()) == []
+    _fake_fetch(home, monkeypatch)
+    again = run("--fetch", "--vllm", "0.20.0", "--target", str(target), "--json")
+    assert again.code == 0, again.err
+    assert again.json["summary"]["failed"] == 0 and again.json["summary"]["applied"] == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Callable
@@ -9,6 +10,7 @@ from typing import Callable
 from .catalogue import Catalogue, Release
 from .errors import UsageError
 from .pypi import Fetched, cache_root, fetch
+from .state import process_alive
 from .tree import Tree, open_tree
 
 
@@ -36,13 +38,31 @@ def materialize(cat: Catalogue, release: Release, dest: Path | None, progress: C
             raise UsageError(f"{dest} holds vLLM {tree.version}, not {release.version}; use an empty directory with --fetch")
         return tree, None
     fetched = fetch_release(cat, release, progress)
-    dist_info = dest / f"vllm-{release.version}.dist-info"
-    dist_info.mkdir(parents=True, exist_ok=True)
-    (dest / "vllm").mkdir(exist_ok=True)
+    # Laid out beside dest and renamed into place: a run killed half way leaves dest as it was
+    # (absent or empty), so the next --fetch starts over instead of finding a damaged tree.
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    _sweep_staging(dest)
+    staging = dest.parent / f"{STAGING_PREFIX}{dest.name}.{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    dist_info = staging / f"vllm-{release.version}.dist-info"
+    dist_info.mkdir(parents=True)
+    (staging / "vllm").mkdir()
     (dist_info / "RECORD").write_bytes(fetched.record)
     (dist_info / "METADATA").write_bytes(fetched.metadata)
     for rel, data in fetched.files.items():
-        path = dest / rel
+        path = staging / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+    os.rename(staging, dest)  # replaces an empty dest directory, never a full one
     return open_tree(dest), fetched
+
+
+STAGING_PREFIX = ".vllm-backports-fetching."
+
+
+def _sweep_staging(dest: Path) -> None:
+    """Remove layouts that killed runs left beside dest (their process is gone)."""
+    for old in dest.parent.glob(f"{STAGING_PREFIX}{dest.name}.*"):
+        pid = old.name.rsplit(".", 1)[1]
+        if pid.isdigit() and not process_alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)

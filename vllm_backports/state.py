@@ -119,7 +119,7 @@ def same_manifest(a: dict | None, b: dict | None) -> bool:
 PROBE = ".vllm-backports-probe"
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -134,7 +134,7 @@ def sweep_probes(directory: Path) -> None:
     the package; a live run's probe is its own to remove."""
     for probe in directory.glob(f"{PROBE}.*"):
         pid = probe.name.rsplit(".", 1)[1]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
             probe.unlink(missing_ok=True)
 
 
