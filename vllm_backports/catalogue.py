@@ -22,8 +22,21 @@ from .errors import CatalogueError, PatchError
 from .patchfile import Patch, parse
 
 SCHEMA = 1
-RELEASE_KEYS = {"torch", "cuda", "wheel", "wheel_sha256", "record_sha256", "series", "backports",
-                "upstream", "bugs", "image", "image_digests", "files", "verified"}
+RELEASE_KEYS = {
+    "torch",
+    "cuda",
+    "wheel",
+    "wheel_sha256",
+    "record_sha256",
+    "series",
+    "backports",
+    "upstream",
+    "bugs",
+    "image",
+    "image_digests",
+    "files",
+    "verified",
+}
 SERIES_KEYS = {"releases", "files"}
 BACKPORT_KEYS = {"title", "bug", "origin", "upstream_in", "releases", "together_with"}
 ARCH_KEYS = {"platforms", "gpus", "gdn_prefill_backend", "why"}
@@ -54,7 +67,7 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def series_files(root: Path) -> list[str]:
+def series_files(root: Path | Traversable) -> list[str]:
     """The files of a series directory that versions.toml pins (and `maint rehash` pins): regular
     files, dotfiles aside (an editor's swap file is not a backport)."""
     if not root.is_dir():
@@ -149,7 +162,7 @@ class Release:
 @dataclass(frozen=True, kw_only=True)
 class Series:
     name: str
-    root: Path
+    root: Path | Traversable
     releases: tuple[str, ...]
     patches: tuple[Patch, ...]
     pinned: dict[str, str]  # file name -> sha256, as verified when the series was loaded
@@ -176,7 +189,7 @@ class Unpublished:
 
 
 class Catalogue:
-    def __init__(self, home: Path):
+    def __init__(self, home: Path | Traversable):
         self.home = home
         path = home / "versions.toml"
         try:
@@ -187,39 +200,56 @@ class Catalogue:
             raise CatalogueError(f"{path}: {exc}") from None
         if self.data.get("schema") != SCHEMA:
             raise CatalogueError(f"{path}: schema {self.data.get('schema')!r} is not {SCHEMA}")
-        _unknown(self.data, {"schema", "backports", "releases", "series", "unpublished", "arches", "variants"},
-                 "the top level")
+        _unknown(
+            self.data,
+            {"schema", "backports", "releases", "series", "unpublished", "arches", "variants"},
+            "the top level",
+        )
         self.arches = {k: self._arch(k, v) for k, v in self.data.get("arches", {}).items()}
         self.variants = {k: self._variant(k, v) for k, v in self.data.get("variants", {}).items()}
         self.backports = {k: self._backport(k, v) for k, v in self.data.get("backports", {}).items()}
         self.releases = {k: self._release(k, v) for k, v in self.data.get("releases", {}).items()}
         self.unpublished = {
-            k: Unpublished(version=k, message=_field(v, "message", str, f"[unpublished.\"{k}\"]"),
-                           dev_prefix=_field(v, "dev_prefix", str, f"[unpublished.\"{k}\"]"))
+            k: Unpublished(
+                version=k,
+                message=_field(v, "message", str, f'[unpublished."{k}"]'),
+                dev_prefix=_field(v, "dev_prefix", str, f'[unpublished."{k}"]'),
+            )
             for k, v in self.data.get("unpublished", {}).items()
         }
         for name, raw in self.data.get("series", {}).items():
-            where = f"[series.\"{name}\"]"
+            where = f'[series."{name}"]'
             _unknown(raw, SERIES_KEYS, where)
             _field(raw, "releases", list, where)
             _field(raw, "files", dict, where)
         self._series_cache: dict[str, Series] = {}
 
-    def _arch(self, key: str, raw: dict) -> "Arch":
+    def _arch(self, key: str, raw: dict) -> Arch:
         where = f"[arches.{key}]"
         _unknown(raw, ARCH_KEYS, where)
         platforms = _field(raw, "platforms", list, where)
         for platform in platforms:
             if platform not in RUNNER_ARCH:
-                raise CatalogueError(f"versions.toml: {where}: no GPU runner for platform {platform!r} ({', '.join(RUNNER_ARCH)})")
-        return Arch(name=key, platforms=platforms, gpus=_field(raw, "gpus", str, where),
-                    gdn_prefill_backend=_field(raw, "gdn_prefill_backend", str, where), why=_field(raw, "why", str, where))
+                raise CatalogueError(
+                    f"versions.toml: {where}: no GPU runner for platform {platform!r} ({', '.join(RUNNER_ARCH)})"
+                )
+        return Arch(
+            name=key,
+            platforms=platforms,
+            gpus=_field(raw, "gpus", str, where),
+            gdn_prefill_backend=_field(raw, "gdn_prefill_backend", str, where),
+            why=_field(raw, "why", str, where),
+        )
 
     def _variant(self, key: str, raw: dict) -> Variant:
         where = f"[variants.{key}]"
         _unknown(raw, VARIANT_KEYS, where)
-        return Variant(name=key, tag_suffix=_field(raw, "tag_suffix", str, where),
-                       since=_version(_field(raw, "since", str, where), where), why=_field(raw, "why", str, where))
+        return Variant(
+            name=key,
+            tag_suffix=_field(raw, "tag_suffix", str, where),
+            since=_version(_field(raw, "since", str, where), where),
+            why=_field(raw, "why", str, where),
+        )
 
     def variants_of(self, version: str) -> list[Variant | None]:
         """The plain image (None) and every variant published for this release."""
@@ -229,26 +259,36 @@ class Catalogue:
         where = f"[backports.{key}]"
         _unknown(raw, BACKPORT_KEYS, where)
         upstream_in = _field(raw, "upstream_in", str, where, "")
-        return Backport(id=key, title=_field(raw, "title", str, where), bug=_field(raw, "bug", str, where),
-                        origin=_field(raw, "origin", str, where, ""),
-                        upstream_in=upstream_in and _version(upstream_in, where),
-                        together_with=_field(raw, "together_with", list, where, ()))
+        return Backport(
+            id=key,
+            title=_field(raw, "title", str, where),
+            bug=_field(raw, "bug", str, where),
+            origin=_field(raw, "origin", str, where, ""),
+            upstream_in=upstream_in and _version(upstream_in, where),
+            together_with=_field(raw, "together_with", list, where, ()),
+        )
 
     def _release(self, key: str, raw: dict) -> Release:
-        _unknown(raw, RELEASE_KEYS, f"[releases.\"{key}\"]")
+        _unknown(raw, RELEASE_KEYS, f'[releases."{key}"]')
         try:
             Version(key)
         except InvalidVersion:
             raise CatalogueError(f"versions.toml: {key!r} is not a version") from None
-        where = f"[releases.\"{key}\"]"
+        where = f'[releases."{key}"]'
         series = _field(raw, "series", str, where, "")
         release = Release(
-            version=key, torch=_field(raw, "torch", str, where), cuda=_field(raw, "cuda", int, where),
-            wheel=_field(raw, "wheel", str, where), wheel_sha256=_field(raw, "wheel_sha256", str, where),
+            version=key,
+            torch=_field(raw, "torch", str, where),
+            cuda=_field(raw, "cuda", int, where),
+            wheel=_field(raw, "wheel", str, where),
+            wheel_sha256=_field(raw, "wheel_sha256", str, where),
             record_sha256=_field(raw, "record_sha256", str, where),
-            series=series, backports=_field(raw, "backports", list, where, ()),
-            upstream=_field(raw, "upstream", list, where, ()), bugs=_field(raw, "bugs", list, where, ()),
-            image=_field(raw, "image", str, where, ""), image_digests=dict(_field(raw, "image_digests", dict, where, {})),
+            series=series,
+            backports=_field(raw, "backports", list, where, ()),
+            upstream=_field(raw, "upstream", list, where, ()),
+            bugs=_field(raw, "bugs", list, where, ()),
+            image=_field(raw, "image", str, where, ""),
+            image_digests=dict(_field(raw, "image_digests", dict, where, {})),
             files=dict(_field(raw, "files", dict, where, {})),
             verified=_field(raw, "verified", str, where, "applies cleanly, CPU-tested" if series else "-"),
         )
@@ -269,8 +309,10 @@ class Catalogue:
             return
         applied = [p.backport_id for p in self.series(release.series).patches]
         if sorted(release.backports) != sorted(applied):
-            raise CatalogueError(f"versions.toml: release {version} lists backports {', '.join(release.backports) or '-'}, "
-                                 f"but series {release.series} applies {', '.join(applied) or '-'}")
+            raise CatalogueError(
+                f"versions.toml: release {version} lists backports {', '.join(release.backports) or '-'}, "
+                f"but series {release.series} applies {', '.join(applied) or '-'}"
+            )
 
     @cached_property
     def versions(self) -> list[str]:
@@ -283,7 +325,7 @@ class Catalogue:
         raw = self.data.get("series", {}).get(name)
         if raw is None:
             raise CatalogueError(f"versions.toml: no series {name!r}")
-        _unknown(raw, SERIES_KEYS, f"[series.\"{name}\"]")
+        _unknown(raw, SERIES_KEYS, f'[series."{name}"]')
         root = self.home / "backports" / name
         pinned: dict[str, str] = raw.get("files", {})
         present = set(series_files(root))
@@ -317,8 +359,9 @@ class Catalogue:
                 patches.append(parse(contents[fname], fname))
             except PatchError as exc:
                 raise CatalogueError(f"backports/{name}/{exc}") from None
-        series = Series(name=name, root=root, releases=tuple(raw.get("releases", ())), patches=tuple(patches),
-                        pinned=dict(pinned))
+        series = Series(
+            name=name, root=root, releases=tuple(raw.get("releases", ())), patches=tuple(patches), pinned=dict(pinned)
+        )
         self._series_cache[name] = series
         return series
 

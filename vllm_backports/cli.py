@@ -28,9 +28,23 @@ HOME = data_home()
 
 
 def shared_options(fn):
-    @click.option("--vllm", "vllm", metavar="VERSION", help="vLLM release to patch (e.g. 0.20.0), or 'auto' for the installed one.")
-    @click.option("--target", type=click.Path(file_okay=False, path_type=Path), help="site-packages or extracted wheel directory instead of this Python's vLLM.")
-    @click.option("--fetch", is_flag=True, default=None, help="Work on the release's pristine files fetched from PyPI (no vLLM needed).")
+    @click.option(
+        "--vllm",
+        "vllm",
+        metavar="VERSION",
+        help="vLLM release to patch (e.g. 0.20.0), or 'auto' for the installed one.",
+    )
+    @click.option(
+        "--target",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="site-packages or extracted wheel directory instead of this Python's vLLM.",
+    )
+    @click.option(
+        "--fetch",
+        is_flag=True,
+        default=None,
+        help="Work on the release's pristine files fetched from PyPI (no vLLM needed).",
+    )
     @click.option("--only", multiple=True, metavar="ID", help="Only these backports (repeatable).")
     @click.option("--skip", multiple=True, metavar="ID", help="All but these backports (repeatable).")
     @click.option("--json", "as_json", is_flag=True, default=None, help="One JSON object on stdout.")
@@ -106,7 +120,9 @@ def main(ctx: click.Context, **kwargs) -> None:
         ctx.invoke(apply_cmd)
 
 
-def _open(cat: Catalogue, reporter: Reporter, vllm: str | None, target: Path | None, fetch: bool | None) -> tuple[Tree, Resolution, dict]:
+def _open(
+    cat: Catalogue, reporter: Reporter, vllm: str | None, target: Path | None, fetch: bool | None
+) -> tuple[Tree, Resolution, dict]:
     if vllm is not None and not vllm.strip():
         raise UsageError("--vllm needs a version (e.g. 0.20.0) or 'auto'")
     requested = vllm or "auto"
@@ -119,7 +135,11 @@ def _open(cat: Catalogue, reporter: Reporter, vllm: str | None, target: Path | N
             raise UsageError("--fetch needs --vllm with a published release (e.g. --vllm 0.20.0)")
         tree, fetched = materialize(cat, cat.releases[requested], target, reporter.progress)
         if fetched is not None:
-            info = {"bytes_fetched": fetched.bytes_fetched, "requests": fetched.requests, "from_cache": fetched.from_cache}
+            info = {
+                "bytes_fetched": fetched.bytes_fetched,
+                "requests": fetched.requests,
+                "from_cache": fetched.from_cache,
+            }
     else:
         tree = open_tree(target) if target else installed_tree()
     res = resolve(cat, tree, requested)
@@ -130,9 +150,14 @@ def _open(cat: Catalogue, reporter: Reporter, vllm: str | None, target: Path | N
 
 def _payload(command: str, tree: Tree, res: Resolution, plan: engine.Plan | None, summary: dict, extra: dict) -> dict:
     return {
-        "command": command, "vllm": res.version, "series": res.series.name if res.series else None,
-        "target": str(tree.root), "backports": [o.__dict__ for o in plan.outcomes] if plan else [],
-        "summary": summary, "notes": (plan.notes if plan else []) + ([res.note] if res.note else []), **extra,
+        "command": command,
+        "vllm": res.version,
+        "series": res.series.name if res.series else None,
+        "target": str(tree.root),
+        "backports": [o.__dict__ for o in plan.outcomes] if plan else [],
+        "summary": summary,
+        "notes": (plan.notes if plan else []) + ([res.note] if res.note else []),
+        **extra,
     }
 
 
@@ -142,8 +167,11 @@ def _summary_line(summary: dict) -> str:
 
 def _nothing_backported(command: str, reporter: Reporter, tree: Tree, res: Resolution, info: dict) -> int:
     bugs = ", ".join(res.release.bugs) if res.release and res.release.bugs else "none"
-    reporter.emit(_payload(command, tree, res, None, {}, {**info, "known_bugs": list(res.release.bugs) if res.release else []}),
-                  None, [f"vLLM {res.version}: no backports shipped for this release yet (known bugs without a backport: {bugs})"])
+    reporter.emit(
+        _payload(command, tree, res, None, {}, {**info, "known_bugs": list(res.release.bugs) if res.release else []}),
+        None,
+        [f"vLLM {res.version}: no backports shipped for this release yet (known bugs without a backport: {bugs})"],
+    )
     return 0
 
 
@@ -164,20 +192,30 @@ def _run(command: str, reporter: Reporter, vllm, target, fetch, only, skip) -> i
         reporter.note(note)
     lines = [f"[bold]vLLM {res.version}[/bold], series {res.series.name}, {escape(str(tree.root))}"]
     if not plan.failed and not dry and not plan.changes:
-        lines.append("nothing to revert" if command == "revert" else "nothing to do: the tree already carries what was asked")
+        lines.append(
+            "nothing to revert" if command == "revert" else "nothing to do: the tree already carries what was asked"
+        )
     lines.append(_summary_line(summary))
-    reporter.emit(_payload(command, tree, res, plan, summary, {**info, "dry_run": dry, "changed_files": [c.path for c in plan.changes]}),
-                  outcome_table(f"{command}: {res.series.name}", plan.outcomes), lines)
+    reporter.emit(
+        _payload(
+            command, tree, res, plan, summary, {**info, "dry_run": dry, "changed_files": [c.path for c in plan.changes]}
+        ),
+        outcome_table(f"{command}: {res.series.name}", plan.outcomes),
+        lines,
+    )
     return 1 if plan.failed else 0
 
 
-def _plan(command: str, tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str],
-          view: dict | None = None) -> engine.Plan:
+def _plan(
+    command: str, tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str], view: dict | None = None
+) -> engine.Plan:
     if command == "revert":
         return engine.plan_revert(tree, res, manifest, chosen, view)
     plan = engine.plan_apply(tree, res, manifest, chosen, view)
     if command == "check":
-        plan.outcomes = [engine.Outcome(o.id, o.patch, engine.CLEAN) if o.state == engine.APPLIED else o for o in plan.outcomes]
+        plan.outcomes = [
+            engine.Outcome(o.id, o.patch, engine.CLEAN) if o.state == engine.APPLIED else o for o in plan.outcomes
+        ]
     return plan
 
 
@@ -191,7 +229,9 @@ def _dry_run(command: str, reporter: Reporter, tree: Tree, res: Resolution, chos
     if rollback.manifest_before is not None:
         manifest = state.parse_manifest(tree, rollback.manifest_before.encode(), tree.state_dir / state.JOURNAL)
     plan = _plan(command, tree, res, manifest, chosen, rollback.files)
-    plan.notes.append(f"an interrupted run left {tree.state_dir / state.JOURNAL}; the next apply or revert rolls it back first")
+    plan.notes.append(
+        f"an interrupted run left {tree.state_dir / state.JOURNAL}; the next apply or revert rolls it back first"
+    )
     return plan
 
 
@@ -289,10 +329,18 @@ def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> 
     expected = [p.backport_id for p in res.series.patches] if res.series else []
     not_applied = [b for b in expected if b not in {a["id"] for a in applied}]
     ok = not journal and all(f["state"] == "patched" for f in files)
-    payload = {"command": "status", "vllm": res.version, "series": manifest.get("series") if manifest else None,
-               "target": str(tree.root), "applied": applied, "files": files, "not_applied": not_applied,
-               "interrupted_run": str(journal) if journal else None, "consistent": ok,
-               "updated": manifest.get("updated") if manifest else None}
+    payload = {
+        "command": "status",
+        "vllm": res.version,
+        "series": manifest.get("series") if manifest else None,
+        "target": str(tree.root),
+        "applied": applied,
+        "files": files,
+        "not_applied": not_applied,
+        "interrupted_run": str(journal) if journal else None,
+        "consistent": ok,
+        "updated": manifest.get("updated") if manifest else None,
+    }
     table = Table(title=f"vLLM {res.version} at {tree.root}", title_justify="left", show_edge=False)
     table.add_column("backport")
     table.add_column("patch", style="dim")
@@ -316,7 +364,9 @@ def _observe(tree: Tree, res: Resolution) -> tuple[Path | None, dict | None, lis
     for path, entry in sorted((manifest or {}).get("files", {}).items()):
         data = tree.read(path)
         now = sha256(data) if data is not None else None
-        verdict = "patched" if now == entry.get("patched") else "pristine" if now == entry.get("pristine") else "modified"
+        verdict = (
+            "patched" if now == entry.get("patched") else "pristine" if now == entry.get("pristine") else "modified"
+        )
         files.append({"path": path, "state": verdict})
     if manifest is None and res.series is not None:
         # Nothing recorded: every file the series touches must then be as the release ships it.
@@ -339,19 +389,34 @@ def list_cmd(reporter: Reporter, as_json) -> int:
     for bid, bp in cat.backports.items():
         shipped = [v for v in cat.versions if bid in cat.releases[v].backports]
         pending = [v for v in cat.versions if bid in cat.releases[v].bugs]
-        rows.append({"id": bid, "title": bp.title, "bug": bp.bug, "upstream_in": bp.upstream_in or None,
-                     "releases": shipped, "affected_without_backport": pending})
+        rows.append(
+            {
+                "id": bid,
+                "title": bp.title,
+                "bug": bp.bug,
+                "upstream_in": bp.upstream_in or None,
+                "releases": shipped,
+                "affected_without_backport": pending,
+            }
+        )
     table = Table(show_edge=False)
     table.add_column("backport", no_wrap=True)  # an id split mid-word cannot be copied into --only
     for col in ("releases", "not yet backported", "upstream", "bug"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["id"], _span(r["releases"], cat.versions), _span(r["affected_without_backport"], cat.versions),
-                      r["upstream_in"] or "-", _short_bug(r["bug"]))
-    shipped = sum(1 for r in rows if r["releases"])
+        table.add_row(
+            r["id"],
+            _span(r["releases"], cat.versions),
+            _span(r["affected_without_backport"], cat.versions),
+            r["upstream_in"] or "-",
+            _short_bug(r["bug"]),
+        )
+    n_shipped = sum(1 for r in rows if r["releases"])
     known = sum(1 for r in rows if r["affected_without_backport"])
-    summary = (f"backports={len(rows)} shipped={shipped} not_yet_backported={known} "
-               f"releases={len(cat.versions)} ({cat.versions[0]} .. {cat.versions[-1]})")
+    summary = (
+        f"backports={len(rows)} shipped={n_shipped} not_yet_backported={known} "
+        f"releases={len(cat.versions)} ({cat.versions[0]} .. {cat.versions[-1]})"
+    )
     reporter.emit({"command": "list", "backports": rows, "releases": cat.versions}, table, [summary])
     return 0
 
@@ -378,42 +443,128 @@ def _span(versions: list[str], order: list[str]) -> str:
 
 
 @main.command("verify")
-@click.option("--batch", "batches", multiple=True, type=click.Choice(["1", "16"]), help="Requests a batch (repeatable; default 1 and 16).")
-@click.option("--mode", "modes", multiple=True, type=click.Choice(["eager", "graphs"]), help="Eager or CUDA graphs (repeatable; default both).")
-@click.option("--preset", "presets", multiple=True, type=click.Choice(sorted(PRESETS)), help="Speculative preset (repeatable; default ngram).")
+@click.option(
+    "--batch",
+    "batches",
+    multiple=True,
+    type=click.Choice(["1", "16"]),
+    help="Requests a batch (repeatable; default 1 and 16).",
+)
+@click.option(
+    "--mode",
+    "modes",
+    multiple=True,
+    type=click.Choice(["eager", "graphs"]),
+    help="Eager or CUDA graphs (repeatable; default both).",
+)
+@click.option(
+    "--preset",
+    "presets",
+    multiple=True,
+    type=click.Choice(sorted(PRESETS)),
+    help="Speculative preset (repeatable; default ngram).",
+)
 @click.option("--tp", type=click.IntRange(1, 8), default=1, show_default=True, help="Tensor-parallel size.")
-@click.option("--threshold", type=click.FloatRange(min=0.0, min_open=True), default=None,
-              help="Regret (nats below the float32 reference's best) above which a token is an error "
-                   "[default: twice the plain baseline's worst, at least 1].")
-@click.option("--prefill-backend", type=click.Choice(["default", "triton", "flashinfer"]), default="default", show_default=True,
-              help="GDN prefill backend (vLLM's additional_config gdn_prefill_backend).")
-@click.option("--kv-cache", type=click.Choice(["auto", *TURBOQUANT]), default="auto", show_default=True,
-              help="KV cache dtype for every engine of the session, baselines included (TurboQuant presets: vLLM 0.21+).")
-@click.option("--prompts", "prompt_set", type=click.Choice(sorted(PROMPT_SETS)), default="random", show_default=True,
-              help="random; shared-prefix (one long prefix, so prefix caching hits); k-plus-1 (half the prompts "
-                   "exactly k+1 tokens, a verify row's size).")
-@click.option("--prefix-caching", type=click.Choice(SWITCHES), default="default", show_default=True,
-              help="Prefix caching; default: the release's own choice (on for hybrids from 0.26).")
-@click.option("--async-scheduling", type=click.Choice(SWITCHES), default="default", show_default=True,
-              help="Async scheduling; default: the release's own choice.")
-@click.option("--control", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
-              help="A site directory holding another install of the same release (say, its pristine files): its "
-                   "speculative runs are judged against the same baseline, and must fail for the proof to hold.")
-@click.option("--gpu-memory-utilization", type=click.FloatRange(0.05, 0.95), default=0.35, show_default=True,
-              help="Share of the GPU each engine may take (one engine runs at a time).")
-@click.option("--kv-cache-gib", type=click.FloatRange(min=0.0, min_open=True), default=None,
-              help="A fixed KV cache size per engine instead of vLLM's memory profile (for a GPU shared with "
-                   "other processes).")
-@click.option("--model-class", type=click.Choice(list(MODEL_CLASSES)), default=MODEL_CLASS, show_default=True,
-              help="The tiny model's family: qwen3_next (Qwen3NextForCausalLM, MoE), qwen3_5 (Qwen3_5ForCausalLM, "
-                   "dense) or qwen3_5_moe (Qwen3_5MoeForCausalLM); the mtp preset drafts with its MTP layer.")
-@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=Path(".verify"), show_default=True,
-              help="Where the model, engine logs and raw outputs go.")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=None,
+    help="Regret (nats below the float32 reference's best) above which a token is an error "
+    "[default: twice the plain baseline's worst, at least 1].",
+)
+@click.option(
+    "--prefill-backend",
+    type=click.Choice(["default", "triton", "flashinfer"]),
+    default="default",
+    show_default=True,
+    help="GDN prefill backend (vLLM's additional_config gdn_prefill_backend).",
+)
+@click.option(
+    "--kv-cache",
+    type=click.Choice(["auto", *TURBOQUANT]),
+    default="auto",
+    show_default=True,
+    help="KV cache dtype for every engine of the session, baselines included (TurboQuant presets: vLLM 0.21+).",
+)
+@click.option(
+    "--prompts",
+    "prompt_set",
+    type=click.Choice(sorted(PROMPT_SETS)),
+    default="random",
+    show_default=True,
+    help="random; shared-prefix (one long prefix, so prefix caching hits); k-plus-1 (half the prompts "
+    "exactly k+1 tokens, a verify row's size).",
+)
+@click.option(
+    "--prefix-caching",
+    type=click.Choice(SWITCHES),
+    default="default",
+    show_default=True,
+    help="Prefix caching; default: the release's own choice (on for hybrids from 0.26).",
+)
+@click.option(
+    "--async-scheduling",
+    type=click.Choice(SWITCHES),
+    default="default",
+    show_default=True,
+    help="Async scheduling; default: the release's own choice.",
+)
+@click.option(
+    "--control",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="A site directory holding another install of the same release (say, its pristine files): its "
+    "speculative runs are judged against the same baseline, and must fail for the proof to hold.",
+)
+@click.option(
+    "--gpu-memory-utilization",
+    type=click.FloatRange(0.05, 0.95),
+    default=0.35,
+    show_default=True,
+    help="Share of the GPU each engine may take (one engine runs at a time).",
+)
+@click.option(
+    "--kv-cache-gib",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=None,
+    help="A fixed KV cache size per engine instead of vLLM's memory profile (for a GPU shared with other processes).",
+)
+@click.option(
+    "--model-class",
+    type=click.Choice(list(MODEL_CLASSES)),
+    default=MODEL_CLASS,
+    show_default=True,
+    help="The tiny model's family: qwen3_next (Qwen3NextForCausalLM, MoE), qwen3_5 (Qwen3_5ForCausalLM, "
+    "dense) or qwen3_5_moe (Qwen3_5MoeForCausalLM); the mtp preset drafts with its MTP layer.",
+)
+@click.option(
+    "--work-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(".verify"),
+    show_default=True,
+    help="Where the model, engine logs and raw outputs go.",
+)
 @click.option("--json", "as_json", is_flag=True, default=None, help="One JSON object on stdout.")
 @guarded
-def verify_cmd(reporter: Reporter, batches, modes, presets, tp, threshold, prefill_backend, kv_cache, prompt_set,
-               prefix_caching, async_scheduling, control, gpu_memory_utilization, kv_cache_gib, model_class, work_dir,
-               as_json) -> int:
+def verify_cmd(
+    reporter: Reporter,
+    batches,
+    modes,
+    presets,
+    tp,
+    threshold,
+    prefill_backend,
+    kv_cache,
+    prompt_set,
+    prefix_caching,
+    async_scheduling,
+    control,
+    gpu_memory_utilization,
+    kv_cache_gib,
+    model_class,
+    work_dir,
+    as_json,
+) -> int:
     """Judge this vLLM's greedy speculative decoding against a float32 reference (needs a GPU).
 
     Exit 0: every scenario's tokens are what the model predicts; 1: some are not;
@@ -421,37 +572,82 @@ def verify_cmd(reporter: Reporter, batches, modes, presets, tp, threshold, prefi
     """
     from .verify.run import Plan, execute
 
-    plan = Plan(batches=tuple(int(b) for b in batches) or (1, 16), modes=tuple(modes) or ("eager", "graphs"),
-                presets=tuple(presets) or ("ngram",), tp=tp, threshold=threshold, work=work_dir, kv_cache=kv_cache,
-                additional_config={} if prefill_backend == "default" else {"gdn_prefill_backend": prefill_backend},
-                prompt_set=prompt_set, prefix_caching=prefix_caching, async_scheduling=async_scheduling,
-                control=control.resolve() if control else None, gpu_memory_utilization=gpu_memory_utilization,
-                kv_cache_gib=kv_cache_gib, model_class=model_class)
+    plan = Plan(
+        batches=tuple(int(b) for b in batches) or (1, 16),
+        modes=tuple(modes) or ("eager", "graphs"),
+        presets=tuple(presets) or ("ngram",),
+        tp=tp,
+        threshold=threshold,
+        work=work_dir,
+        kv_cache=kv_cache,
+        additional_config={} if prefill_backend == "default" else {"gdn_prefill_backend": prefill_backend},
+        prompt_set=prompt_set,
+        prefix_caching=prefix_caching,
+        async_scheduling=async_scheduling,
+        control=control.resolve() if control else None,
+        gpu_memory_utilization=gpu_memory_utilization,
+        kv_cache_gib=kv_cache_gib,
+        model_class=model_class,
+    )
     result = execute(plan, reporter.progress)
     # Kept before anything renders it: the GPU time that made it is the expensive part.
     (work_dir / "verify.json").write_text(json.dumps(result))
-    table = Table(title=f"vLLM {result['vllm']}: KV {result['kv_cache']}, tokens judged by the float32 reference (error: regret > {result['threshold']:.2f}; "
-                        f"baseline worst {result['baseline_worst_regret']:.2f})",
-                  title_justify="left", show_edge=False)
-    for col in ("scenario", "site", "batch", "mode", "sequences", "tokens", "errors", "worst regret", "first error at",
-                "accepted then no drafts", "accepted drafts", "prefix hits", "tok/s"):
+    table = Table(
+        title=f"vLLM {result['vllm']}: KV {result['kv_cache']}, tokens judged by the float32 reference "
+        f"(error: regret > {result['threshold']:.2f}; "
+        f"baseline worst {result['baseline_worst_regret']:.2f})",
+        title_justify="left",
+        show_edge=False,
+    )
+    for col in (
+        "scenario",
+        "site",
+        "batch",
+        "mode",
+        "sequences",
+        "tokens",
+        "errors",
+        "worst regret",
+        "first error at",
+        "accepted then no drafts",
+        "accepted drafts",
+        "prefix hits",
+        "tok/s",
+    ):
         table.add_column(col)
     for r in result["rows"]:
         ex = r["exercised"] or {}  # scripted drafts: replayed transitions; a model drafter: vLLM's counters
         style = "green" if r["errors"] == 0 and not r.get("crashed") else "bold red"
         errors = "crashed" if r.get("crashed") else str(r["errors"])
         worst = "-" if r["worst_regret"] is None else f"{r['worst_regret']:.2f}"
-        hits = ((r.get("engine") or {}).get("prefix_cache") or {}).get("hits_total", (r.get("engine") or {}).get("prefix_cache"))
-        table.add_row(r["scenario"], r["site"], str(r["batch"]), r["mode"], str(r["sequences"]), str(r["tokens"]),
-                      f"[{style}]{errors}[/]", worst, str(r["first_error_at"] if r["first_error_at"] is not None else "-"),
-                      str(ex.get("accepted_then_no_drafts", "-")),
-                      str(ex.get("accepted_drafts", ex.get("num_accepted_tokens", "-"))),
-                      "-" if hits is None else str(hits), f"{r['tokens_per_s']:.0f}")
-    payload = {"command": "verify", **{k: v for k, v in result.items() if k != "rows"},
-               "rows": [{k: v for k, v in r.items() if k != "regrets"} for r in result["rows"]]}
+        hits = ((r.get("engine") or {}).get("prefix_cache") or {}).get(
+            "hits_total", (r.get("engine") or {}).get("prefix_cache")
+        )
+        table.add_row(
+            r["scenario"],
+            r["site"],
+            str(r["batch"]),
+            r["mode"],
+            str(r["sequences"]),
+            str(r["tokens"]),
+            f"[{style}]{errors}[/]",
+            worst,
+            str(r["first_error_at"] if r["first_error_at"] is not None else "-"),
+            str(ex.get("accepted_then_no_drafts", "-")),
+            str(ex.get("accepted_drafts", ex.get("num_accepted_tokens", "-"))),
+            "-" if hits is None else str(hits),
+            f"{r['tokens_per_s']:.0f}",
+        )
+    payload = {
+        "command": "verify",
+        **{k: v for k, v in result.items() if k != "rows"},
+        "rows": [{k: v for k, v in r.items() if k != "regrets"} for r in result["rows"]],
+    }
     if not result["calibrated"]:
-        line = ("calibration failed: the plain baseline itself strays from the reference "
-                f"(worst regret {result['baseline_worst_regret']:.2f}); nothing can be concluded")
+        line = (
+            "calibration failed: the plain baseline itself strays from the reference "
+            f"(worst regret {result['baseline_worst_regret']:.2f}); nothing can be concluded"
+        )
         code = 2
     elif result["passed"] and result.get("control_failed") is False:
         line, code = "verify: passed, but the control passed too: this scenario does not show the bug", 0

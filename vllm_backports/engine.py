@@ -46,8 +46,9 @@ class Plan:
         return sum(o.state == state for o in self.outcomes)
 
 
-def select(series: Series, only: tuple[str, ...], skip: tuple[str, ...],
-           together: dict[str, tuple[str, ...]] | None = None) -> set[str]:
+def select(
+    series: Series, only: tuple[str, ...], skip: tuple[str, ...], together: dict[str, tuple[str, ...]] | None = None
+) -> set[str]:
     ids = [p.backport_id for p in series.patches]
     for wanted in only + skip:
         if wanted not in ids:
@@ -58,13 +59,13 @@ def select(series: Series, only: tuple[str, ...], skip: tuple[str, ...],
     for bid, partners in (together or {}).items():
         for partner in partners:
             if bid in ids and partner in ids and (bid in chosen) != (partner in chosen):
-                raise UsageError(f"{bid} and {partner} go together in series {series.name}: "
-                                 "select both or neither")
+                raise UsageError(f"{bid} and {partner} go together in series {series.name}: select both or neither")
     return chosen
 
 
-def _contents(tree: Tree, res: Resolution, manifest: dict | None, notes: list[str],
-              view: dict[str, bytes | None] | None = None) -> tuple[dict[str, bytes | None], dict | None]:
+def _contents(
+    tree: Tree, res: Resolution, manifest: dict | None, notes: list[str], view: dict[str, bytes | None] | None = None
+) -> tuple[dict[str, bytes | None], dict | None]:
     """Current bytes of every series file, each proven to be pristine or our own patched state."""
     assert res.series is not None
     created = res.series.created
@@ -80,10 +81,15 @@ def _contents(tree: Tree, res: Resolution, manifest: dict | None, notes: list[st
         now = sha256(data)
         pristine = res.pristine.get(path)
         if path not in created and tree.record.get(path) != pristine:
-            raise TargetError(f"{path}: this install's RECORD does not match PyPI's vLLM {res.version}; it is another build")
+            raise TargetError(
+                f"{path}: this install's RECORD does not match PyPI's vLLM {res.version}; it is another build"
+            )
         if now != pristine and now != recorded.get(path, {}).get("patched"):
             unrecorded = "" if manifest else " (no vllm-backports manifest here to tell its own changes by)"
-            raise TargetError(f"{path}: edited locally (sha256 {now[:12]} is neither pristine nor what vllm-backports wrote{unrecorded}); undo the edit or reinstall vllm=={res.version}")
+            raise TargetError(
+                f"{path}: edited locally (sha256 {now[:12]} is neither pristine nor what vllm-backports "
+                f"wrote{unrecorded}); undo the edit or reinstall vllm=={res.version}"
+            )
     if manifest and all(
         (contents[p] is None) if p in created else sha256(contents[p] or b"") == res.pristine.get(p)
         for p in res.series.paths
@@ -105,8 +111,9 @@ def _apply_patch(contents: dict[str, bytes | None], patch: Patch) -> dict[str, b
     return out
 
 
-def plan_apply(tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str],
-               view: dict[str, bytes | None] | None = None) -> Plan:
+def plan_apply(
+    tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str], view: dict[str, bytes | None] | None = None
+) -> Plan:
     notes: list[str] = []
     assert res.series is not None
     contents, manifest = _contents(tree, res, manifest, notes, view)
@@ -138,16 +145,21 @@ def plan_apply(tree: Tree, res: Resolution, manifest: dict | None, chosen: set[s
     return Plan(outcomes, changes, new_manifest, notes)
 
 
-def plan_revert(tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str],
-                view: dict[str, bytes | None] | None = None) -> Plan:
+def plan_revert(
+    tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str], view: dict[str, bytes | None] | None = None
+) -> Plan:
     notes: list[str] = []
     assert res.series is not None
     # Also without a manifest: files that are not pristine then were changed by someone else (or
     # the manifest was deleted), and "nothing to revert" would be a false all-clear.
     contents, manifest = _contents(tree, res, manifest, notes, view)
     if manifest is None:
-        return Plan([Outcome(p.backport_id, p.name, NOT_APPLIED) for p in res.series.patches], [], None,
-                    notes + ["this vLLM carries no backports from vllm-backports"])
+        return Plan(
+            [Outcome(p.backport_id, p.name, NOT_APPLIED) for p in res.series.patches],
+            [],
+            None,
+            notes + ["this vLLM carries no backports from vllm-backports"],
+        )
     start = dict(contents)
     ours = {a["patch"]: a for a in (manifest or {}).get("applied", [])}
     outcomes: list[Outcome] = []
@@ -162,7 +174,10 @@ def plan_revert(tree: Tree, res: Resolution, manifest: dict | None, chosen: set[
             remaining.append(patch)
             continue
         if entry.get("sha256") != res.series.pinned[patch.name]:
-            raise StateError(f"{patch.name} changed since it was applied; revert with the vllm-backports version that applied it, or reinstall vllm=={res.version}")
+            raise StateError(
+                f"{patch.name} changed since it was applied; revert with the vllm-backports version that "
+                f"applied it, or reinstall vllm=={res.version}"
+            )
         backward = _apply_patch(contents, patch.reversed())
         if isinstance(backward, Mismatch):
             outcomes.append(Outcome(patch.backport_id, patch.name, DRIFT, str(backward)))
@@ -176,9 +191,13 @@ def plan_revert(tree: Tree, res: Resolution, manifest: dict | None, chosen: set[
         if path in touched or start[path] == contents[path]:
             continue
         expected = None if path in res.series.created else res.pristine.get(path)
-        got = None if contents[path] is None else sha256(contents[path])
+        data = contents[path]
+        got = None if data is None else sha256(data)
         if got != expected:
-            raise StateError(f"{path}: reverting would not restore the pristine bytes (sha256 {str(got)[:12]}, RECORD {str(expected)[:12]}); reinstall vllm=={res.version}")
+            raise StateError(
+                f"{path}: reverting would not restore the pristine bytes (sha256 {str(got)[:12]}, "
+                f"RECORD {str(expected)[:12]}); reinstall vllm=={res.version}"
+            )
     changes = [Change(p, start[p], contents[p]) for p in res.series.paths if start[p] != contents[p]]
     kept = [p for p in res.series.patches if p in remaining]
     return Plan(outcomes, changes, _manifest(res, contents, kept) if kept else None, notes)
@@ -195,16 +214,17 @@ def _manifest(res: Resolution, contents: dict[str, bytes | None], applied: list[
         "vllm": res.version,
         "series": res.series.name,
         "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "applied": [
-            {"id": p.backport_id, "patch": p.name, "sha256": res.series.pinned[p.name]}
-            for p in applied
-        ],
+        "applied": [{"id": p.backport_id, "patch": p.name, "sha256": res.series.pinned[p.name]} for p in applied],
         "files": {
             path: {
                 "pristine": res.pristine.get(path),
-                "patched": sha256(contents[path]) if contents[path] is not None else None,
+                "patched": _sha_or_none(contents[path]),
             }
             for path in res.series.paths
             if path in paths
         },
     }
+
+
+def _sha_or_none(data: bytes | None) -> str | None:
+    return None if data is None else sha256(data)

@@ -25,14 +25,32 @@ WRITE_COMMAND = "python -m vllm_backports.maint evidence --write"
 PROOFS = {"control fails, target passes": "proof", "weak: the control passes too": "weak", "target fails": "fails"}
 VERDICTS = ("proof", "weak", "fails", "no control", "uncalibrated")
 
-_TOP = {"command": str, "vllm": str, "kv_cache": str, "threshold": (int, float), "tp": int, "calibrated": bool,
-        "passed": bool, "scenario": dict, "rows": list, "machine": dict}
+_TOP = {
+    "command": str,
+    "vllm": str,
+    "kv_cache": str,
+    "threshold": (int, float),
+    "tp": int,
+    "calibrated": bool,
+    "passed": bool,
+    "scenario": dict,
+    "rows": list,
+    "machine": dict,
+}
 _CONTROL = {"control": str, "control_failed": bool, "proof": str}
 _SCENARIO = {"prompts": str}
 _MACHINE = {"gpu": str, "gpus": int, "date": str}
 _ROW = {"scenario": str, "site": str, "batch": int, "mode": str, "tokens": int, "errors": int}
-_ENGINE = ("vllm", "backports", "prefix_caching", "mamba_cache_mode", "async_scheduling", "cudagraph_mode",
-           "model_runner", "prefix_cache")
+_ENGINE = (
+    "vllm",
+    "backports",
+    "prefix_caching",
+    "mamba_cache_mode",
+    "async_scheduling",
+    "cudagraph_mode",
+    "model_runner",
+    "prefix_cache",
+)
 
 
 @dataclass(frozen=True)
@@ -148,8 +166,10 @@ def summarise(data: object, release: str, name: str, where: str) -> Summary:
                 if key not in engine:
                     raise EvidenceError(f"{where}: rows[{i}].engine lacks {key!r}")
             if _public(str(engine["vllm"])) != release:
-                raise EvidenceError(f"{where}: rows[{i}] ({r['site']}, {r['scenario']}) ran vLLM {engine['vllm']}, "
-                                    f"but the file is filed under {release}")
+                raise EvidenceError(
+                    f"{where}: rows[{i}] ({r['site']}, {r['scenario']}) ran vLLM {engine['vllm']}, "
+                    f"but the file is filed under {release}"
+                )
     target = [r for r in rows if r["site"] == "target"]
     control = [r for r in rows if r["site"] == "control"]
     speculative = [r for r in target if r["scenario"] != "baseline"]
@@ -157,7 +177,9 @@ def summarise(data: object, release: str, name: str, where: str) -> Summary:
         raise EvidenceError(f"{where}: no speculative row on the target: nothing was tested")
     if data["passed"] != all(r["errors"] == 0 for r in target):
         raise EvidenceError(f"{where}: passed is {data['passed']}, but its target rows say otherwise")
-    if has_control and data["control_failed"] != (bool(control) and all(r["errors"] > 0 or r.get("crashed") for r in control)):
+    if has_control and data["control_failed"] != (
+        bool(control) and all(r["errors"] > 0 or r.get("crashed") for r in control)
+    ):
         raise EvidenceError(f"{where}: control_failed is {data['control_failed']}, but its control rows say otherwise")
 
     if not data["calibrated"]:
@@ -173,19 +195,34 @@ def summarise(data: object, release: str, name: str, where: str) -> Summary:
         return _distinct((r["engine"] or {}).get(key) for r in speculative)
 
     return Summary(
-        release=release, name=name, presets=_distinct(r["scenario"] for r in speculative),
-        kv_cache=data["kv_cache"], prompts=data["scenario"]["prompts"], tp=data["tp"],
-        batches=_distinct(r["batch"] for r in speculative), modes=_distinct(r["mode"] for r in speculative),
-        prefix_caching=facts("prefix_caching"), mamba_cache_mode=facts("mamba_cache_mode"),
-        async_scheduling=facts("async_scheduling"), model_runner=facts("model_runner"),
+        release=release,
+        name=name,
+        presets=_distinct(r["scenario"] for r in speculative),
+        kv_cache=data["kv_cache"],
+        prompts=data["scenario"]["prompts"],
+        tp=data["tp"],
+        batches=_distinct(r["batch"] for r in speculative),
+        modes=_distinct(r["mode"] for r in speculative),
+        prefix_caching=facts("prefix_caching"),
+        mamba_cache_mode=facts("mamba_cache_mode"),
+        async_scheduling=facts("async_scheduling"),
+        model_runner=facts("model_runner"),
         cudagraph_mode=facts("cudagraph_mode"),
-        gpu=data["machine"]["gpu"], gpus=data["machine"]["gpus"], date=date,
-        target_errors=sum(r["errors"] for r in speculative), target_tokens=sum(r["tokens"] for r in speculative),
+        gpu=data["machine"]["gpu"],
+        gpus=data["machine"]["gpus"],
+        date=date,
+        target_errors=sum(r["errors"] for r in speculative),
+        target_tokens=sum(r["tokens"] for r in speculative),
         control_errors=sum(r["errors"] for r in control) if has_control else None,
         control_tokens=sum(r["tokens"] for r in control) if has_control else None,
-        target_backports=_backports(target), control_backports=_backports(control) if has_control else None,
-        prefix_hits=_counter(speculative, "hits"), prefix_queries=_counter(speculative, "queries"),
-        verdict=verdict, model_class=data["scenario"].get("model_class", "qwen3_next"), control_crashed=sum(1 for r in control if r.get("crashed")))
+        target_backports=_backports(target),
+        control_backports=_backports(control) if has_control else None,
+        prefix_hits=_counter(speculative, "hits"),
+        prefix_queries=_counter(speculative, "queries"),
+        verdict=verdict,
+        model_class=data["scenario"].get("model_class", "qwen3_next"),
+        control_crashed=sum(1 for r in control if r.get("crashed")),
+    )
 
 
 def _release_key(name: str):
@@ -204,8 +241,9 @@ def load(home: Path) -> dict[str, tuple[Summary, ...]]:
     if not root.is_dir():
         return {}
     out: dict[str, tuple[Summary, ...]] = {}
-    dirs = sorted((d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")),
-                  key=lambda d: _release_key(d.name))
+    dirs = sorted(
+        (d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")), key=lambda d: _release_key(d.name)
+    )
     for folder in dirs:
         summaries = []
         for path in sorted(folder.glob("*.json"), key=lambda p: p.stem):
@@ -266,24 +304,39 @@ def _cell(text: str) -> str:
 
 
 def row(s: Summary) -> str:
-    run = (f"{s.model_class}, {'+'.join(s.presets)}, KV {s.kv_cache}, {s.prompts} prompts, {_joined(s.batches)} a batch, "
-           f"{_joined(s.modes)}" + (f", TP={s.tp}" if s.tp > 1 else ""))
+    run = (
+        f"{s.model_class}, {'+'.join(s.presets)}, KV {s.kv_cache}, {s.prompts} prompts, {_joined(s.batches)} a batch, "
+        f"{_joined(s.modes)}" + (f", TP={s.tp}" if s.tp > 1 else "")
+    )
     engine = f"prefix caching {_joined(s.prefix_caching, _switch)}"
     if any(m is not None for m in s.mamba_cache_mode):
         engine += f" (Mamba {_joined(s.mamba_cache_mode)})"
-    engine += (f", async scheduling {_joined(s.async_scheduling, _switch)}, {_joined(s.model_runner)} runner, "
-               f"CUDA graphs {_joined(s.cudagraph_mode)}")
-    hits = "-" if s.prefix_hits is None else str(s.prefix_hits) + (
-        "" if s.prefix_queries is None else f" of {s.prefix_queries}")
-    cells = [f"[{s.name}]({s.link})", s.verdict, run, engine,
-             _site(s.target_errors, s.target_tokens, s.target_backports),
-             _site(s.control_errors, s.control_tokens, s.control_backports, s.control_crashed), hits,
-             f"{short_gpu(s.gpu)}, {s.date}"]
+    engine += (
+        f", async scheduling {_joined(s.async_scheduling, _switch)}, {_joined(s.model_runner)} runner, "
+        f"CUDA graphs {_joined(s.cudagraph_mode)}"
+    )
+    hits = (
+        "-"
+        if s.prefix_hits is None
+        else str(s.prefix_hits) + ("" if s.prefix_queries is None else f" of {s.prefix_queries}")
+    )
+    cells = [
+        f"[{s.name}]({s.link})",
+        s.verdict,
+        run,
+        engine,
+        _site(s.target_errors, s.target_tokens, s.target_backports),
+        _site(s.control_errors, s.control_tokens, s.control_backports, s.control_crashed),
+        hits,
+        f"{short_gpu(s.gpu)}, {s.date}",
+    ]
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 
 
-HEADER = ("| evidence | verdict | run | engine as run (target) | target: errors, backports | "
-          "control: errors, backports | prefix-cache hits | GPU, date |")
+HEADER = (
+    "| evidence | verdict | run | engine as run (target) | target: errors, backports | "
+    "control: errors, backports | prefix-cache hits | GPU, date |"
+)
 
 
 def render_page(evidence: dict[str, tuple[Summary, ...]]) -> str:

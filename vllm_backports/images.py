@@ -31,16 +31,25 @@ def image_targets(cat: Catalogue) -> list[dict]:
             for arch in cat.arches.values():
                 # Pin by digest where one is known (`maint digests`); a tag otherwise.
                 digest = release.image_digests.get(arch.name + suffix, "")
-                out.append({
-                    "name": f"v{version.replace('.', '-')}-{arch.name}{suffix}",
-                    "vllm": version, "arch": arch.name, "variant": variant.name if variant else "",
-                    "series": release.series, "revision": rev,
-                    "base_tag": base, "digest_key": arch.name + suffix,
-                    "base": f"{base}@{digest}" if digest else base,
-                    "platforms": list(arch.platforms),
-                    "gdn_prefill_backend": arch.gdn_prefill_backend,
-                    "tags": [f"{REGISTRY}:v{version}-{arch.name}{suffix}-bp{rev}", f"{REGISTRY}:v{version}-{arch.name}{suffix}"],
-                })
+                out.append(
+                    {
+                        "name": f"v{version.replace('.', '-')}-{arch.name}{suffix}",
+                        "vllm": version,
+                        "arch": arch.name,
+                        "variant": variant.name if variant else "",
+                        "series": release.series,
+                        "revision": rev,
+                        "base_tag": base,
+                        "digest_key": arch.name + suffix,
+                        "base": f"{base}@{digest}" if digest else base,
+                        "platforms": list(arch.platforms),
+                        "gdn_prefill_backend": arch.gdn_prefill_backend,
+                        "tags": [
+                            f"{REGISTRY}:v{version}-{arch.name}{suffix}-bp{rev}",
+                            f"{REGISTRY}:v{version}-{arch.name}{suffix}",
+                        ],
+                    }
+                )
     return out
 
 
@@ -90,11 +99,17 @@ def smoke_targets(cat: Catalogue) -> list[dict]:
     out = []
     for t in image_targets(cat):
         for platform in t["platforms"]:
-            out.append({
-                "name": f"{t['name']}-{platform.split('/')[1]}", "vllm": t["vllm"], "arch": t["arch"],
-                "platform": platform, "image": t["tags"][0], "gdn_prefill_backend": t["gdn_prefill_backend"],
-                "runs_on": ["self-hosted", "linux", RUNNER_ARCH[platform], f"gpu-{t['arch']}"],
-            })
+            out.append(
+                {
+                    "name": f"{t['name']}-{platform.split('/')[1]}",
+                    "vllm": t["vllm"],
+                    "arch": t["arch"],
+                    "platform": platform,
+                    "image": t["tags"][0],
+                    "gdn_prefill_backend": t["gdn_prefill_backend"],
+                    "runs_on": ["self-hosted", "linux", RUNNER_ARCH[platform], f"gpu-{t['arch']}"],
+                }
+            )
     return out
 
 
@@ -105,11 +120,15 @@ def ci_matrix(cat: Catalogue) -> dict:
 
 # The CPU tests of each backport that has them (tests/release/): its builders, and its Triton
 # kernel under the interpreter (those need triton in the CPU venv: CPU_TRITON=1).
-BUILDER_TESTS = {"gdn-spec-state": ("tests/release/test_gdn_routing.py",),
-                 "gdn-spec-state-v2-runner": ("tests/release/test_gdn_v2_runner.py",),
-                 "turboquant-spec-decode": ("tests/release/test_turboquant_spec_decode.py",
-                                            "tests/release/test_turboquant_interpreted.py"),
-                 "turboquant-kv-shape": ("tests/release/test_turboquant_kv_shape.py",)}
+BUILDER_TESTS = {
+    "gdn-spec-state": ("tests/release/test_gdn_routing.py",),
+    "gdn-spec-state-v2-runner": ("tests/release/test_gdn_v2_runner.py",),
+    "turboquant-spec-decode": (
+        "tests/release/test_turboquant_spec_decode.py",
+        "tests/release/test_turboquant_interpreted.py",
+    ),
+    "turboquant-kv-shape": ("tests/release/test_turboquant_kv_shape.py",),
+}
 
 
 def gdn_builder_matrix(cat: Catalogue) -> dict:

@@ -48,8 +48,13 @@ def read_release(version: str, paths: list[str]) -> dict:
     hashes = parse_record(record)
     torch = re.search(r"^Requires-Dist: torch==([\w.]+)", metadata, re.M)
     files = {p: reader.read(p) for p in paths if p in hashes}
-    return {"wheel": wheel, "record_sha256": sha256(record), "torch": torch.group(1) if torch else "",
-            "hashes": hashes, "files": files}
+    return {
+        "wheel": wheel,
+        "record_sha256": sha256(record),
+        "torch": torch.group(1) if torch else "",
+        "hashes": hashes,
+        "files": files,
+    }
 
 
 @click.group()
@@ -121,14 +126,19 @@ def port(series_name: str, version: str, name: str, write: bool) -> None:
         after = advance(contents, parse(new, patch.name))  # what we write must parse and apply
         if isinstance(after, Mismatch):
             failed = True
-            click.echo(f"hand work: {patch.name}: the ported patch does not apply after the ones before it: {after}", err=True)
+            click.echo(
+                f"hand work: {patch.name}: the ported patch does not apply after the ones before it: {after}", err=True
+            )
             continue
         contents = after
         out[patch.name] = new
     if failed:
         sys.exit(1)
-    kept = [line for line in (series.root / "series").read_text().splitlines(keepends=True)
-            if line.split("#", 1)[0].strip() not in left_out]  # as the catalogue reads it
+    kept = [
+        line
+        for line in (series.root / "series").read_text().splitlines(keepends=True)
+        if line.split("#", 1)[0].strip() not in left_out
+    ]  # as the catalogue reads it
     out = {"series": "".join(kept).encode(), **out}
     for fname, data in out.items():
         if write:
@@ -216,15 +226,21 @@ def render_matrix(cat: Catalogue, evidence: dict | None = None) -> str:
     evidence = evidence or {}
     for release in evidence:
         if release not in cat.releases:
-            raise EvidenceError(f"{EVIDENCE_DIR.as_posix()}/{release}: vLLM {release} is not a release in versions.toml")
-    rows = ["| vLLM | torch / CUDA | series | backports | fixed upstream | known bugs, no backport yet | verification |",
-            "|---|---|---|---|---|---|---|"]
+            raise EvidenceError(
+                f"{EVIDENCE_DIR.as_posix()}/{release}: vLLM {release} is not a release in versions.toml"
+            )
+    rows = [
+        "| vLLM | torch / CUDA | series | backports | fixed upstream | known bugs, no backport yet | verification |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for v in cat.versions:
         cat.check_release_series(v)  # the matrix shows the list: it must be what the series applies
         r = cat.releases[v]
         verified = f"{matrix_status(evidence[v])}; {r.verified}" if v in evidence else r.verified
-        rows.append(f"| {v} | {r.torch} / {r.cuda} | {r.series or '-'} | {', '.join(r.backports) or '-'} | "
-                    f"{', '.join(r.upstream) or '-'} | {', '.join(r.bugs) or '-'} | {verified} |")
+        rows.append(
+            f"| {v} | {r.torch} / {r.cuda} | {r.series or '-'} | {', '.join(r.backports) or '-'} | "
+            f"{', '.join(r.upstream) or '-'} | {', '.join(r.bugs) or '-'} | {verified} |"
+        )
     return "\n".join(rows)
 
 
@@ -245,15 +261,18 @@ def matrix(write: bool) -> None:
 
 
 @main.command()
-@click.option("--write", is_flag=True, help="Rewrite docs/evidence/README.md (otherwise show the diff, exit 1 on drift).")
+@click.option(
+    "--write", is_flag=True, help="Rewrite docs/evidence/README.md (otherwise show the diff, exit 1 on drift)."
+)
 def evidence(write: bool) -> None:
     """Regenerate docs/evidence/README.md from the verify JSON files in docs/evidence/<release>/."""
     from .evidence import PAGE, load, render_page
 
     path = HOME / PAGE
     page = render_page(load(HOME))  # a bad file stops here, before anything is written
-    _write_or_diff(path, path.read_text() if path.exists() else "", page, write, "evidence page is current",
-                   PAGE.as_posix())
+    _write_or_diff(
+        path, path.read_text() if path.exists() else "", page, write, "evidence page is current", PAGE.as_posix()
+    )
 
 
 ARCH_BEGIN, ARCH_END = "<!-- arch-table:begin -->", "<!-- arch-table:end -->"
@@ -267,14 +286,17 @@ def render_arches(cat: Catalogue) -> str:
 
 
 @main.command()
-@click.option("--write", is_flag=True, help="Rewrite images/docker-bake.hcl (otherwise show the diff, exit 1 on drift).")
+@click.option(
+    "--write", is_flag=True, help="Rewrite images/docker-bake.hcl (otherwise show the diff, exit 1 on drift)."
+)
 def bake(write: bool) -> None:
     """Regenerate images/docker-bake.hcl (release x arch) from versions.toml."""
     from .images import render_bake
 
     path = HOME / "images" / "docker-bake.hcl"
-    _write_or_diff(path, path.read_text() if path.exists() else "", render_bake(Catalogue(HOME)), write,
-                   "bake file is current")
+    _write_or_diff(
+        path, path.read_text() if path.exists() else "", render_bake(Catalogue(HOME)), write, "bake file is current"
+    )
 
 
 @main.command("matrix-json")
@@ -304,7 +326,7 @@ def classify(series, pristine: dict[str, bytes]) -> list[dict]:
     from .hunks import Mismatch, apply_file
     from .port import relocate
 
-    files = dict(pristine)
+    files: dict[str, bytes | None] = dict(pristine)
     outcomes = []
     for patch in series.patches:
         state, detail = "clean", ""
@@ -321,8 +343,9 @@ def classify(series, pristine: dict[str, bytes]) -> list[dict]:
                 state, detail = "upstream", f"{fpatch.path} already carries the change"
                 continue
             moved, problems = relocate(content or b"", fpatch)
-            if moved is not None:
-                files[fpatch.path] = apply_file(content, moved)
+            carried = None if moved is None else apply_file(content, moved)
+            if carried is not None and not isinstance(carried, Mismatch):
+                files[fpatch.path] = carried
                 state, detail = "port", f"{fpatch.path}: context moved; `maint port` carries it"
             else:
                 state, detail = "drift", "; ".join(f"{p.path} hunk #{p.hunk}: {p.reason}" for p in problems)
@@ -344,8 +367,14 @@ def watch(as_json: bool) -> None:
     response = session.get(INDEX, timeout=30)
     response.raise_for_status()
     newest = Version(cat.versions[-1])
-    new = sorted((v for v, files in response.json()["releases"].items()
-                  if files and not Version(v).is_prerelease and Version(v) > newest), key=Version)
+    new = sorted(
+        (
+            v
+            for v, files in response.json()["releases"].items()
+            if files and not Version(v).is_prerelease and Version(v) > newest
+        ),
+        key=Version,
+    )
     # The newest series, even when the newest release needs none.
     series = cat.series(next(cat.releases[v].series for v in reversed(cat.versions) if cat.releases[v].series))
     report = []
@@ -364,7 +393,9 @@ def watch(as_json: bool) -> None:
 
 
 @main.command()
-@click.option("--write", is_flag=True, help="Pin the digests in versions.toml (otherwise show the diff, exit 1 on drift).")
+@click.option(
+    "--write", is_flag=True, help="Pin the digests in versions.toml (otherwise show the diff, exit 1 on drift)."
+)
 def digests(write: bool) -> None:
     """Pin every served release's base image by digest, read from the registry; fail if a base
     image lacks a platform one of our arches builds for."""
@@ -384,12 +415,17 @@ def digests(write: bool) -> None:
         if lacks:
             missing.append(f"{tag} has no {', '.join(lacks)} image ({target['name']} builds it)")
         by_release.setdefault(target["vllm"], {})[target["digest_key"]] = read[tag].digest
-    pins = {version: "image_digests = { " + ", ".join(f'"{k}" = "{d}"' for k, d in keys.items()) + " }\n"
-            for version, keys in by_release.items()}
+    pins = {
+        version: "image_digests = { " + ", ".join(f'"{k}" = "{d}"' for k, d in keys.items()) + " }\n"
+        for version, keys in by_release.items()
+    }
     path = HOME / "versions.toml"
     text = path.read_text()
-    new = _edit_tables(text, r'^\[releases\."([^"]+)"\]',
-                       lambda version, line: pins[version] if version in pins and line.startswith("image_digests =") else line)
+    new = _edit_tables(
+        text,
+        r'^\[releases\."([^"]+)"\]',
+        lambda version, line: pins[version] if version in pins and line.startswith("image_digests =") else line,
+    )
     for problem in missing:
         click.echo(f"error: {problem}", err=True)
     _write_or_diff(path, text, new, write, "image digests are current")

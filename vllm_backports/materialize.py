@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .catalogue import Catalogue, Release
 from .errors import UsageError
@@ -19,11 +19,14 @@ def fetch_release(cat: Catalogue, release: Release, progress: Callable[[str], No
     if release.series:
         series = cat.series(release.series)
         needed = [p for p in series.paths if p not in series.created]
-    return fetch(release.version, release.wheel, release.wheel_sha256, release.record_sha256,
-                 needed, release.files, progress)
+    return fetch(
+        release.version, release.wheel, release.wheel_sha256, release.record_sha256, needed, release.files, progress
+    )
 
 
-def materialize(cat: Catalogue, release: Release, dest: Path | None, progress: Callable[[str], None]) -> tuple[Tree, Fetched | None]:
+def materialize(
+    cat: Catalogue, release: Release, dest: Path | None, progress: Callable[[str], None]
+) -> tuple[Tree, Fetched | None]:
     """A tree of the release's pristine files at dest (default: a fresh one in the cache).
 
     An existing dest that already holds this release is reused as it is, so that apply, status
@@ -35,7 +38,9 @@ def materialize(cat: Catalogue, release: Release, dest: Path | None, progress: C
     elif dest.exists() and any(dest.iterdir()):
         tree = open_tree(dest)
         if tree.version != release.version:
-            raise UsageError(f"{dest} holds vLLM {tree.version}, not {release.version}; use an empty directory with --fetch")
+            raise UsageError(
+                f"{dest} holds vLLM {tree.version}, not {release.version}; use an empty directory with --fetch"
+            )
         return tree, None
     fetched = fetch_release(cat, release, progress)
     # Laid out beside dest and renamed into place: a run killed half way leaves dest as it was

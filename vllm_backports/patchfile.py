@@ -24,7 +24,7 @@ class Hunk:
     old: tuple[bytes, ...]  # lines with their endings
     new: tuple[bytes, ...]
 
-    def reversed(self) -> "Hunk":
+    def reversed(self) -> Hunk:
         return Hunk(self.new_start, self.old_start, self.new, self.old)
 
 
@@ -35,7 +35,7 @@ class FilePatch:
     creates: bool = False  # old side is /dev/null
     deletes: bool = False  # new side is /dev/null
 
-    def reversed(self) -> "FilePatch":
+    def reversed(self) -> FilePatch:
         return FilePatch(
             self.path,
             tuple(h.reversed() for h in self.hunks),
@@ -51,7 +51,7 @@ class Patch:
     header: dict[str, str] = field(compare=False)
     files: tuple[FilePatch, ...]
 
-    def reversed(self) -> "Patch":
+    def reversed(self) -> Patch:
         return replace(self, files=tuple(f.reversed() for f in reversed(self.files)))
 
     @property

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 from urllib.parse import urljoin
 
 import requests
@@ -108,7 +108,9 @@ def fetch(
     reader = WheelReader(session, wheel, version)
     record = reader.read(f"{reader.dist_info}/RECORD")
     if sha256(record) != record_sha:
-        raise FetchError(f"{wheel_name}: RECORD sha256 {sha256(record)[:12]} differs from versions.toml ({record_sha[:12]})")
+        raise FetchError(
+            f"{wheel_name}: RECORD sha256 {sha256(record)[:12]} differs from versions.toml ({record_sha[:12]})"
+        )
     metadata = reader.read(f"{reader.dist_info}/METADATA")
     hashes = parse_record(record)
     files: dict[str, bytes] = {}

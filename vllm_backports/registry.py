@@ -33,12 +33,16 @@ def split(image: str) -> tuple[str, str]:
 def read_tag(session: requests.Session, image: str) -> TagInfo:
     repo, tag = split(image)
     try:
-        token = session.get(AUTH, params={"service": "registry.docker.io", "scope": f"repository:{repo}:pull"},
-                            timeout=30)
+        token = session.get(
+            AUTH, params={"service": "registry.docker.io", "scope": f"repository:{repo}:pull"}, timeout=30
+        )
         token.raise_for_status()
         auth = {"Authorization": f"Bearer {token.json()['token']}"}
-        response = session.get(f"{REGISTRY}/v2/{repo}/manifests/{tag}", timeout=30,
-                               headers={**auth, "Accept": ", ".join(INDEX_TYPES + MANIFEST_TYPES)})
+        response = session.get(
+            f"{REGISTRY}/v2/{repo}/manifests/{tag}",
+            timeout=30,
+            headers={**auth, "Accept": ", ".join(INDEX_TYPES + MANIFEST_TYPES)},
+        )
     except requests.RequestException as exc:
         raise BackportError(f"cannot reach the registry for {image}: {exc}") from None
     if response.status_code == 404:
@@ -58,8 +62,12 @@ def read_tag(session: requests.Session, image: str) -> TagInfo:
         except (requests.RequestException, ValueError, KeyError) as exc:
             raise BackportError(f"{image}: cannot read the image's config from the registry: {exc}") from None
         return TagInfo(image, digest, (f"{raw.get('os')}/{raw.get('architecture')}",))
-    platforms = tuple(sorted(
-        f"{m['platform']['os']}/{m['platform']['architecture']}" for m in body.get("manifests", [])
-        # Indexes also list attestation manifests, whose platform is unknown/unknown.
-        if m.get("platform", {}).get("os") not in (None, "unknown")))
+    platforms = tuple(
+        sorted(
+            f"{m['platform']['os']}/{m['platform']['architecture']}"
+            for m in body.get("manifests", [])
+            # Indexes also list attestation manifests, whose platform is unknown/unknown.
+            if m.get("platform", {}).get("os") not in (None, "unknown")
+        )
+    )
     return TagInfo(image, digest, platforms)

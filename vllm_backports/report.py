@@ -10,8 +10,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-STYLE = {"applied": "green", "reverted": "green", "clean": "cyan", "already": "dim", "upstream": "blue",
-         "drift": "bold red", "skipped": "dim", "not-applied": "dim"}
+STYLE = {
+    "applied": "green",
+    "reverted": "green",
+    "clean": "cyan",
+    "already": "dim",
+    "upstream": "blue",
+    "drift": "bold red",
+    "skipped": "dim",
+    "not-applied": "dim",
+}
 
 
 class Reporter:

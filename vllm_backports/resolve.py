@@ -50,7 +50,8 @@ def check_requested(cat: Catalogue, requested: str) -> None:
         raise UsageError(f"--vllm {requested!r} is not a version (use e.g. 0.20.0, or auto)") from None
     # A release named short (0.20) means its first patch release, not the closest spelling (0.32.0).
     hint = [v for v in cat.versions if v.startswith(requested + ".")][:1] or difflib.get_close_matches(
-        requested, cat.versions, n=1)
+        requested, cat.versions, n=1
+    )
     more = f"; did you mean {hint[0]}?" if hint else ""
     raise UsageError(f"vLLM {requested} is not in versions.toml ({_known(cat)}){more}")
 
@@ -71,11 +72,17 @@ def resolve(cat: Catalogue, tree: Tree, requested: str) -> Resolution:
         raise UsageError(unpublished.message + f" (installed here: {installed})")
     base = installed if installed in cat.releases else local_build_of(cat, installed)
     if requested not in ("auto", installed, base) and not unpublished:
-        raise UsageError(f"the vLLM here is {installed}, not {requested}; pass --vllm {base or installed} or --vllm auto")
+        raise UsageError(
+            f"the vLLM here is {installed}, not {requested}; pass --vllm {base or installed} or --vllm auto"
+        )
     if base is not None:
         release = cat.releases[base]
         series = cat.series(release.series) if release.series else None
-        note = "" if base == installed else f"vLLM {installed} is a local build of {base}; its files are checked against {base}'s"
+        note = (
+            ""
+            if base == installed
+            else f"vLLM {installed} is a local build of {base}; its files are checked against {base}'s"
+        )
         return Resolution(installed, release, series, dict(release.files), note)
     if not _is_nightly(installed):
         raise UsageError(f"vLLM {installed} is not in versions.toml ({_known(cat)})")
@@ -131,6 +138,7 @@ def _match_nightly(cat: Catalogue, tree: Tree) -> Resolution:
     if not matches:
         detail = "; ".join(f"{n}: {m}" for n, m in nearest[:2])
         raise UsageError(f"no series matches the files of vLLM {tree.version} exactly ({detail})")
+
     # Several can match when the hunks' surroundings did not change: prefer the release the
     # nightly was heading to, i.e. the first release at or after it.
     def first(s: Series) -> Version:

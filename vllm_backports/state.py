@@ -14,9 +14,10 @@ import fcntl
 import json
 import os
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Callable, Iterator
+from typing import Any
 
 from .catalogue import sha256
 from .errors import StateError, TargetError
@@ -97,12 +98,18 @@ def parse_manifest(tree: Tree, raw: bytes, path: Path) -> dict:
     if not isinstance(data, dict) or not isinstance(data.get("format"), int):
         raise StateError(f"{path}: corrupted manifest (no format); {remedy}")
     if data["format"] > FORMAT:
-        raise StateError(f"{path}: manifest format {data['format']} is newer than this tool's ({FORMAT}); upgrade vllm-backports")
+        raise StateError(
+            f"{path}: manifest format {data['format']} is newer than this tool's ({FORMAT}); upgrade vllm-backports"
+        )
     applied, files = data.get("applied"), data.get("files")
-    if (not isinstance(applied, list) or not isinstance(files, dict)
-            or not all(isinstance(a, dict) and isinstance(a.get("patch"), str) and isinstance(a.get("id"), str)
-                       for a in applied)
-            or not all(isinstance(f, dict) for f in files.values())):
+    if (
+        not isinstance(applied, list)
+        or not isinstance(files, dict)
+        or not all(
+            isinstance(a, dict) and isinstance(a.get("patch"), str) and isinstance(a.get("id"), str) for a in applied
+        )
+        or not all(isinstance(f, dict) for f in files.values())
+    ):
         raise StateError(f"{path}: corrupted manifest (bad applied/files); {remedy}")
     if data.get("vllm") != tree.version:
         raise StateError(f"{path}: manifest is for vLLM {data.get('vllm')}, but {tree.version} is installed; {remedy}")
@@ -111,8 +118,10 @@ def parse_manifest(tree: Tree, raw: bytes, path: Path) -> dict:
 
 def same_manifest(a: dict | None, b: dict | None) -> bool:
     """Equal but for when and by which tool version it was written."""
+
     def strip(m: dict | None) -> dict | None:
         return None if m is None else {k: v for k, v in m.items() if k not in ("updated", "tool")}
+
     return strip(a) == strip(b)
 
 
@@ -168,7 +177,7 @@ def locked(tree: Tree, notify: Callable[[str], None] = lambda _m: None) -> Itera
         tree.state_dir.mkdir(exist_ok=True)
         found = lock.exists()
         try:
-            fh = open(lock, "a+")
+            fh = open(lock, "a+")  # noqa: SIM115 - held past this block: closing it releases the lock
         except FileNotFoundError:
             continue  # a holder finishing just now removed the directory: make it again
         try:
@@ -211,7 +220,7 @@ def reading(tree: Tree) -> Iterator[None]:
     hold it, so a reader waits out a commit instead of reporting its journal as an interrupted
     run. Writes nothing: with no lock file, no run is under way."""
     try:
-        fh = open(tree.state_dir / "lock")
+        fh = open(tree.state_dir / "lock")  # noqa: SIM115 - the with below owns it
     except (FileNotFoundError, NotADirectoryError):
         yield
         return
@@ -268,7 +277,10 @@ def rollback_plan(tree: Tree) -> Rollback | None:
         raw = path.read_bytes()
     except FileNotFoundError:
         return None
-    unreadable = StateError(f"{path}: interrupted run left an unreadable journal; reinstall vllm=={tree.version} and remove {tree.state_dir}")
+    unreadable = StateError(
+        f"{path}: interrupted run left an unreadable journal; "
+        f"reinstall vllm=={tree.version} and remove {tree.state_dir}"
+    )
     try:
         journal = json.loads(raw)
         entries = journal["files"]
@@ -288,7 +300,10 @@ def rollback_plan(tree: Tree) -> Rollback | None:
             files[rel] = current
             continue
         if now != after_sha:
-            raise StateError(f"{rel}: changed since the interrupted run (matches neither its old nor new bytes); reinstall vllm=={tree.version}")
+            raise StateError(
+                f"{rel}: changed since the interrupted run (matches neither its old nor new bytes); "
+                f"reinstall vllm=={tree.version}"
+            )
         before = None
         if before_sha is not None:
             try:
@@ -363,7 +378,7 @@ def commit(tree: Tree, changes: list[Change], manifest: dict | None) -> None:
     backups = state / "txn"
     backups.mkdir(exist_ok=True)
     old_manifest = state / MANIFEST
-    journal = {
+    journal: dict[str, Any] = {
         "format": FORMAT,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "manifest_before": old_manifest.read_text() if old_manifest.exists() else None,
@@ -373,12 +388,14 @@ def commit(tree: Tree, changes: list[Change], manifest: dict | None) -> None:
         if change.before is not None:
             write_atomic(backups / str(n), change.before)
         target = tree.path(change.path)
-        journal["files"].append({
-            "path": change.path,
-            "mode": target.stat().st_mode & 0o7777 if change.before is not None else None,
-            "before": sha256(change.before) if change.before is not None else None,
-            "after": sha256(change.after) if change.after is not None else None,
-        })
+        journal["files"].append(
+            {
+                "path": change.path,
+                "mode": target.stat().st_mode & 0o7777 if change.before is not None else None,
+                "before": sha256(change.before) if change.before is not None else None,
+                "after": sha256(change.after) if change.after is not None else None,
+            }
+        )
     write_atomic(state / JOURNAL, json.dumps(journal, indent=1).encode())
     try:
         for n, change in enumerate(changes, 1):
@@ -400,15 +417,19 @@ def commit(tree: Tree, changes: list[Change], manifest: dict | None) -> None:
         try:
             recover(tree)
         except Exception as again:  # a read-only remount or a dying disk fails the undo as well
-            raise StateError(f"{_why(failure)}; rolling back failed too ({_why(again)}), so files may be half "
-                             f"patched: {state / JOURNAL} is kept, and the next run rolls back once the cause is "
-                             "fixed (`apply.py status` shows it)") from failure
+            raise StateError(
+                f"{_why(failure)}; rolling back failed too ({_why(again)}), so files may be half "
+                f"patched: {state / JOURNAL} is kept, and the next run rolls back once the cause is "
+                "fixed (`apply.py status` shows it)"
+            ) from failure
         if isinstance(failure, OSError):
             raise StateError(f"{_why(failure)}; the run was rolled back: every file is as it was") from failure
         raise
     try:
         _finish(tree)
     except OSError as exc:
-        raise StateError(f"every change landed, but tidying up failed ({_why(exc)}): {state / JOURNAL} is left, "
-                         "so the next run takes this one for interrupted and undoes it first; fix the cause and "
-                         "run again") from exc
+        raise StateError(
+            f"every change landed, but tidying up failed ({_why(exc)}): {state / JOURNAL} is left, "
+            "so the next run takes this one for interrupted and undoes it first; fix the cause and "
+            "run again"
+        ) from exc

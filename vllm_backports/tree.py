@@ -7,7 +7,6 @@ from __future__ import annotations
 import binascii
 import csv
 import importlib.metadata
-import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,7 +58,9 @@ class Tree:
 def _dist_info(root: Path) -> Path:
     found = sorted(root.glob("vllm-*.dist-info"))
     if not found:
-        raise UsageError(f"{root}: no vllm-*.dist-info here; --target takes a site-packages directory or an extracted wheel")
+        raise UsageError(
+            f"{root}: no vllm-*.dist-info here; --target takes a site-packages directory or an extracted wheel"
+        )
     if len(found) > 1:
         names = ", ".join(p.name for p in found)
         raise TargetError(f"{root}: several vLLM installs ({names}); remove the stale dist-info")
@@ -90,7 +91,9 @@ def open_tree(root: Path) -> Tree:
     except FileNotFoundError:
         raise TargetError(f"{dist_info}: no RECORD, so the pristine files cannot be verified") from None
     except (UnicodeDecodeError, csv.Error, binascii.Error) as exc:
-        raise TargetError(f"{dist_info / 'RECORD'}: unreadable ({exc.__class__.__name__}); the install is damaged, reinstall vllm") from None
+        raise TargetError(
+            f"{dist_info / 'RECORD'}: unreadable ({exc.__class__.__name__}); the install is damaged, reinstall vllm"
+        ) from None
     return Tree(root=root, version=_version_of(dist_info), record=record)
 
 
@@ -98,5 +101,7 @@ def installed_tree() -> Tree:
     try:
         dist = importlib.metadata.distribution("vllm")
     except importlib.metadata.PackageNotFoundError:
-        raise UsageError("no vLLM is installed in this Python; pass --target DIR, or --fetch to work on PyPI's files") from None
-    return open_tree(Path(os.fspath(dist.locate_file(""))))
+        raise UsageError(
+            "no vLLM is installed in this Python; pass --target DIR, or --fetch to work on PyPI's files"
+        ) from None
+    return open_tree(Path(str(dist.locate_file(""))))

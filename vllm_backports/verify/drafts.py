@@ -19,7 +19,18 @@ ENV = "VLLM_BACKPORTS_VERIFY_DRAFTS"
 
 # (drafts offered, of which correct). Every (k,k) or (k,c>0) is followed by a (0,0) somewhere.
 SCHEDULE: tuple[tuple[int, int], ...] = (
-    (3, 3), (0, 0), (3, 1), (0, 0), (0, 0), (2, 2), (3, 0), (1, 1), (0, 0), (3, 3), (3, 3), (0, 0),
+    (3, 3),
+    (0, 0),
+    (3, 1),
+    (0, 0),
+    (0, 0),
+    (2, 2),
+    (3, 0),
+    (1, 1),
+    (0, 0),
+    (3, 3),
+    (3, 3),
+    (0, 0),
 )
 
 
@@ -69,15 +80,26 @@ class Script:
         while done < len(output):
             offered = probe.propose(prompt + output[:done])
             accepted = 0
-            while accepted < len(offered) and done + accepted < len(output) and offered[accepted] == output[done + accepted]:
+            while (
+                accepted < len(offered)
+                and done + accepted < len(output)
+                and offered[accepted] == output[done + accepted]
+            ):
                 accepted += 1
             steps.append((len(offered), accepted))
             done += accepted + 1
         return steps
 
     def to_json(self) -> str:
-        return json.dumps({"prompts": self.prompts, "continuations": self.continuations,
-                           "k": self.k, "vocab": self.vocab, "schedule": self.schedule})
+        return json.dumps(
+            {
+                "prompts": self.prompts,
+                "continuations": self.continuations,
+                "k": self.k,
+                "vocab": self.vocab,
+                "schedule": self.schedule,
+            }
+        )
 
     @classmethod
     def from_json(cls, text: str) -> Script:
@@ -126,8 +148,12 @@ def install_from_env() -> bool:
 
 def transitions(steps: list[tuple[int, int]]) -> dict[str, int]:
     """How often a run hit the transitions that corrupt GDN state."""
-    out = {"steps": len(steps), "accepted_drafts": sum(a for _, a in steps),
-           "accepted_then_no_drafts": 0, "partial_acceptance": 0}
+    out = {
+        "steps": len(steps),
+        "accepted_drafts": sum(a for _, a in steps),
+        "accepted_then_no_drafts": 0,
+        "partial_acceptance": 0,
+    }
     for (_o1, a1), (o2, _) in pairwise(steps):
         if a1 > 0 and o2 == 0:
             out["accepted_then_no_drafts"] += 1

@@ -30,10 +30,15 @@ def run(spec: dict) -> dict:
     from vllm import LLM, SamplingParams
 
     kwargs = {
-        "model": spec["model"], "skip_tokenizer_init": True, "dtype": "bfloat16", "seed": 0,
-        "max_model_len": spec["max_model_len"], "max_num_seqs": spec["max_num_seqs"],
+        "model": spec["model"],
+        "skip_tokenizer_init": True,
+        "dtype": "bfloat16",
+        "seed": 0,
+        "max_model_len": spec["max_model_len"],
+        "max_num_seqs": spec["max_num_seqs"],
         "gpu_memory_utilization": spec.get("gpu_memory_utilization", 0.35),
-        "tensor_parallel_size": spec.get("tp", 1), "enforce_eager": spec["eager"],
+        "tensor_parallel_size": spec.get("tp", 1),
+        "enforce_eager": spec["eager"],
         "additional_config": spec.get("additional_config") or {},
         "disable_log_stats": False,  # the spec-decode and prefix-cache counters read below
     }
@@ -79,10 +84,17 @@ def run(spec: dict) -> dict:
         previous = [list(o.outputs[0].token_ids) for o in again]
         after = spec_counters(llm) or {}
         accepted.append(after.get("num_accepted_tokens", 0) - before.get("num_accepted_tokens", 0))
-    return {"tokens": tokens, "scripted": scripted, "spec_counters": counters, "engine": engine,
-            "start_s": ready - started,
-            "generate_s": done - ready, "tokens_per_s": sum(map(len, tokens)) / (done - ready),
-            "timed_rounds_tokens_per_s": rounds, "timed_rounds_accepted": accepted}
+    return {
+        "tokens": tokens,
+        "scripted": scripted,
+        "spec_counters": counters,
+        "engine": engine,
+        "start_s": ready - started,
+        "generate_s": done - ready,
+        "tokens_per_s": sum(map(len, tokens)) / (done - ready),
+        "timed_rounds_tokens_per_s": rounds,
+        "timed_rounds_accepted": accepted,
+    }
 
 
 def counters_of(llm, prefix: str) -> dict | None:
@@ -91,8 +103,11 @@ def counters_of(llm, prefix: str) -> dict | None:
         metrics = llm.get_metrics()
     except Exception:  # an older or newer metrics API: the counters are a report, not a verdict
         return None
-    out = {m.name.removeprefix(prefix): m.value for m in metrics
-           if m.name.startswith(prefix) and isinstance(getattr(m, "value", None), int | float)}
+    out = {
+        m.name.removeprefix(prefix): m.value
+        for m in metrics
+        if m.name.startswith(prefix) and isinstance(getattr(m, "value", None), int | float)
+    }
     return out or None
 
 
@@ -132,13 +147,20 @@ def describe(llm) -> dict:
     if v2 is None:
         v2 = os.environ.get("VLLM_USE_V2_MODEL_RUNNER", "0") == "1"
     return {
-        "vllm": vllm.__version__, "backports": backports_applied(),
+        "vllm": vllm.__version__,
+        "backports": backports_applied(),
         "architecture": (get(get(model, "hf_config"), "architectures") or [None])[0],
-        "prefix_caching": get(cache, "enable_prefix_caching"), "mamba_cache_mode": _text(get(cache, "mamba_cache_mode")),
-        "block_size": get(cache, "block_size"), "kv_cache_dtype": _text(get(cache, "cache_dtype")),
-        "async_scheduling": get(sched, "async_scheduling"), "cudagraph_mode": _text(get(comp, "cudagraph_mode")),
-        "model_runner": "v2" if v2 else "v1", "tp": get(par, "tensor_parallel_size"),
-        "speculative": None if spec is None else {"method": get(spec, "method"), "k": get(spec, "num_speculative_tokens")},
+        "prefix_caching": get(cache, "enable_prefix_caching"),
+        "mamba_cache_mode": _text(get(cache, "mamba_cache_mode")),
+        "block_size": get(cache, "block_size"),
+        "kv_cache_dtype": _text(get(cache, "cache_dtype")),
+        "async_scheduling": get(sched, "async_scheduling"),
+        "cudagraph_mode": _text(get(comp, "cudagraph_mode")),
+        "model_runner": "v2" if v2 else "v1",
+        "tp": get(par, "tensor_parallel_size"),
+        "speculative": None
+        if spec is None
+        else {"method": get(spec, "method"), "k": get(spec, "num_speculative_tokens")},
         "gdn_prefill_backend": (get(config, "additional_config") or {}).get("gdn_prefill_backend", "default"),
         "prefix_cache": counters_of(llm, "vllm:prefix_cache_"),
     }

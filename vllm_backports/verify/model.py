@@ -139,14 +139,39 @@ class ModelClass:
 
 
 MODEL_CLASSES: dict[str, ModelClass] = {
-    "qwen3_next": ModelClass("qwen3_next", CONFIG, "Qwen3NextConfig", "Qwen3NextForCausalLM",
-                             "Qwen3NextForCausalLM", "Qwen3NextMTP", "num_nextn_predict_layers", "moe"),
-    "qwen3_5": ModelClass("qwen3_5", QWEN3_5_TEXT, "Qwen3_5TextConfig", "Qwen3_5ForCausalLM",
-                          "Qwen3_5ForCausalLM", "Qwen3_5MTP", "mtp_num_hidden_layers", "dense", wrapper="qwen3_5",
-                          mtp_embed_scale=60.0),
-    "qwen3_5_moe": ModelClass("qwen3_5_moe", QWEN3_5_MOE_TEXT, "Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM",
-                              "Qwen3_5MoeForCausalLM", "Qwen3_5MoeMTP", "mtp_num_hidden_layers", "moe",
-                              wrapper="qwen3_5_moe"),
+    "qwen3_next": ModelClass(
+        "qwen3_next",
+        CONFIG,
+        "Qwen3NextConfig",
+        "Qwen3NextForCausalLM",
+        "Qwen3NextForCausalLM",
+        "Qwen3NextMTP",
+        "num_nextn_predict_layers",
+        "moe",
+    ),
+    "qwen3_5": ModelClass(
+        "qwen3_5",
+        QWEN3_5_TEXT,
+        "Qwen3_5TextConfig",
+        "Qwen3_5ForCausalLM",
+        "Qwen3_5ForCausalLM",
+        "Qwen3_5MTP",
+        "mtp_num_hidden_layers",
+        "dense",
+        wrapper="qwen3_5",
+        mtp_embed_scale=60.0,
+    ),
+    "qwen3_5_moe": ModelClass(
+        "qwen3_5_moe",
+        QWEN3_5_MOE_TEXT,
+        "Qwen3_5MoeTextConfig",
+        "Qwen3_5MoeForCausalLM",
+        "Qwen3_5MoeForCausalLM",
+        "Qwen3_5MoeMTP",
+        "mtp_num_hidden_layers",
+        "moe",
+        wrapper="qwen3_5_moe",
+    ),
 }
 
 
@@ -160,9 +185,18 @@ def write_model(directory: Path, mtp: bool = False, model_class: str = MODEL_CLA
     and its embeddings are scaled (ModelClass.mtp_embed_scale) so that the drafts are often right."""
     cls = MODEL_CLASSES[model_class]
     stamp = directory / "verify-config.json"
-    wanted = json.dumps({"model_class": cls.name, "config": cls.config, "logit_scale": LOGIT_SCALE, "seed": SEED,
-                         "mtp": mtp, "mtp_embed_scale": cls.mtp_embed_scale if mtp else None,
-                         "mtp_fc_gain": MTP_FC_GAIN if mtp else None}, sort_keys=True)
+    wanted = json.dumps(
+        {
+            "model_class": cls.name,
+            "config": cls.config,
+            "logit_scale": LOGIT_SCALE,
+            "seed": SEED,
+            "mtp": mtp,
+            "mtp_embed_scale": cls.mtp_embed_scale if mtp else None,
+            "mtp_fc_gain": MTP_FC_GAIN if mtp else None,
+        },
+        sort_keys=True,
+    )
     if stamp.exists() and stamp.read_text() == wanted:
         return directory
     # A stale MTP shard or index would still be read by vLLM: start from an empty directory.
@@ -194,8 +228,12 @@ def nest_config(directory: Path, cls: ModelClass) -> None:
     "text_config" of a `cls.wrapper` config whose architecture is still the text-only class."""
     path = directory / "config.json"
     text = json.loads(path.read_text())
-    outer = {"architectures": text.pop("architectures"), "model_type": cls.wrapper,
-             "tie_word_embeddings": text["tie_word_embeddings"], "text_config": text}
+    outer = {
+        "architectures": text.pop("architectures"),
+        "model_type": cls.wrapper,
+        "tie_word_embeddings": text["tie_word_embeddings"],
+        "text_config": text,
+    }
     for key in ("dtype", "transformers_version"):
         if key in text:
             outer[key] = text.pop(key)
@@ -230,7 +268,9 @@ def mtp_weights(model_class: str = MODEL_CLASS, seed: int = SEED + 1) -> dict:
     layer = "mtp.layers.0."
     out = {
         # from [embedding; hidden state]
-        "mtp.fc.weight": torch.cat([torch.eye(hidden) * MTP_FC_GAIN, torch.zeros(hidden, hidden)], 1).to(torch.bfloat16),
+        "mtp.fc.weight": torch.cat([torch.eye(hidden) * MTP_FC_GAIN, torch.zeros(hidden, hidden)], 1).to(
+            torch.bfloat16
+        ),
         "mtp.pre_fc_norm_embedding.weight": zero(hidden),
         "mtp.pre_fc_norm_hidden.weight": zero(hidden),
         "mtp.norm.weight": zero(hidden),

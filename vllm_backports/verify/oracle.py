@@ -22,9 +22,14 @@ class Verdict:
     bad_sequences: int
 
     def as_dict(self) -> dict:
-        return {"sequences": self.sequences, "tokens": self.tokens, "errors": self.errors,
-                "worst_regret": round(self.worst, 3), "first_error_at": self.first_error,
-                "bad_sequences": self.bad_sequences}
+        return {
+            "sequences": self.sequences,
+            "tokens": self.tokens,
+            "errors": self.errors,
+            "worst_regret": round(self.worst, 3),
+            "first_error_at": self.first_error,
+            "bad_sequences": self.bad_sequences,
+        }
 
 
 def judge(regrets: list[list[float]], threshold: float) -> Verdict:

@@ -8,7 +8,9 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
+from typing import Any
 
 from ..errors import BackportError, UsageError
 from . import drafts, model, scenarios
@@ -50,8 +52,10 @@ def check_kv_cache(vllm_version: str, kv_cache: str) -> None:
     from packaging.version import Version
 
     if kv_cache in scenarios.TURBOQUANT and Version(vllm_version) < Version(scenarios.TURBOQUANT_ON_HYBRIDS_FROM):
-        raise UsageError(f"vLLM {vllm_version} refuses TurboQuant KV on hybrid models "
-                         f"(from {scenarios.TURBOQUANT_ON_HYBRIDS_FROM} it accepts them); verify's model is hybrid")
+        raise UsageError(
+            f"vLLM {vllm_version} refuses TurboQuant KV on hybrid models "
+            f"(from {scenarios.TURBOQUANT_ON_HYBRIDS_FROM} it accepts them); verify's model is hybrid"
+        )
 
 
 def preflight(model_class: str = model.MODEL_CLASS) -> str:
@@ -61,16 +65,18 @@ def preflight(model_class: str = model.MODEL_CLASS) -> str:
     try:
         vllm_version = version("vllm")
     except PackageNotFoundError:
-        raise UsageError("verify needs vLLM installed in this Python (run it in the image or after apply.py)")
+        raise UsageError("verify needs vLLM installed in this Python (run it in the image or after apply.py)") from None
     try:
         import torch
         import transformers
     except ImportError as exc:
-        raise UsageError(f"verify needs torch and transformers: {exc}")
+        raise UsageError(f"verify needs torch and transformers: {exc}") from None
     wanted = model.MODEL_CLASSES[model_class].transformers_model
     if not hasattr(transformers, wanted):
-        raise UsageError(f"--model-class {model_class} needs transformers' {wanted}; "
-                         f"transformers {transformers.__version__} has none")
+        raise UsageError(
+            f"--model-class {model_class} needs transformers' {wanted}; "
+            f"transformers {transformers.__version__} has none"
+        )
     if not torch.cuda.is_available():
         raise UsageError("verify needs a CUDA GPU; none is visible")
     return vllm_version
@@ -94,26 +100,40 @@ def site_version(site: Path) -> str:
 def machine() -> dict:
     """The GPU, driver and libraries a verify ran on, for its evidence."""
     import platform
-    from datetime import datetime, timezone
+    from datetime import datetime
     from importlib.metadata import version
 
     import torch
 
     try:
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, check=True, timeout=30).stdout.split()
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout.split()
         driver = smi[0] if smi else None
     except (OSError, subprocess.SubprocessError):
         driver = None
-    return {"gpu": torch.cuda.get_device_name(0), "gpus": torch.cuda.device_count(), "driver": driver,
-            "cuda": torch.version.cuda, "torch": torch.__version__, "transformers": version("transformers"),
-            "python": platform.python_version(), "arch": platform.machine(),
-            "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    return {
+        "gpu": torch.cuda.get_device_name(0),
+        "gpus": torch.cuda.device_count(),
+        "driver": driver,
+        "cuda": torch.version.cuda,
+        "torch": torch.__version__,
+        "transformers": version("transformers"),
+        "python": platform.python_version(),
+        "arch": platform.machine(),
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
 
 
 def engine_env(script_path: Path | None, site: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), site and str(site), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(PACKAGE_ROOT), str(site) if site else None, env.get("PYTHONPATH")])
+    )
     env.pop(drafts.ENV, None)
     if script_path is not None:
         env[drafts.ENV] = str(script_path)
@@ -129,8 +149,13 @@ def run_engine(spec: dict, work: Path, tag: str, script: drafts.Script | None, s
         script_path.write_text(script.to_json())
     env = engine_env(script_path, site)
     with open(log_path, "w") as log:
-        rc = subprocess.run([sys.executable, "-m", "vllm_backports.verify.engine", str(spec_path), str(out_path)],
-                            env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+        rc = subprocess.run(
+            [sys.executable, "-m", "vllm_backports.verify.engine", str(spec_path), str(out_path)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            check=False,
+        ).returncode
     if rc != 0 or not out_path.exists():
         tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
         raise BackportError(f"engine run {tag} failed (exit {rc}): {tail[0][:300]}; full log: {log_path}")
@@ -150,33 +175,50 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     vllm_version = preflight(plan.model_class)
     check_kv_cache(vllm_version, plan.kv_cache)
     if plan.control is not None and (theirs := site_version(plan.control)) != vllm_version:
-        raise UsageError(f"--control {plan.control} holds vLLM {theirs}, this Python {vllm_version}: "
-                         "a control must be the same release")
+        raise UsageError(
+            f"--control {plan.control} holds vLLM {theirs}, this Python {vllm_version}: "
+            "a control must be the same release"
+        )
     ran_on = machine()
     plan.work.mkdir(parents=True, exist_ok=True)
-    model_dir = model.write_model(plan.work / "model", mtp=bool(scenarios.NEEDS_MTP_LAYER & set(plan.presets)),
-                                  model_class=plan.model_class)
+    model_dir = model.write_model(
+        plan.work / "model", mtp=bool(scenarios.NEEDS_MTP_LAYER & set(plan.presets)), model_class=plan.model_class
+    )
     vocab = model.vocab_size(plan.model_class)
     k = max([scenarios.PRESETS[p]["num_speculative_tokens"] for p in plan.presets] or [1])
     sites: list[tuple[str, Path | None]] = [("target", None)] + ([("control", plan.control)] if plan.control else [])
-    switches = {"enable_prefix_caching": scenarios.switch(plan.prefix_caching),
-                "async_scheduling": scenarios.switch(plan.async_scheduling)}
+    switches = {
+        "enable_prefix_caching": scenarios.switch(plan.prefix_caching),
+        "async_scheduling": scenarios.switch(plan.async_scheduling),
+    }
     runs: list[dict] = []
     for batch in plan.batches:
         shape = scenarios.SHAPES[batch]
         ps = scenarios.prompts(shape.prompts, vocab, kind=plan.prompt_set, k=k)
         for mode in plan.modes:
-            extra = {"additional_config": plan.additional_config, **switches,
-                     "gpu_memory_utilization": plan.gpu_memory_utilization,
-                     "kv_cache_memory_bytes": plan.kv_cache_gib and int(plan.kv_cache_gib * 2**30)}
+            extra: dict[str, Any] = {
+                "additional_config": plan.additional_config,
+                **switches,
+                "gpu_memory_utilization": plan.gpu_memory_utilization,
+                "kv_cache_memory_bytes": plan.kv_cache_gib and int(plan.kv_cache_gib * 2**30),
+            }
             if plan.kv_cache != "auto":
                 extra["kv_cache_dtype"] = plan.kv_cache
             eager = mode == "eager"
             tag = f"b{batch}-{mode}-baseline"
             progress(f"engine: {tag}")
             base = run_engine(shape.engine_spec(str(model_dir), ps, eager, plan.tp, extra), plan.work, tag, None)
-            runs.append({"scenario": "baseline", "site": "target", "batch": batch, "mode": mode, "prompts": ps,
-                         "baseline_tokens": base["tokens"], **base})
+            runs.append(
+                {
+                    "scenario": "baseline",
+                    "site": "target",
+                    "batch": batch,
+                    "mode": mode,
+                    "prompts": ps,
+                    "baseline_tokens": base["tokens"],
+                    **base,
+                }
+            )
             for preset in plan.presets:
                 cfg = dict(extra, speculative=scenarios.PRESETS[preset])
                 for site, where in sites:
@@ -184,26 +226,59 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                     progress(f"engine: {tag}")
                     script = None
                     if preset in scenarios.SCRIPTED:
-                        script = drafts.Script(ps, base["tokens"], k=cfg["speculative"]["num_speculative_tokens"], vocab=vocab)
+                        script = drafts.Script(
+                            ps, base["tokens"], k=cfg["speculative"]["num_speculative_tokens"], vocab=vocab
+                        )
                     try:
-                        out = run_engine(shape.engine_spec(str(model_dir), ps, eager, plan.tp, cfg), plan.work, tag, script, where)
+                        out = run_engine(
+                            shape.engine_spec(str(model_dir), ps, eager, plan.tp, cfg), plan.work, tag, script, where
+                        )
                     except BackportError as exc:
                         if where is None:
                             raise
                         # A control that dies (released TurboQuant + MTP reads out of bounds on
                         # 0.27 and 0.28) has failed; the target's runs are still judged.
-                        runs.append({"scenario": preset, "site": site, "batch": batch, "mode": mode, "prompts": ps,
-                                     "crashed": str(exc), "tokens": None})
+                        runs.append(
+                            {
+                                "scenario": preset,
+                                "site": site,
+                                "batch": batch,
+                                "mode": mode,
+                                "prompts": ps,
+                                "crashed": str(exc),
+                                "tokens": None,
+                            }
+                        )
                         continue
                     # A model drafter's proposals are not known offline: vLLM's own counters stand in.
                     hit = exercised(script, out["tokens"]) if script else out.get("spec_counters")
-                    runs.append({"scenario": preset, "site": site, "batch": batch, "mode": mode, "prompts": ps,
-                                 "exercised": hit, "baseline_tokens": base["tokens"], **out})
+                    runs.append(
+                        {
+                            "scenario": preset,
+                            "site": site,
+                            "batch": batch,
+                            "mode": mode,
+                            "prompts": ps,
+                            "exercised": hit,
+                            "baseline_tokens": base["tokens"],
+                            **out,
+                        }
+                    )
     progress("reference: float32 teacher forcing")
     ref = Reference(str(model_dir), model_class=plan.model_class)
-    scored = [(r, [ref.regrets(p, t) for p, t in zip(r["prompts"], r["tokens"])] if r.get("tokens") is not None else None)
-              for r in runs]
-    noise = max((x for r, regrets in scored if r["scenario"] == "baseline" for seq in regrets for x in seq), default=0.0)
+    scored = [
+        (
+            r,
+            [ref.regrets(p, t) for p, t in zip(r["prompts"], r["tokens"], strict=True)]
+            if r.get("tokens") is not None
+            else None,
+        )
+        for r in runs
+    ]
+    noise = max(
+        (x for r, regrets in scored if r["scenario"] == "baseline" and regrets for seq in regrets for x in seq),
+        default=0.0,
+    )
     threshold = plan.threshold if plan.threshold is not None else calibrated_threshold(noise)
     rows = []
     for r, regrets in scored:
@@ -212,21 +287,46 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
             continue
         verdict = judge(regrets, threshold)
         same = sum(a == b for a, b in zip(r["tokens"], r["baseline_tokens"], strict=True))
-        rows.append({"scenario": r["scenario"], "site": r["site"], "batch": r["batch"], "mode": r["mode"],
-                     **verdict.as_dict(), "exercised": r.get("exercised"),
-                     "same_as_baseline": same, "tokens_per_s": round(r["tokens_per_s"], 1),
-                     "start_s": round(r.get("start_s", 0.0), 1), "engine": r.get("engine"),
-                     "regrets": [[round(x, 3) for x in s] for s in regrets]})
+        rows.append(
+            {
+                "scenario": r["scenario"],
+                "site": r["site"],
+                "batch": r["batch"],
+                "mode": r["mode"],
+                **verdict.as_dict(),
+                "exercised": r.get("exercised"),
+                "same_as_baseline": same,
+                "tokens_per_s": round(r["tokens_per_s"], 1),
+                "start_s": round(r.get("start_s", 0.0), 1),
+                "engine": r.get("engine"),
+                "regrets": [[round(x, 3) for x in s] for s in regrets],
+            }
+        )
     return {**conclude(rows, noise, threshold, plan, vllm_version), "machine": ran_on}
 
 
 def crashed_row(run: dict) -> dict:
     """A control engine that died before it returned tokens: nothing to judge, and a failure of
     the control all the same (its `crashed` says how; the engine log has the rest)."""
-    return {"scenario": run["scenario"], "site": run["site"], "batch": run["batch"], "mode": run["mode"],
-            "sequences": len(run["prompts"]), "tokens": 0, "errors": 0, "worst_regret": None,
-            "first_error_at": None, "bad_sequences": 0, "crashed": run["crashed"], "exercised": None,
-            "same_as_baseline": 0, "tokens_per_s": 0.0, "start_s": 0.0, "engine": None, "regrets": []}
+    return {
+        "scenario": run["scenario"],
+        "site": run["site"],
+        "batch": run["batch"],
+        "mode": run["mode"],
+        "sequences": len(run["prompts"]),
+        "tokens": 0,
+        "errors": 0,
+        "worst_regret": None,
+        "first_error_at": None,
+        "bad_sequences": 0,
+        "crashed": run["crashed"],
+        "exercised": None,
+        "same_as_baseline": 0,
+        "tokens_per_s": 0.0,
+        "start_s": 0.0,
+        "engine": None,
+        "regrets": [],
+    }
 
 
 def conclude(rows: list[dict], noise: float, threshold: float, plan: Plan, vllm_version: str) -> dict:
@@ -237,19 +337,33 @@ def conclude(rows: list[dict], noise: float, threshold: float, plan: Plan, vllm_
     target = [x for x in rows if x["site"] == "target"]
     control = [x for x in rows if x["site"] == "control"]
     passed = all(x["errors"] == 0 for x in target)
-    result = {"vllm": vllm_version, "kv_cache": plan.kv_cache, "threshold": threshold,
-              "baseline_worst_regret": round(noise, 3), "tp": plan.tp,
-              "calibrated": all(x["errors"] == 0 for x in calibration) and noise <= CALIBRATION_CAP,
-              "passed": passed, "scenario": {"prompts": plan.prompt_set, "prefix_caching": plan.prefix_caching,
-                                              "async_scheduling": plan.async_scheduling,
-                                              "gdn_prefill_backend": plan.additional_config.get("gdn_prefill_backend", "default"),
-                                              "model_class": plan.model_class,
-                                              "gpu_memory_utilization": plan.gpu_memory_utilization,
-                                              "kv_cache_gib": plan.kv_cache_gib},
-              "rows": rows}
+    result = {
+        "vllm": vllm_version,
+        "kv_cache": plan.kv_cache,
+        "threshold": threshold,
+        "baseline_worst_regret": round(noise, 3),
+        "tp": plan.tp,
+        "calibrated": all(x["errors"] == 0 for x in calibration) and noise <= CALIBRATION_CAP,
+        "passed": passed,
+        "scenario": {
+            "prompts": plan.prompt_set,
+            "prefix_caching": plan.prefix_caching,
+            "async_scheduling": plan.async_scheduling,
+            "gdn_prefill_backend": plan.additional_config.get("gdn_prefill_backend", "default"),
+            "model_class": plan.model_class,
+            "gpu_memory_utilization": plan.gpu_memory_utilization,
+            "kv_cache_gib": plan.kv_cache_gib,
+        },
+        "rows": rows,
+    }
     if plan.control is not None:
         result["control"] = str(plan.control)
         result["control_failed"] = bool(control) and all(x["errors"] > 0 or x.get("crashed") for x in control)
-        result["proof"] = ("control fails, target passes" if result["control_failed"] and passed else
-                           "target fails" if not passed else "weak: the control passes too")
+        result["proof"] = (
+            "control fails, target passes"
+            if result["control_failed"] and passed
+            else "target fails"
+            if not passed
+            else "weak: the control passes too"
+        )
     return result

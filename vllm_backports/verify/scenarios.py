@@ -34,9 +34,17 @@ class Shape:
     max_num_batched_tokens: int | None
 
     def engine_spec(self, model: str, prompts: list[list[int]], eager: bool, tp: int, extra: dict) -> dict:
-        return {"model": model, "prompts": prompts, "max_num_seqs": self.max_num_seqs,
-                "max_tokens": self.max_tokens, "max_model_len": MAX_MODEL_LEN, "eager": eager, "tp": tp,
-                "max_num_batched_tokens": self.max_num_batched_tokens, **extra}
+        return {
+            "model": model,
+            "prompts": prompts,
+            "max_num_seqs": self.max_num_seqs,
+            "max_tokens": self.max_tokens,
+            "max_model_len": MAX_MODEL_LEN,
+            "eager": eager,
+            "tp": tp,
+            "max_num_batched_tokens": self.max_num_batched_tokens,
+            **extra,
+        }
 
 
 SHAPES: dict[int, Shape] = {
