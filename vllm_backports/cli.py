@@ -500,7 +500,7 @@ def _span(versions: list[str], order: list[str]) -> str:
     type=click.Choice(SWITCHES),
     default="default",
     show_default=True,
-    help="Prefix caching; default: the release's own choice (on for hybrids from 0.26).",
+    help="Prefix caching; default: the release's own choice (on for hybrids from 0.28).",
 )
 @click.option(
     "--async-scheduling",

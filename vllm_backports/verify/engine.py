@@ -54,7 +54,7 @@ def run(spec: dict) -> dict:
         kwargs["speculative_config"] = spec["speculative"]
     if spec.get("kv_cache_dtype"):
         kwargs["kv_cache_dtype"] = spec["kv_cache_dtype"]
-    # None leaves the release's default (prefix caching is on for hybrids from 0.26; MTP turns
+    # None leaves the release's default (prefix caching is on for hybrids from 0.28; MTP turns
     # async scheduling on): describe() reads back what the engine chose.
     for key in ("enable_prefix_caching", "async_scheduling"):
         if spec.get(key) is not None:
