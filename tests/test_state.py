@@ -517,3 +517,16 @@ def test_status_waits_out_a_run_that_holds_the_lock_instead_of_reporting_its_jou
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, (out, err)
     assert json.loads(out)["interrupted_run"] is None and json.loads(out)["consistent"] is True
+
+
+def test_backups_without_a_journal_are_reported_by_status_and_swept_by_the_next_run(home, site):
+    assert run("--vllm", "0.20.0", "--target", str(site)).code == 0
+    backups = site / "vllm/.backports/txn"
+    backups.mkdir()
+    (backups / "0").write_bytes(MOD)  # a run killed before its journal existed
+    status = run("status", "--target", str(site), "--json")
+    assert status.code == 0 and status.json["leftovers"] == [str(backups)]
+    assert "left by a killed run" in run("status", "--target", str(site)).out
+    assert run("--vllm", "0.20.0", "--target", str(site)).code == 0
+    assert not backups.exists()
+    assert run("status", "--target", str(site), "--json").json["leftovers"] == []

@@ -258,8 +258,8 @@ def _write(command: str, reporter: Reporter, tree: Tree, res: Resolution, chosen
                 if attempt == 2:
                     raise
             else:
-                if not _needs_commit(plan, manifest):
-                    return plan
+                if not _needs_commit(plan, manifest) and not state.leftovers(tree):
+                    return plan  # leftovers of a killed run are swept under the lock below
                 break
     try:
         state.check_writable(tree, list(res.series.paths))
@@ -325,6 +325,7 @@ def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> 
     tree, res, info = _open(cat, reporter, vllm, target, fetch)
     with state.reading(tree):
         journal, manifest, files = _observe(tree, res)
+        left = state.leftovers(tree)
     applied = (manifest or {}).get("applied", [])
     expected = [p.backport_id for p in res.series.patches] if res.series else []
     not_applied = [b for b in expected if b not in {a["id"] for a in applied}]
@@ -338,6 +339,7 @@ def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> 
         "files": files,
         "not_applied": not_applied,
         "interrupted_run": str(journal) if journal else None,
+        "leftovers": [str(p) for p in left],
         "consistent": ok,
         "updated": manifest.get("updated") if manifest else None,
     }
@@ -349,6 +351,8 @@ def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> 
     lines = [f"{f['path']}: {f['state']}" for f in files]
     if journal:
         lines.append(f"[red]an interrupted run left {journal}; run apply or revert to roll it back[/red]")
+    if left:  # harmless to the files, but not what a finished run leaves
+        lines.append(f"left by a killed run: {', '.join(map(str, left))}; the next apply or revert removes it")
     if not applied and ok:  # a pristine tree (never applied, or reverted) is a state, not damage
         lines.append(f"no backports applied; the series for {res.version} has {len(not_applied)}")
     lines.append(f"applied={len(applied)} not_applied={len(not_applied)} consistent={'yes' if ok else 'no'}")

@@ -198,6 +198,7 @@ def locked(tree: Tree, notify: Callable[[str], None] = lambda _m: None) -> Itera
     ok = False
     try:
         sweep_tmp(tree.state_dir)
+        sweep_leftovers(tree)
         yield
         ok = True
     finally:
@@ -227,6 +228,21 @@ def reading(tree: Tree) -> Iterator[None]:
     with fh:
         fcntl.flock(fh, fcntl.LOCK_SH)
         yield
+
+
+def leftovers(tree: Tree) -> list[Path]:
+    """What a killed run leaves that no run needs: backups without a journal (killed before the
+    journal was written, or while tidying up after it was removed)."""
+    backups = tree.state_dir / "txn"
+    return [backups] if backups.is_dir() and not (tree.state_dir / JOURNAL).exists() else []
+
+
+def sweep_leftovers(tree: Tree) -> None:
+    """Call with the lock held: no other run is writing."""
+    for path in leftovers(tree):
+        for f in path.iterdir():
+            f.unlink()
+        path.rmdir()
 
 
 def sweep_tmp(directory: Path, name: str = "*") -> None:
