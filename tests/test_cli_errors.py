@@ -638,3 +638,8 @@ def test_a_fetch_killed_while_laying_out_files_leaves_a_target_the_next_fetch_ta
     again = run("--fetch", "--vllm", "0.20.0", "--target", str(target), "--json")
     assert again.code == 0, again.err
     assert again.json["summary"]["failed"] == 0 and again.json["summary"]["applied"] == 2
+
+
+@pytest.mark.parametrize("command", ["revert", "status"])
+def test_revert_or_status_on_a_fresh_fetched_copy_is_refused(home, tmp_path, command):
+    refused(tmp_path, [command, "--vllm", "0.20.0", "--fetch"], 2, f"{command} --fetch needs --target DIR")

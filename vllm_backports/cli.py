@@ -175,7 +175,18 @@ def _nothing_backported(command: str, reporter: Reporter, tree: Tree, res: Resol
     return 0
 
 
+def _fresh_copy_refused(command: str, fetch, target) -> None:
+    """--fetch without --target lays out a fresh pristine copy each run: a revert or status there
+    would report on a tree no apply ever touched."""
+    if fetch and target is None and command in ("revert", "status"):
+        raise UsageError(
+            f"{command} --fetch needs --target DIR: without it every run lays out a fresh pristine copy "
+            "(apply --fetch --target DIR keeps one to come back to)"
+        )
+
+
 def _run(command: str, reporter: Reporter, vllm, target, fetch, only, skip) -> int:
+    _fresh_copy_refused(command, fetch, target)
     cat = Catalogue(HOME)
     together = {b.id: b.together_with for b in cat.backports.values()}
     if fetch and vllm in cat.releases and cat.releases[vllm].series:
@@ -187,6 +198,8 @@ def _run(command: str, reporter: Reporter, vllm, target, fetch, only, skip) -> i
     chosen = engine.select(res.series, only, skip, together)
     dry = command == "check"
     plan = _dry_run(command, reporter, tree, res, chosen) if dry else _write(command, reporter, tree, res, chosen)
+    if fetch and target is None and command == "apply":
+        plan.notes.append(f"patched files in {tree.root} (a fresh copy each run; --target DIR keeps one)")
     summary = _summarise(command, plan)
     for note in plan.notes:
         reporter.note(note)
@@ -321,6 +334,7 @@ def revert_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> 
 @guarded
 def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
     """What this vLLM install carries, from the manifest beside it, checked against the files."""
+    _fresh_copy_refused("status", fetch, target)
     cat = Catalogue(HOME)
     tree, res, info = _open(cat, reporter, vllm, target, fetch)
     with state.reading(tree):
