@@ -121,3 +121,26 @@ def test_execute_never_excuses_a_target_engine_that_dies(tmp_path, monkeypatch):
 
     with pytest.raises(BackportError, match="illegal memory access"):
         execute(fake_session(monkeypatch, tmp_path, "target"), lambda line: None)
+
+
+def test_engine_clock_counts_engines_and_estimates_the_rest():
+    from vllm_backports.verify.run import EngineClock
+
+    t = [0.0]
+    clock = EngineClock(4, now=lambda: t[0])
+    assert clock.next("b16-graphs-baseline") == "engine 1/4: b16-graphs-baseline"
+    t[0] = 120.0
+    assert clock.next("b16-graphs-ngram") == "engine 2/4: b16-graphs-ngram (about 6 min left)"
+    t[0] = 240.0
+    assert clock.next("b16-graphs-ngram-control") == "engine 3/4: b16-graphs-ngram-control (about 4 min left)"
+    t[0] = 400.0
+    assert clock.done("reference") == "reference (400 s of engines)"
+
+
+def test_execute_reports_every_engine_of_the_session(tmp_path, monkeypatch):
+    from vllm_backports.verify.run import execute
+
+    lines: list[str] = []
+    execute(fake_session(monkeypatch, tmp_path, "control"), lines.append)
+    assert [ln.split(":")[0] for ln in lines[:3]] == ["engine 1/3", "engine 2/3", "engine 3/3"]
+    assert lines[-1].startswith("reference")

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC
@@ -171,6 +172,25 @@ def exercised(script: drafts.Script, outputs: list[list[int]]) -> dict[str, int]
     return total
 
 
+class EngineClock:
+    """Progress for a run of minutes: which engine of how many, and the time left at the pace
+    of the engines so far (each is a fresh process: start-up dominates)."""
+
+    def __init__(self, total: int, now: Callable[[], float] = time.monotonic):
+        self.total, self.now, self.started, self.count = total, now, now(), 0
+
+    def next(self, tag: str) -> str:
+        self.count += 1
+        line = f"engine {self.count}/{self.total}: {tag}"
+        if self.count > 1:
+            per = (self.now() - self.started) / (self.count - 1)
+            line += f" (about {max(1, round(per * (self.total - self.count + 1) / 60))} min left)"
+        return line
+
+    def done(self, message: str) -> str:
+        return f"{message} ({self.now() - self.started:.0f} s of engines)"
+
+
 def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     vllm_version = preflight(plan.model_class)
     check_kv_cache(vllm_version, plan.kv_cache)
@@ -191,6 +211,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
         "enable_prefix_caching": scenarios.switch(plan.prefix_caching),
         "async_scheduling": scenarios.switch(plan.async_scheduling),
     }
+    clock = EngineClock(len(plan.batches) * len(plan.modes) * (1 + len(plan.presets) * len(sites)))
     runs: list[dict] = []
     for batch in plan.batches:
         shape = scenarios.SHAPES[batch]
@@ -206,7 +227,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                 extra["kv_cache_dtype"] = plan.kv_cache
             eager = mode == "eager"
             tag = f"b{batch}-{mode}-baseline"
-            progress(f"engine: {tag}")
+            progress(clock.next(tag))
             base = run_engine(shape.engine_spec(str(model_dir), ps, eager, plan.tp, extra), plan.work, tag, None)
             runs.append(
                 {
@@ -223,7 +244,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                 cfg = dict(extra, speculative=scenarios.PRESETS[preset])
                 for site, where in sites:
                     tag = f"b{batch}-{mode}-{preset}" + ("" if where is None else f"-{site}")
-                    progress(f"engine: {tag}")
+                    progress(clock.next(tag))
                     script = None
                     if preset in scenarios.SCRIPTED:
                         script = drafts.Script(
@@ -264,7 +285,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                             **out,
                         }
                     )
-    progress("reference: float32 teacher forcing")
+    progress(clock.done("reference: float32 teacher forcing"))
     ref = Reference(str(model_dir), model_class=plan.model_class)
     scored = [
         (
