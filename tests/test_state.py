@@ -524,9 +524,10 @@ def test_backups_without_a_journal_are_reported_by_status_and_swept_by_the_next_
     backups = site / "vllm/.backports/txn"
     backups.mkdir()
     (backups / "0").write_bytes(MOD)  # a run killed before its journal existed
+    (site / "vllm/.backports/lock").touch()  # and its lock file
     status = run("status", "--target", str(site), "--json")
-    assert status.code == 0 and status.json["leftovers"] == [str(backups)]
+    assert status.code == 0 and status.json["leftovers"] == [str(backups), str(site / "vllm/.backports/lock")]
     assert "left by a killed run" in run("status", "--target", str(site)).out
     assert run("--vllm", "0.20.0", "--target", str(site)).code == 0
-    assert not backups.exists()
+    assert not backups.exists() and not (site / "vllm/.backports/lock").exists()
     assert run("status", "--target", str(site), "--json").json["leftovers"] == []

@@ -339,7 +339,9 @@ def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> 
     tree, res, info = _open(cat, reporter, vllm, target, fetch)
     with state.reading(tree):
         journal, manifest, files = _observe(tree, res)
-        left = state.leftovers(tree)
+        # Under the shared lock no run is under way: a lock file there was left by a killed one.
+        lock = tree.state_dir / "lock"
+        left = state.leftovers(tree) + ([lock] if lock.exists() else [])
     applied = (manifest or {}).get("applied", [])
     expected = [p.backport_id for p in res.series.patches] if res.series else []
     not_applied = [b for b in expected if b not in {a["id"] for a in applied}]
