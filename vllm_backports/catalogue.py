@@ -67,6 +67,11 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def sha256_of(data: bytes | None) -> str | None:
+    """A file's hash, None for a file that is absent (before it is created, after it is removed)."""
+    return None if data is None else sha256(data)
+
+
 def series_files(root: Path | Traversable) -> list[str]:
     """The files of a series directory that versions.toml pins (and `maint rehash` pins): regular
     files, dotfiles aside (an editor's swap file is not a backport)."""

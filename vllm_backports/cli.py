@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__, engine, state
-from .catalogue import Catalogue, data_home, sha256
+from .catalogue import Catalogue, data_home, sha256_of
 from .errors import BackportError, UsageError
 from .materialize import materialize
 from .report import Reporter, outcome_table
@@ -383,7 +383,7 @@ def _observe(tree: Tree, res: Resolution) -> tuple[Path | None, dict | None, lis
     files = []
     for path, entry in sorted((manifest or {}).get("files", {}).items()):
         data = tree.read(path)
-        now = sha256(data) if data is not None else None
+        now = sha256_of(data)
         verdict = (
             "patched" if now == entry.get("patched") else "pristine" if now == entry.get("pristine") else "modified"
         )
@@ -392,7 +392,7 @@ def _observe(tree: Tree, res: Resolution) -> tuple[Path | None, dict | None, lis
         # Nothing recorded: every file the series touches must then be as the release ships it.
         for path in res.series.paths:
             data = tree.read(path)
-            now = sha256(data) if data is not None else None
+            now = sha256_of(data)
             expected = None if path in res.series.created else res.pristine.get(path)
             if now != expected:
                 files.append({"path": path, "state": "modified"})

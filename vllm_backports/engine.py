@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import __version__
-from .catalogue import Series, sha256
+from .catalogue import Series, sha256, sha256_of
 from .errors import StateError, TargetError, UsageError
 from .hunks import Mismatch, apply_file
 from .patchfile import Patch
@@ -192,7 +192,7 @@ def plan_revert(
             continue
         expected = None if path in res.series.created else res.pristine.get(path)
         data = contents[path]
-        got = None if data is None else sha256(data)
+        got = sha256_of(data)
         if got != expected:
             raise StateError(
                 f"{path}: reverting would not restore the pristine bytes (sha256 {str(got)[:12]}, "
@@ -218,13 +218,9 @@ def _manifest(res: Resolution, contents: dict[str, bytes | None], applied: list[
         "files": {
             path: {
                 "pristine": res.pristine.get(path),
-                "patched": _sha_or_none(contents[path]),
+                "patched": sha256_of(contents[path]),
             }
             for path in res.series.paths
             if path in paths
         },
     }
-
-
-def _sha_or_none(data: bytes | None) -> str | None:
-    return None if data is None else sha256(data)

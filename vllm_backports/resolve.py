@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from .catalogue import Catalogue, Release, Series, sha256
+from .catalogue import Catalogue, Release, Series, sha256, sha256_of
 from .errors import UsageError
 from .hunks import Mismatch, apply_file
 from .tree import Tree
@@ -101,7 +101,7 @@ def _recorded_nightly(cat: Catalogue, tree: Tree) -> Resolution | None:
     for path in series.paths:
         entry = manifest["files"].get(path, {})
         data = tree.read(path)
-        now = sha256(data) if data is not None else None
+        now = sha256_of(data)
         if entry and (now != entry.get("patched") or entry.get("pristine") != tree.record.get(path)):
             return None
     pristine = {p: tree.record[p] for p in series.paths if p in tree.record}

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .catalogue import sha256
+from .catalogue import sha256, sha256_of
 from .errors import StateError, TargetError
 from .tree import Tree
 
@@ -311,7 +311,7 @@ def rollback_plan(tree: Tree) -> Rollback | None:
     files: dict[str, bytes | None] = {}
     for n, (rel, before_sha, after_sha) in enumerate(checked):
         current = tree.read(rel)
-        now = sha256(current) if current is not None else None
+        now = sha256_of(current)
         if now == before_sha:
             files[rel] = current
             continue
@@ -408,8 +408,8 @@ def commit(tree: Tree, changes: list[Change], manifest: dict | None) -> None:
             {
                 "path": change.path,
                 "mode": target.stat().st_mode & 0o7777 if change.before is not None else None,
-                "before": sha256(change.before) if change.before is not None else None,
-                "after": sha256(change.after) if change.after is not None else None,
+                "before": sha256_of(change.before),
+                "after": sha256_of(change.after),
             }
         )
     write_atomic(state / JOURNAL, json.dumps(journal, indent=1).encode())
