@@ -473,6 +473,8 @@ def test_a_rollback_that_fails_too_says_so_and_the_next_run_finishes_it(home, si
         failed = run("--vllm", "0.20.0", "--target", str(site))
     assert failed.code == 1
     assert "rolling back failed too" in failed.err and "the run was rolled back" not in failed.err
+    # the first file was written and could not be put back; the kernel was never created
+    assert "not restored: vllm/mod.py" in failed.err and f"as before the run: {KERNEL_PATH}" in failed.err
     assert journal(site).exists()
     assert run("--vllm", "0.20.0", "--target", str(site)).code == 0  # the cause is gone: rolls back, applies
     assert_patched(site)

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .catalogue import sha256, sha256_of
-from .errors import StateError, TargetError
+from .errors import BackportError, StateError, TargetError
 from .tree import Tree
 
 FORMAT = 1
@@ -366,6 +366,19 @@ def recover(tree: Tree) -> list[str]:
     return restored
 
 
+def _where_rollback_stopped(tree: Tree) -> tuple[list[str], list[str]]:
+    """The journal's files that hold their bytes from before the run, and the others."""
+    back: list[str] = []
+    not_back: list[str] = []
+    try:
+        entries = json.loads((tree.state_dir / JOURNAL).read_bytes())["files"]
+        for e in entries:
+            (back if sha256_of(tree.read(e["path"])) == e["before"] else not_back).append(e["path"])
+    except (OSError, ValueError, KeyError, TypeError, BackportError):
+        return [], ["(could not read them back)"]
+    return back, not_back
+
+
 def _why(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
@@ -433,10 +446,12 @@ def commit(tree: Tree, changes: list[Change], manifest: dict | None) -> None:
         try:
             recover(tree)
         except Exception as again:  # a read-only remount or a dying disk fails the undo as well
+            back, not_back = _where_rollback_stopped(tree)
             raise StateError(
-                f"{_why(failure)}; rolling back failed too ({_why(again)}), so files may be half "
-                f"patched: {state / JOURNAL} is kept, and the next run rolls back once the cause is "
-                "fixed (`apply.py status` shows it)"
+                f"{_why(failure)}; rolling back failed too ({_why(again)}): "
+                f"as before the run: {', '.join(back) or 'none'}; not restored: {', '.join(not_back) or 'none'}; "
+                f"{state / JOURNAL} is kept, and the next run rolls back once the cause is fixed "
+                "(`apply.py status` shows it)"
             ) from failure
         if isinstance(failure, OSError):
             raise StateError(f"{_why(failure)}; the run was rolled back: every file is as it was") from failure
