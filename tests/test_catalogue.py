@@ -1,5 +1,6 @@
-"""Consistency of the real versions.toml: what it says is upstream follows from each backport's
-`upstream_in`, and a fix is never listed both as backported and as upstream or a known bug."""
+"""The real versions.toml: a release's backports and upstream lists are derived (from its series
+and from each backport's `upstream_in`), and a fix is never both backported and upstream or a
+known bug; typos are one-line errors."""
 
 from __future__ import annotations
 
@@ -36,29 +37,53 @@ REPO = Path(__file__).resolve().parent.parent
     ('gpus = "sm_80, sm_86 (A100, A5000, RTX 3090)"\n', "", "[arches.ampere] lacks 'gpus'"),
     ('platforms = ["linux/amd64"]\n', 'platforms = ["linux/riscv64"]\n', "no GPU runner for platform 'linux/riscv64'"),
     ('since = "0.20.0"\n', 'since = "0.2o.0"\n', "'0.2o.0' is not a version"),
-    ('series = "0.33.0"\nbackports = ["turboquant-spec-decode"]', 'series = "0.33.0"\nbackports = "turboquant-spec-decode"',
-     "backports must be a list of strings"),
+    ('series = "0.33.0"\nbugs = ["turboquant-prefill-fastpath"]', 'series = "0.33.0"\nbugs = "turboquant-prefill-fastpath"',
+     "bugs must be a list of strings"),
     ('[series."0.33.0".files]\n', '[series."0.33.0".fils]\n', "unknown key 'fils'"),
 ], ids=["missing-key", "wrong-type", "arch-missing-key", "platform", "variant-since", "string-not-list", "series-table"])
 def test_a_typo_in_versions_toml_is_one_line(tmp_path, old, new, message):
     text = (REPO / "versions.toml").read_text()
     assert old in text, old
     (tmp_path / "versions.toml").write_text(text.replace(old, new, 1))
+    shutil.copytree(REPO / "backports", tmp_path / "backports")  # the releases' lists are read from it
     with pytest.raises(CatalogueError) as caught:
         Catalogue(tmp_path)
     assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
-def test_each_release_lists_exactly_the_backports_its_series_applies(tmp_path):
-    for version in CAT.versions:
-        CAT.check_release_series(version)
+def test_a_releases_backports_are_what_its_series_applies_less_what_is_upstream():
+    for version, release in CAT.releases.items():
+        if not release.series:
+            assert release.backports == (), version
+            continue
+        applied = tuple(p.backport_id for p in CAT.series(release.series).patches)
+        assert release.backports == tuple(b for b in applied if b not in release.upstream), version
+    assert CAT.releases["0.31.0"].backports == ("turboquant-spec-decode", "gdn-spec-state", "gdn-spec-state-v2-runner")
+    assert CAT.releases["0.33.0"].backports == ("turboquant-spec-decode",)
+    assert "gdn-spec-state" in CAT.releases["0.33.0"].upstream and "gdn-spec-state" not in CAT.releases["0.31.0"].upstream
+
+
+@pytest.mark.parametrize("key", ["backports", "upstream"])
+def test_a_derived_list_written_by_hand_is_refused(tmp_path, key):
     text = (REPO / "versions.toml").read_text()
-    old = 'series = "0.33.0"\nbackports = ["turboquant-spec-decode"]'
+    old = 'series = "0.33.0"\n'
     assert old in text
-    (tmp_path / "versions.toml").write_text(text.replace(old, 'series = "0.33.0"\nbackports = ["gdn-spec-state"]'))
+    (tmp_path / "versions.toml").write_text(text.replace(old, old + f'{key} = ["gdn-spec-state"]\n', 1))
     shutil.copytree(REPO / "backports", tmp_path / "backports")
-    with pytest.raises(CatalogueError, match="lists backports gdn-spec-state, but series 0.33.0 applies turboquant-spec-decode"):
-        Catalogue(tmp_path).check_release_series("0.33.0")
+    with pytest.raises(CatalogueError) as caught:
+        Catalogue(tmp_path)
+    assert str(caught.value) == (f'versions.toml: [releases."0.33.0"]: {key!r} is derived from '
+                                 + ("its series' patches" if key == "backports" else "the backports' upstream_in")
+                                 + "; remove it")
+
+
+def test_a_tampered_series_file_is_refused_when_the_lists_are_derived(tmp_path):
+    shutil.copy(REPO / "versions.toml", tmp_path / "versions.toml")
+    shutil.copytree(REPO / "backports", tmp_path / "backports")
+    series = tmp_path / "backports/0.33.0/series"
+    series.write_text(series.read_text() + "# edited\n")
+    with pytest.raises(CatalogueError, match="backports/0.33.0/series: sha256 differs"):
+        Catalogue(tmp_path)
 
 
 def test_a_series_file_listing_a_patch_twice_is_refused(tmp_path):

@@ -492,14 +492,6 @@ def test_fetch_into_a_directory_holding_another_release(home, tmp_path):
     refused(tmp_path, ["--fetch", "--vllm", "0.20.0", "--target", str(other)], 2, "holds vLLM 0.21.0, not 0.20.0")
 
 
-def test_release_with_backports_but_no_series(home, site, tmp_path):
-    toml = home.root / "versions.toml"
-    text = toml.read_text()
-    assert 'series = "s1"\n' in text
-    toml.write_text(text.replace('series = "s1"\n', "", 1))
-    refused(tmp_path, apply_args(site), 1, "0.20.0", "backports but no series")
-
-
 def test_fetch_refuses_an_unknown_backport_before_laying_out_any_file(home, tmp_path, monkeypatch):
     # PyPI unreachable as well: the selection must be refused before anything is fetched.
     monkeypatch.setattr("vllm_backports.pypi.INDEX", "http://127.0.0.1:9/nothing")

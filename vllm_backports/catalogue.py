@@ -19,7 +19,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from .errors import CatalogueError, PatchError
-from .patchfile import Patch, parse
+from .patchfile import Patch, backport_id_of, parse
 
 SCHEMA = 1
 RELEASE_KEYS = {
@@ -29,14 +29,15 @@ RELEASE_KEYS = {
     "wheel_sha256",
     "record_sha256",
     "series",
-    "backports",
-    "upstream",
     "bugs",
     "image",
     "image_digests",
     "files",
     "verified",
 }
+# Derived, never written: a release's backports are what its series applies, its upstream list
+# the backports whose upstream_in it has reached.
+DERIVED_RELEASE_KEYS = {"backports": "its series' patches", "upstream": "the backports' upstream_in"}
 SERIES_KEYS = {"releases", "files"}
 BACKPORT_KEYS = {"title", "bug", "origin", "upstream_in", "releases", "together_with"}
 ARCH_KEYS = {"platforms", "gpus", "gdn_prefill_backend", "why"}
@@ -78,6 +79,12 @@ def series_files(root: Path | Traversable) -> list[str]:
     if not root.is_dir():
         return []
     return sorted(p.name for p in root.iterdir() if p.is_file() and not p.name.startswith("."))
+
+
+def series_order(data: bytes) -> list[str]:
+    """The patch file names a series file lists, in order (quilt's format: one a line, # comments)."""
+    names = [line.split("#", 1)[0].strip() for line in data.decode().splitlines()]
+    return [name for name in names if name]
 
 
 def _unknown(keys, allowed: set[str], where: str) -> None:
@@ -212,6 +219,12 @@ class Catalogue:
         )
         self.arches = {k: self._arch(k, v) for k, v in self.data.get("arches", {}).items()}
         self.variants = {k: self._variant(k, v) for k, v in self.data.get("variants", {}).items()}
+        # before the releases, whose lists are read from the series
+        for name, raw in self.data.get("series", {}).items():
+            where = f'[series."{name}"]'
+            _unknown(raw, SERIES_KEYS, where)
+            _field(raw, "releases", list, where)
+            _field(raw, "files", dict, where)
         self.backports = {k: self._backport(k, v) for k, v in self.data.get("backports", {}).items()}
         self.releases = {k: self._release(k, v) for k, v in self.data.get("releases", {}).items()}
         self.unpublished = {
@@ -222,11 +235,6 @@ class Catalogue:
             )
             for k, v in self.data.get("unpublished", {}).items()
         }
-        for name, raw in self.data.get("series", {}).items():
-            where = f'[series."{name}"]'
-            _unknown(raw, SERIES_KEYS, where)
-            _field(raw, "releases", list, where)
-            _field(raw, "files", dict, where)
         self._series_cache: dict[str, Series] = {}
 
     def _arch(self, key: str, raw: dict) -> Arch:
@@ -274,6 +282,11 @@ class Catalogue:
         )
 
     def _release(self, key: str, raw: dict) -> Release:
+        for derived, source in DERIVED_RELEASE_KEYS.items():
+            if derived in raw:
+                raise CatalogueError(
+                    f'versions.toml: [releases."{key}"]: {derived!r} is derived from {source}; remove it'
+                )
         _unknown(raw, RELEASE_KEYS, f'[releases."{key}"]')
         try:
             Version(key)
@@ -281,6 +294,11 @@ class Catalogue:
             raise CatalogueError(f"versions.toml: {key!r} is not a version") from None
         where = f'[releases."{key}"]'
         series = _field(raw, "series", str, where, "")
+        upstream = tuple(
+            bid for bid, bp in self.backports.items() if bp.upstream_in and Version(bp.upstream_in) <= Version(key)
+        )
+        # A series may still carry a patch the release has upstream (apply then finds it in place).
+        shipped = tuple(b for b in self._series_ids(series, where) if b not in upstream) if series else ()
         release = Release(
             version=key,
             torch=_field(raw, "torch", str, where),
@@ -289,35 +307,41 @@ class Catalogue:
             wheel_sha256=_field(raw, "wheel_sha256", str, where),
             record_sha256=_field(raw, "record_sha256", str, where),
             series=series,
-            backports=_field(raw, "backports", list, where, ()),
-            upstream=_field(raw, "upstream", list, where, ()),
+            backports=shipped,
+            upstream=upstream,
             bugs=_field(raw, "bugs", list, where, ()),
             image=_field(raw, "image", str, where, ""),
             image_digests=dict(_field(raw, "image_digests", dict, where, {})),
             files=dict(_field(raw, "files", dict, where, {})),
             verified=_field(raw, "verified", str, where, "applies cleanly, CPU-tested" if series else "-"),
         )
-        for bid in release.backports + release.upstream:
+        for bid in release.backports:
             if bid not in self.backports:
-                raise CatalogueError(f"versions.toml: release {key} names unknown backport {bid!r}")
-        if release.series and release.series not in self.data.get("series", {}):
-            raise CatalogueError(f"versions.toml: release {key} names unknown series {release.series!r}")
-        if release.backports and not release.series:
-            raise CatalogueError(f"versions.toml: release {key} lists backports but no series")
+                raise CatalogueError(f"backports/{series}/series: names backport {bid!r}, which versions.toml lacks")
         return release
 
-    def check_release_series(self, version: str) -> None:
-        """A release's `backports` are exactly what its series applies (the support matrix and
-        the image smoke test read the list; the engine applies the series)."""
-        release = self.releases[version]
-        if not release.series:
-            return
-        applied = [p.backport_id for p in self.series(release.series).patches]
-        if sorted(release.backports) != sorted(applied):
-            raise CatalogueError(
-                f"versions.toml: release {version} lists backports {', '.join(release.backports) or '-'}, "
-                f"but series {release.series} applies {', '.join(applied) or '-'}"
-            )
+    def _series_ids(self, name: str, where: str) -> tuple[str, ...]:
+        """The backport ids a series applies, in order, from its pinned series file (the patches
+        themselves are verified when the series is loaded to be applied)."""
+        raw = self.data.get("series", {}).get(name)
+        if raw is None:
+            raise CatalogueError(f"versions.toml: {where} names unknown series {name!r}")
+        path = self.home / "backports" / name / "series"
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise CatalogueError(f"backports/{name}: no series file") from None
+        want = raw.get("files", {}).get("series")
+        if sha256(data) != want:
+            raise CatalogueError(f"backports/{name}/series: sha256 differs from versions.toml: edited or tampered with")
+        order = series_order(data)
+        for fname in order:
+            if fname not in raw.get("files", {}):
+                raise CatalogueError(f"backports/{name}/series names {fname}, which is not recorded")
+        try:
+            return tuple(backport_id_of(fname) for fname in order)
+        except PatchError as exc:
+            raise CatalogueError(f"backports/{name}/series: {exc}") from None
 
     @cached_property
     def versions(self) -> list[str]:
@@ -352,8 +376,7 @@ class Catalogue:
             contents[fname] = data
         if "series" not in contents:
             raise CatalogueError(f"backports/{name}: no series file")
-        order = [ln.split("#", 1)[0].strip() for ln in contents["series"].decode().splitlines()]
-        order = [ln for ln in order if ln]
+        order = series_order(contents["series"])
         for fname in {f for f in order if order.count(f) > 1}:
             raise CatalogueError(f"backports/{name}/series lists {fname} twice")
         patches = []

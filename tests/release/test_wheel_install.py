@@ -13,6 +13,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+from vllm_backports.catalogue import Catalogue
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -62,7 +64,7 @@ def test_installed_wheel_runs_from_its_own_package_data(tmp_path):
     applied = json.loads(_ok(_run([script, "--vllm", "0.20.0", "--fetch", "--json"], work, env)))
     assert applied["series"] == "0.20.0" and applied["requests"] > 0 and not applied["from_cache"], applied
     assert applied["summary"]["failed"] == 0, applied
-    assert applied["summary"]["applied"] == len(versions["releases"]["0.20.0"]["backports"]), applied
+    assert applied["summary"]["applied"] == len(Catalogue(REPO).releases["0.20.0"].backports), applied
 
     assert "gdn-spec-state" in _ok(_run([python, "-m", "vllm_backports", "list"], work, env))
 
