@@ -250,6 +250,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                         script = drafts.Script(
                             ps, base["tokens"], k=cfg["speculative"]["num_speculative_tokens"], vocab=vocab
                         )
+                    where_run = {"scenario": preset, "site": site, "batch": batch, "mode": mode, "prompts": ps}
                     try:
                         out = run_engine(
                             shape.engine_spec(str(model_dir), ps, eager, plan.tp, cfg), plan.work, tag, script, where
@@ -259,27 +260,13 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                             raise
                         # A control that dies (released TurboQuant + MTP reads out of bounds on
                         # 0.27 and 0.28) has failed; the target's runs are still judged.
-                        runs.append(
-                            {
-                                "scenario": preset,
-                                "site": site,
-                                "batch": batch,
-                                "mode": mode,
-                                "prompts": ps,
-                                "crashed": str(exc),
-                                "tokens": None,
-                            }
-                        )
+                        runs.append({**where_run, "crashed": str(exc), "tokens": None})
                         continue
                     # A model drafter's proposals are not known offline: vLLM's own counters stand in.
                     hit = exercised(script, out["tokens"]) if script else out.get("spec_counters")
                     runs.append(
                         {
-                            "scenario": preset,
-                            "site": site,
-                            "batch": batch,
-                            "mode": mode,
-                            "prompts": ps,
+                            **where_run,
                             "exercised": hit,
                             "baseline_tokens": base["tokens"],
                             **out,
