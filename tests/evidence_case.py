@@ -40,7 +40,7 @@ def verify_json(release: str = "0.31.0", *, target_errors: int = 0, control_erro
                 control_backports: list[str] | None = None, prompts: str = "random",
                 prefix_caching: bool = False, hits: int | None = None, gpu: str = "NVIDIA H100 80GB HBM3",
                 date: str = "2026-11-25T09:14:03Z", control_crashed: bool = False) -> dict:
-    """One verify session at 16 a batch under graphs; control_errors None: no --control;
+    """One verify run at 16 a batch under graphs; control_errors None: no --control;
     control_crashed: the control's engine died (run.crashed_row)."""
     plan = Plan(batches=(16,), modes=("graphs",), presets=(preset,), tp=1, threshold=None, work=Path("/tmp/v-gdn"),
                 additional_config={"gdn_prefill_backend": "triton"}, prompt_set=prompts,

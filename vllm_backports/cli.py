@@ -504,7 +504,7 @@ def _span(versions: list[str], order: list[str]) -> str:
     type=click.Choice(["auto", *TURBOQUANT]),
     default="auto",
     show_default=True,
-    help="KV cache dtype for every engine of the session, baselines included (TurboQuant presets: vLLM 0.21+).",
+    help="KV cache dtype for every engine of the run, baselines included (TurboQuant presets: vLLM 0.21+).",
 )
 @click.option(
     "--prompts",

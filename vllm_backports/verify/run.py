@@ -1,4 +1,4 @@
-"""Orchestrate a verify session: model, engines in subprocesses, the reference, the verdicts."""
+"""Orchestrate one verify run: model, engines in subprocesses, the reference, the verdicts."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class Plan:
     modes: tuple[str, ...]  # "eager", "graphs"
     presets: tuple[str, ...]
     tp: int
-    threshold: float | None  # None: calibrated on this session's baselines
+    threshold: float | None  # None: calibrated on this run's baselines
     work: Path
     additional_config: dict
     kv_cache: str = "auto"  # or a TurboQuant preset: baselines and speculative runs alike
@@ -338,7 +338,7 @@ def crashed_row(run: dict) -> dict:
 
 
 def conclude(rows: list[dict], noise: float, threshold: float, plan: Plan, vllm_version: str) -> dict:
-    """The session's verdicts: the target passes when none of its tokens is an error; with a
+    """The run's verdicts: the target passes when none of its tokens is an error; with a
     control, the proof holds only when every one of the control's speculative runs has errors
     (a scenario whose control is clean shows nothing about the bug)."""
     calibration = [x for x in rows if x["scenario"] == "baseline"]
