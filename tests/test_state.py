@@ -533,3 +533,12 @@ def test_backups_without_a_journal_are_reported_by_status_and_swept_by_the_next_
     assert run("--vllm", "0.20.0", "--target", str(site)).code == 0
     assert not backups.exists() and not (site / "vllm/.backports/lock").exists()
     assert run("status", "--target", str(site), "--json").json["leftovers"] == []
+
+
+def test_a_lock_file_alone_left_by_a_killed_run_goes_with_the_next_run_as_status_says(home, site):
+    assert run("--vllm", "0.20.0", "--target", str(site)).code == 0
+    lock = site / "vllm/.backports/lock"
+    lock.touch()
+    assert "left by a killed run" in run("status", "--target", str(site)).out
+    assert run("--vllm", "0.20.0", "--target", str(site)).code == 0  # nothing else to do
+    assert not lock.exists()

@@ -265,7 +265,7 @@ def _write(command: str, reporter: Reporter, tree: Tree, res: Resolution, chosen
             try:
                 plan = _plan(command, tree, res, manifest, chosen)
             except BackportError as exc:
-                if (tree.state_dir / "lock").exists() or state.pending_journal(tree):
+                if (tree.state_dir / state.LOCK).exists() or state.pending_journal(tree):
                     refused = exc
                     break
                 if attempt == 2:
@@ -339,9 +339,7 @@ def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> 
     tree, res, info = _open(cat, reporter, vllm, target, fetch)
     with state.reading(tree):
         journal, manifest, files = _observe(tree, res)
-        # Under the shared lock no run is under way: a lock file there was left by a killed one.
-        lock = tree.state_dir / "lock"
-        left = state.leftovers(tree) + ([lock] if lock.exists() else [])
+        left = state.leftovers(tree)  # under the shared lock no run is under way
     applied = (manifest or {}).get("applied", [])
     expected = [p.backport_id for p in res.series.patches] if res.series else []
     not_applied = [b for b in expected if b not in {a["id"] for a in applied}]

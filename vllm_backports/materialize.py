@@ -10,7 +10,7 @@ from pathlib import Path
 from .catalogue import Catalogue, Release
 from .errors import UsageError
 from .pypi import Fetched, cache_root, fetch
-from .state import process_alive
+from .state import left_by_dead_processes
 from .tree import Tree, open_tree
 
 
@@ -67,7 +67,5 @@ STAGING_PREFIX = ".vllm-backports-fetching."
 
 def _sweep_staging(dest: Path) -> None:
     """Remove layouts that killed runs left beside dest (their process is gone)."""
-    for old in dest.parent.glob(f"{STAGING_PREFIX}{dest.name}.*"):
-        pid = old.name.rsplit(".", 1)[1]
-        if pid.isdigit() and not process_alive(int(pid)):
-            shutil.rmtree(old, ignore_errors=True)
+    for old in left_by_dead_processes(dest.parent, f"{STAGING_PREFIX}{dest.name}"):
+        shutil.rmtree(old, ignore_errors=True)

@@ -126,6 +126,8 @@ def same_manifest(a: dict | None, b: dict | None) -> bool:
 
 
 PROBE = ".vllm-backports-probe"
+LOCK = "lock"  # in the state directory
+BACKUPS = "txn"  # in the state directory: each changed file's bytes before a commit, by index
 
 
 def process_alive(pid: int) -> bool:
@@ -138,13 +140,21 @@ def process_alive(pid: int) -> bool:
     return True
 
 
+def left_by_dead_processes(directory: Path, prefix: str) -> list[Path]:
+    """Entries named PREFIX.PID in directory whose process is gone (a live run's are its own)."""
+    found = []
+    for path in directory.glob(f"{prefix}.*"):
+        pid = path.name.rsplit(".", 1)[1]
+        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
+            found.append(path)
+    return found
+
+
 def sweep_probes(directory: Path) -> None:
     """Remove writability probes that a run killed between writing and removing them left in
-    the package; a live run's probe is its own to remove."""
-    for probe in directory.glob(f"{PROBE}.*"):
-        pid = probe.name.rsplit(".", 1)[1]
-        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
-            probe.unlink(missing_ok=True)
+    the package."""
+    for probe in left_by_dead_processes(directory, PROBE):
+        probe.unlink(missing_ok=True)
 
 
 def check_writable(tree: Tree, paths: list[str]) -> None:
@@ -170,7 +180,7 @@ def locked(tree: Tree, notify: Callable[[str], None] = lambda _m: None) -> Itera
     directory once nothing else is left in it), so a clean tree is as pip left it. Only a holder
     removes it: a run that waited on the removed file sees that it is gone and locks the one
     there now, so two runs never hold different lock files at once."""
-    lock = tree.state_dir / "lock"
+    lock = tree.state_dir / LOCK
     waited = False
     made_dir = not tree.state_dir.exists()
     while True:
@@ -205,7 +215,7 @@ def locked(tree: Tree, notify: Callable[[str], None] = lambda _m: None) -> Itera
         try:
             # A run that fails leaves a killed run's lock file as it found it: nothing is
             # written on an error.
-            if ok or not found or not any(p.name != "lock" for p in tree.state_dir.iterdir()):
+            if ok or not found or not any(p.name != LOCK for p in tree.state_dir.iterdir()):
                 lock.unlink(missing_ok=True)
                 if ok or made_dir:  # a failed run leaves a directory it found as it found it
                     tree.state_dir.rmdir()  # only when empty
@@ -221,7 +231,7 @@ def reading(tree: Tree) -> Iterator[None]:
     hold it, so a reader waits out a commit instead of reporting its journal as an interrupted
     run. Writes nothing: with no lock file, no run is under way."""
     try:
-        fh = open(tree.state_dir / "lock")  # noqa: SIM115 - the with below owns it
+        fh = open(tree.state_dir / LOCK)  # noqa: SIM115 - the with below owns it
     except (FileNotFoundError, NotADirectoryError):
         yield
         return
@@ -230,19 +240,30 @@ def reading(tree: Tree) -> Iterator[None]:
         yield
 
 
+def _orphan_backups(tree: Tree) -> Path | None:
+    """Backups without a journal: left by a run killed before its journal was written, or while
+    tidying up after it was removed. No rollback can use them."""
+    backups = tree.state_dir / BACKUPS
+    return backups if backups.is_dir() and not (tree.state_dir / JOURNAL).exists() else None
+
+
 def leftovers(tree: Tree) -> list[Path]:
-    """What a killed run leaves that no run needs: backups without a journal (killed before the
-    journal was written, or while tidying up after it was removed)."""
-    backups = tree.state_dir / "txn"
-    return [backups] if backups.is_dir() and not (tree.state_dir / JOURNAL).exists() else []
+    """What killed runs left that no run needs: orphan backups, and a lock file (while no run
+    holds it, as under `reading`, none should be there). The next apply or revert removes both."""
+    lock = tree.state_dir / LOCK
+    return [p for p in (_orphan_backups(tree), lock if lock.exists() else None) if p is not None]
+
+
+def _remove_backups(backups: Path) -> None:
+    for f in backups.iterdir():
+        f.unlink()
+    backups.rmdir()
 
 
 def sweep_leftovers(tree: Tree) -> None:
-    """Call with the lock held: no other run is writing."""
-    for path in leftovers(tree):
-        for f in path.iterdir():
-            f.unlink()
-        path.rmdir()
+    """Call with the lock held: no other run is writing (the lock file goes when the run ends)."""
+    if (backups := _orphan_backups(tree)) is not None:
+        _remove_backups(backups)
 
 
 def sweep_tmp(directory: Path, name: str = "*") -> None:
@@ -307,7 +328,7 @@ def rollback_plan(tree: Tree) -> Rollback | None:
         modes = {str(e["path"]): _journal_mode(e["mode"]) for e in entries if e.get("mode") is not None}
     except (ValueError, KeyError, TypeError):
         raise unreadable from None
-    backups = tree.state_dir / "txn"
+    backups = tree.state_dir / BACKUPS
     files: dict[str, bytes | None] = {}
     for n, (rel, before_sha, after_sha) in enumerate(checked):
         current = tree.read(rel)
@@ -387,11 +408,9 @@ def _why(exc: BaseException) -> str:
 
 def _finish(tree: Tree) -> None:
     (tree.state_dir / JOURNAL).unlink(missing_ok=True)
-    backups = tree.state_dir / "txn"
+    backups = tree.state_dir / BACKUPS
     if backups.is_dir():
-        for f in backups.iterdir():
-            f.unlink()
-        backups.rmdir()
+        _remove_backups(backups)
     _fsync_dir(tree.state_dir)
 
 
@@ -404,7 +423,7 @@ def _test_kill_point(n: int) -> None:
 def commit(tree: Tree, changes: list[Change], manifest: dict | None) -> None:
     """Land every change and the new manifest, or none of them. Call with the lock held."""
     state = tree.state_dir
-    backups = state / "txn"
+    backups = state / BACKUPS
     backups.mkdir(exist_ok=True)
     old_manifest = state / MANIFEST
     journal: dict[str, Any] = {
