@@ -81,10 +81,24 @@ def series_files(root: Path | Traversable) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_file() and not p.name.startswith("."))
 
 
+def series_entry(line: str) -> str:
+    """The patch file name a line of a series file lists ("" for none): quilt's format, one a
+    line, # comments."""
+    return line.split("#", 1)[0].strip()
+
+
 def series_order(data: bytes) -> list[str]:
-    """The patch file names a series file lists, in order (quilt's format: one a line, # comments)."""
-    names = [line.split("#", 1)[0].strip() for line in data.decode().splitlines()]
-    return [name for name in names if name]
+    """The patch file names a series file lists, in order."""
+    return [name for name in map(series_entry, data.decode().splitlines()) if name]
+
+
+def _recorded_order(name: str, raw: dict, data: bytes) -> list[str]:
+    """A series file's patch names, each of which versions.toml must pin."""
+    order = series_order(data)
+    for fname in order:
+        if fname not in raw.get("files", {}):
+            raise CatalogueError(f"backports/{name}/series names {fname}, which is not recorded")
+    return order
 
 
 def _unknown(keys, allowed: set[str], where: str) -> None:
@@ -226,6 +240,7 @@ class Catalogue:
             _field(raw, "releases", list, where)
             _field(raw, "files", dict, where)
         self.backports = {k: self._backport(k, v) for k, v in self.data.get("backports", {}).items()}
+        self._ids_cache: dict[str, tuple[str, ...]] = {}
         self.releases = {k: self._release(k, v) for k, v in self.data.get("releases", {}).items()}
         self.unpublished = {
             k: Unpublished(
@@ -322,7 +337,13 @@ class Catalogue:
 
     def _series_ids(self, name: str, where: str) -> tuple[str, ...]:
         """The backport ids a series applies, in order, from its pinned series file (the patches
-        themselves are verified when the series is loaded to be applied)."""
+        themselves are verified when the series is loaded to be applied). Read once a series:
+        several releases share one."""
+        if name not in self._ids_cache:
+            self._ids_cache[name] = self._read_series_ids(name, where)
+        return self._ids_cache[name]
+
+    def _read_series_ids(self, name: str, where: str) -> tuple[str, ...]:
         raw = self.data.get("series", {}).get(name)
         if raw is None:
             raise CatalogueError(f"versions.toml: {where} names unknown series {name!r}")
@@ -334,10 +355,7 @@ class Catalogue:
         want = raw.get("files", {}).get("series")
         if sha256(data) != want:
             raise CatalogueError(f"backports/{name}/series: sha256 differs from versions.toml: edited or tampered with")
-        order = series_order(data)
-        for fname in order:
-            if fname not in raw.get("files", {}):
-                raise CatalogueError(f"backports/{name}/series names {fname}, which is not recorded")
+        order = _recorded_order(name, raw, data)
         try:
             return tuple(backport_id_of(fname) for fname in order)
         except PatchError as exc:
@@ -376,13 +394,11 @@ class Catalogue:
             contents[fname] = data
         if "series" not in contents:
             raise CatalogueError(f"backports/{name}: no series file")
-        order = series_order(contents["series"])
+        order = _recorded_order(name, raw, contents["series"])
         for fname in {f for f in order if order.count(f) > 1}:
             raise CatalogueError(f"backports/{name}/series lists {fname} twice")
         patches = []
         for fname in order:
-            if fname not in contents:
-                raise CatalogueError(f"backports/{name}/series names {fname}, which is not recorded")
             try:
                 patches.append(parse(contents[fname], fname))
             except PatchError as exc:

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 import requests
 
-from .catalogue import CHECKOUT, Catalogue, series_files, sha256
+from .catalogue import CHECKOUT, Catalogue, series_entry, series_files, sha256
 from .errors import BackportError, EvidenceError
 from .patchfile import parse
 from .port import port as port_patch
@@ -137,8 +137,8 @@ def port(series_name: str, version: str, name: str, write: bool) -> None:
     kept = [
         line
         for line in (series.root / "series").read_text().splitlines(keepends=True)
-        if line.split("#", 1)[0].strip() not in left_out
-    ]  # as the catalogue reads it
+        if series_entry(line) not in left_out
+    ]
     out = {"series": "".join(kept).encode(), **out}
     for fname, data in out.items():
         if write:
