@@ -83,9 +83,9 @@ class Summary:
     prefix_hits: int | None  # the target's speculative engines, summed; None when not reported
     prefix_queries: int | None
     verdict: str  # one of VERDICTS
-    control_crashed: int = 0
+    control_crashed: int = 0  # control engines that died before returning tokens (a failure too)
     # Files from before verify had --model-class ran its only model, Qwen3-Next.
-    model_class: str = "qwen3_next"  # control engines that died before returning tokens (a failure too)
+    model_class: str = "qwen3_next"
 
     @property
     def link(self) -> str:
