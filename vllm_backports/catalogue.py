@@ -34,6 +34,7 @@ RELEASE_KEYS = {
     "image_digests",
     "files",
     "verified",
+    "ran_on_gpu",
 }
 # Derived, never written: a release's backports are what its series applies, its upstream list
 # the backports whose upstream_in it has reached.
@@ -182,7 +183,10 @@ class Release:
     image: str
     image_digests: dict[str, str]
     files: dict[str, str]  # pristine sha256 of every file the series touches
-    verified: str  # how far the series is proven on this release, for the support matrix
+    verified: str  # how far the series is proven on this release, for the support notes
+    # Whether the series has run on a GPU for this release, with or without evidence files kept:
+    # the README's short status says so, the notes say how far.
+    ran_on_gpu: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -329,6 +333,7 @@ class Catalogue:
             image_digests=dict(_field(raw, "image_digests", dict, where, {})),
             files=dict(_field(raw, "files", dict, where, {})),
             verified=_field(raw, "verified", str, where, "applies cleanly, CPU-tested" if series else "-"),
+            ran_on_gpu=_field(raw, "ran_on_gpu", bool, where, False),
         )
         for bid in release.backports:
             if bid not in self.backports:

@@ -216,47 +216,108 @@ def _edit_tables(text: str, header: str, edit) -> str:
 
 
 MATRIX_BEGIN, MATRIX_END = "<!-- support-matrix:begin -->", "<!-- support-matrix:end -->"
+# The long verification notes live on their own generated page, so the README's matrix stays a
+# table a reader takes in at a glance.
+NOTES = Path("docs/SUPPORT.md")
 
 
-def render_matrix(cat: Catalogue, evidence: dict | None = None) -> str:
-    """The support matrix. A release with GPU evidence (evidence.load: release -> summaries) gets
-    a status generated from it before its hand-written `verified` text."""
-    from .evidence import EVIDENCE_DIR, matrix_status
+def _known_evidence(cat: Catalogue, evidence: dict) -> None:
+    from .evidence import EVIDENCE_DIR
 
-    evidence = evidence or {}
     for release in evidence:
         if release not in cat.releases:
             raise EvidenceError(
                 f"{EVIDENCE_DIR.as_posix()}/{release}: vLLM {release} is not a release in versions.toml"
             )
+
+
+def status(cat: Catalogue, version: str, evidence: dict) -> str:
+    """A release's short status for the README: its GPU evidence counted, else whether it ran on
+    a GPU at all, with a link to its notes."""
+    from .evidence import heading, matrix_status, slug
+
+    r = cat.releases[version]
+    notes = f"[notes]({NOTES.as_posix()}#{slug(heading(version))})"
+    if version in evidence:
+        return f"{matrix_status(evidence[version])}; {notes}"
+    if not r.series:
+        return "-"
+    return f"{'ran on a GPU' if r.ran_on_gpu else 'CPU-tested'}; {notes}"
+
+
+def render_matrix(cat: Catalogue, evidence: dict | None = None) -> str:
+    """The README's support matrix: one short status cell a release (evidence.load: release ->
+    summaries)."""
+    evidence = evidence or {}
+    _known_evidence(cat, evidence)
     rows = [
-        "| vLLM | torch / CUDA | series | backports | fixed upstream | known bugs, no backport yet | verification |",
+        "| vLLM | torch / CUDA | series | backports | fixed upstream | known bugs, no backport yet | status |",
         "|---|---|---|---|---|---|---|",
     ]
     for v in cat.versions:
         r = cat.releases[v]
-        verified = f"{matrix_status(evidence[v])}; {r.verified}" if v in evidence else r.verified
         rows.append(
             f"| {v} | {r.torch} / {r.cuda} | {r.series or '-'} | {', '.join(r.backports) or '-'} | "
-            f"{', '.join(r.upstream) or '-'} | {', '.join(r.bugs) or '-'} | {verified} |"
+            f"{', '.join(r.upstream) or '-'} | {', '.join(r.bugs) or '-'} | {status(cat, v, evidence)} |"
         )
     return "\n".join(rows)
 
 
+def render_notes(cat: Catalogue, evidence: dict | None = None) -> str:
+    """docs/SUPPORT.md: how far each release is proven, the hand-written `verified` text after a
+    status generated from its GPU evidence."""
+    from .evidence import PAGE, heading, matrix_status
+
+    evidence = evidence or {}
+    _known_evidence(cat, evidence)
+    page = PAGE.relative_to(NOTES.parent).as_posix()  # links resolve from this page's folder
+    lines = [
+        "# Support notes",
+        "",
+        "Generated from `versions.toml` and `docs/evidence/` by `python -m vllm_backports.maint matrix --write`",
+        '(CI fails on drift); the README\'s support matrix links here. "CPU-tested" means: the series',
+        "applies exactly to the release's real pristine files from PyPI, the patched files compile, a",
+        "second run changes nothing, and revert restores the RECORD hashes. Where a release has GPU",
+        f"evidence, its notes start with counts generated from it, listed run by run on [its page]({page}).",
+        "",
+    ]
+    for v in cat.versions:
+        r = cat.releases[v]
+        verified = r.verified
+        if v in evidence:
+            verified = f"{matrix_status(evidence[v], page)}; {verified}"
+        lines += [f"## {heading(v)}", "", f"Series {r.series or '-'}, torch {r.torch}, CUDA {r.cuda}.", ""]
+        lines += [verified, ""]
+    return "\n".join(lines)
+
+
 @main.command()
-@click.option("--write", is_flag=True, help="Rewrite README.md (otherwise show the diff, exit 1 on drift).")
+@click.option(
+    "--write", is_flag=True, help="Rewrite README.md and docs/SUPPORT.md (otherwise show the diff, exit 1 on drift)."
+)
 def matrix(write: bool) -> None:
-    """Regenerate the support matrix in README.md from versions.toml and docs/evidence/."""
+    """Regenerate the support matrix in README.md and the notes in docs/SUPPORT.md from
+    versions.toml and docs/evidence/."""
     from .evidence import load
 
     path = HOME / "README.md"
     text = path.read_text()
     start, end = text.index(MATRIX_BEGIN) + len(MATRIX_BEGIN), text.index(MATRIX_END)
     cat = Catalogue(HOME)
-    new = text[:start] + "\n" + render_matrix(cat, load(HOME)) + "\n" + text[end:]
+    evidence = load(HOME)  # a bad file stops here, before anything is written
+    new = text[:start] + "\n" + render_matrix(cat, evidence) + "\n" + text[end:]
     a, b = new.index(ARCH_BEGIN) + len(ARCH_BEGIN), new.index(ARCH_END)
     new = new[:a] + "\n" + render_arches(cat) + "\n" + new[b:]
-    _write_or_diff(path, text, new, write, "support matrix is current")
+    notes_path = HOME / NOTES
+    notes = render_notes(cat, evidence)
+    old_notes = notes_path.read_text() if notes_path.exists() else ""
+    # Both files are checked before either check exits, so one run shows all the drift.
+    drift = _write_or_diff(path, text, new, write, "support matrix is current", exit_on_drift=False)
+    drift |= _write_or_diff(
+        notes_path, old_notes, notes, write, "support notes are current", NOTES.as_posix(), exit_on_drift=False
+    )
+    if drift and not write:
+        sys.exit(1)
 
 
 @main.command()
@@ -432,16 +493,20 @@ def digests(write: bool) -> None:
         sys.exit(1)
 
 
-def _write_or_diff(path: Path, old: str, new: str, write: bool, current: str, label: str = "") -> None:
-    """Generators print a diff and write only when asked; in check mode drift exits 1 (for CI).
-    `label` names the file in messages (default: its name)."""
+def _write_or_diff(
+    path: Path, old: str, new: str, write: bool, current: str, label: str = "", exit_on_drift: bool = True
+) -> bool:
+    """Generators print a diff and write only when asked; in check mode drift exits 1 (for CI), or
+    is returned when `exit_on_drift` is off. `label` names the file in messages (default: its name)."""
     label = label or path.name
     if new == old:
         click.echo(f"{label}: {current}")
-        return
+        return False
     click.echo("".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), label, label)))
     if not write:
-        sys.exit(1)
+        if exit_on_drift:
+            sys.exit(1)
+        return True
     if path.suffix == ".toml":
         try:
             tomllib.loads(new)
@@ -451,8 +516,9 @@ def _write_or_diff(path: Path, old: str, new: str, write: bool, current: str, la
     if not target.exists():  # a generated file's first write
         target.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(target, new.encode(), 0o644)
-        return
+        return True
     write_atomic(target, new.encode(), target.stat().st_mode & 0o7777)  # a full disk must not leave half a file
+    return True
 
 
 if __name__ == "__main__":
