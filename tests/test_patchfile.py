@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
 from conftest import FIX, HEADER, KERNEL_PATCH
 from diffs import HEAD, make_patch
 from vllm_backports.errors import PatchError
-from vllm_backports.patchfile import Hunk, backport_id_of, parse, parse_header, safe_relpath
+from vllm_backports.patchfile import (
+    Hunk,
+    applied_upstream_in,
+    backport_id_of,
+    check_header,
+    header_of,
+    parse,
+    parse_header,
+    safe_relpath,
+)
 
 NAME = "0001-x.patch"
 
@@ -232,3 +243,67 @@ def test_safe_path_is_normalised():
 @pytest.mark.parametrize("header", ["--- a/\n+++ b/vllm/x.py\n", "--- \n+++ b/vllm/x.py\n"])
 def test_empty_path(header):
     refuses(body(header + "@@ -1 +1 @@\n-a\n+b\n"), "path")
+
+
+# ---- DEP-3 content, as `maint lint-headers` checks it ----------------------------------------
+
+TODAY = datetime.date(2026, 11, 25)
+GOOD = {
+    "Description": "fix a thing\nat length",
+    "Origin": "other, https://github.com/vllm-project/vllm/pull/1",
+    "Bug": "https://github.com/vllm-project/vllm/issues/1",
+    "Forwarded": "not-needed",
+    "Applied-Upstream": "0.32.0, https://github.com/vllm-project/vllm/pull/1",
+    "Last-Update": "2026-11-25",
+}
+
+
+def test_a_good_header_has_no_problems():
+    assert check_header(GOOD, TODAY) == []
+    for origin in ("upstream", "vendor, commit:0123abcd", "https://example.org/x.patch", "backport"):
+        assert check_header({**GOOD, "Origin": origin}, TODAY) == [], origin
+    for forwarded in ("no", "https://github.com/vllm-project/vllm/pull/2"):
+        assert check_header({**GOOD, "Forwarded": forwarded}, TODAY) == [], forwarded
+    assert check_header({**GOOD, "Applied-Upstream": "no"}, TODAY) == []
+    assert check_header({**GOOD, "Applied-Upstream": "0.18.0"}, TODAY) == []
+
+
+@pytest.mark.parametrize(("field", "value", "needle"), [
+    ("Description", "\nonly a long text", "Description has no summary"),
+    ("Origin", "ours", "Origin 'ours' is not upstream|backport|vendor|other"),
+    ("Origin", "other https://x", "Origin 'other https://x'"),
+    ("Origin", "other, see the PR", "Origin 'other, see the PR'"),
+    ("Forwarded", "yes", "Forwarded 'yes' is not no, not-needed or a URL"),
+    ("Forwarded", "not needed", "Forwarded 'not needed'"),
+    ("Last-Update", "2026-11-26", "Last-Update 2026-11-26 is in the future (today is 2026-11-25)"),
+    ("Last-Update", "2026-02-30", "Last-Update '2026-02-30' is not a date YYYY-MM-DD"),
+    ("Last-Update", "20261122", "Last-Update '20261122' is not a date"),
+    ("Last-Update", "22 Nov 2026", "is not a date"),
+    ("Applied-Upstream", "yes", "Applied-Upstream 'yes' is not no, or a version"),
+    ("Applied-Upstream", "0.32.0 https://x", "Applied-Upstream '0.32.0 https://x'"),
+])
+def test_each_bad_field_is_named(field, value, needle):
+    (problem,) = check_header({**GOOD, field: value}, TODAY)
+    assert needle in problem
+
+
+def test_every_problem_is_reported_at_once():
+    header = {**GOOD, "Origin": "ours", "Forwarded": "yes", "Last-Update": "soon"}
+    del header["Bug"]
+    problems = check_header(header, TODAY)
+    assert len(problems) == 4 and problems[0] == "lacks Bug"
+    assert check_header({}, TODAY) == [f"lacks {f}" for f in (
+        "Description", "Origin", "Bug", "Forwarded", "Applied-Upstream", "Last-Update")]
+
+
+def test_applied_upstream_in_names_the_release():
+    assert applied_upstream_in(GOOD) == "0.32.0"
+    assert applied_upstream_in({**GOOD, "Applied-Upstream": "no"}) == ""
+    assert applied_upstream_in({}) == ""
+
+
+def test_header_of_reads_only_what_comes_before_the_diff():
+    header = header_of(HEAD + b"--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1 +1 @@\n-Origin: x\n+b\n", NAME)
+    assert header == parse_header(HEAD.decode())
+    with pytest.raises(PatchError, match="not a unified diff"):
+        header_of(HEAD, NAME)

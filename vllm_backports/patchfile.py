@@ -6,6 +6,7 @@ transformation of this data, never a second code path (as in patch-package).
 
 from __future__ import annotations
 
+import datetime
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
@@ -107,16 +108,71 @@ def parse_header(text: str) -> dict[str, str]:
     return fields
 
 
-def parse(data: bytes, name: str) -> Patch:
-    backport_id = backport_id_of(name)
-    lines = data.splitlines(keepends=True)
+def _diff_start(lines: list[bytes], name: str) -> int:
     start = next((i for i, line in enumerate(lines) if line.startswith(b"--- ")), None)
     if start is None:
         raise PatchError(f"{name}: no '--- ' line: not a unified diff")
+    return start
+
+
+def header_of(data: bytes, name: str) -> dict[str, str]:
+    """The DEP-3 fields of a patch file: the text before its first '--- ' line."""
+    lines = data.splitlines(keepends=True)
     try:
-        header = parse_header(b"".join(lines[:start]).decode("utf-8"))
+        return parse_header(b"".join(lines[: _diff_start(lines, name)]).decode("utf-8"))
     except UnicodeDecodeError:
         raise PatchError(f"{name}: the DEP-3 header is not UTF-8") from None
+
+
+ORIGIN_KINDS = ("upstream", "backport", "vendor", "other")
+# What a DEP-3 field may point at: a URL, or a commit as `commit:<id>`.
+_REF = r"(?:https?://\S+|commit:[0-9a-f]{7,40})"
+_ORIGIN = re.compile(rf"(?:(?:{'|'.join(ORIGIN_KINDS)})(?:, {_REF})?|{_REF})")
+_FORWARDED = re.compile(rf"no|not-needed|{_REF}")
+_APPLIED = re.compile(rf"(?P<version>[0-9][0-9A-Za-z.+-]*)(?:, {_REF})?")
+
+
+def check_header(header: dict[str, str], today: datetime.date) -> list[str]:
+    """What is wrong with a DEP-3 header's content, every problem at once (empty when nothing):
+    a maintainer's lint, stricter than parse(), which only needs the required fields present."""
+    problems = [f"lacks {f}" for f in (*REQUIRED_FIELDS, "Last-Update") if f not in header]
+    if "Description" in header and not header["Description"].split("\n", 1)[0].strip():
+        problems.append("Description has no summary on its first line")
+    if "Origin" in header and not _ORIGIN.fullmatch(header["Origin"]):
+        problems.append(
+            f"Origin {header['Origin']!r} is not {'|'.join(ORIGIN_KINDS)}, optionally then ', URL' "
+            "(or a URL or commit:ID alone)"
+        )
+    if "Forwarded" in header and not _FORWARDED.fullmatch(header["Forwarded"]):
+        problems.append(f"Forwarded {header['Forwarded']!r} is not no, not-needed or a URL")
+    if "Last-Update" in header:
+        try:
+            # fromisoformat alone would take 20261122 too
+            if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", header["Last-Update"]):
+                raise ValueError
+            updated = datetime.date.fromisoformat(header["Last-Update"])
+        except ValueError:
+            problems.append(f"Last-Update {header['Last-Update']!r} is not a date YYYY-MM-DD")
+        else:
+            if updated > today:
+                problems.append(f"Last-Update {updated} is in the future (today is {today})")
+    applied = header.get("Applied-Upstream")
+    if applied is not None and applied != "no" and not _APPLIED.fullmatch(applied):
+        problems.append(f"Applied-Upstream {applied!r} is not no, or a version optionally then ', URL'")
+    return problems
+
+
+def applied_upstream_in(header: dict[str, str]) -> str:
+    """The release an Applied-Upstream field names, "" for `no` (or a field check_header refuses)."""
+    m = _APPLIED.fullmatch(header.get("Applied-Upstream", "no"))
+    return m.group("version") if m else ""
+
+
+def parse(data: bytes, name: str) -> Patch:
+    backport_id = backport_id_of(name)
+    lines = data.splitlines(keepends=True)
+    start = _diff_start(lines, name)
+    header = header_of(data, name)
     missing = [f for f in REQUIRED_FIELDS if not header.get(f)]
     if missing:
         raise PatchError(f"{name}: DEP-3 header lacks {', '.join(missing)}")
