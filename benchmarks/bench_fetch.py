@@ -39,8 +39,13 @@ def main(version: str, repeat: int, download: bool) -> None:
         with tempfile.TemporaryDirectory() as cache:
             env = {**os.environ, "VLLM_BACKPORTS_CACHE": cache}
             start = time.perf_counter()
-            out = subprocess.run([sys.executable, str(REPO / "apply.py"), "check", "--vllm", version, "--fetch", "--json"],
-                                 env=env, capture_output=True, text=True, check=True).stdout
+            out = subprocess.run(
+                [sys.executable, str(REPO / "apply.py"), "check", "--vllm", version, "--fetch", "--json"],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             times.append(time.perf_counter() - start)
             fetched.append(json.loads(out))
     result = {

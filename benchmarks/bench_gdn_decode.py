@@ -8,12 +8,13 @@ speculation: the speed side of the GDN backports.
     python benchmarks/bench_gdn_decode.py --site unpatched=DIR --site patched=DIR2 --passes 3   # A B A B ...
 
 Two engines per run, each in its own process, eager unless `--mode graphs`: no speculation, and
-(unless `--no-ngram`, which leaves the no-speculation side alone for the >= 0.99 target) ngram k=3 whose drafts
-are scripted to be always right (the limit of a repetitive workload, where ngram finds the
-continuation in the context every step): each timed round drafts from the engine's own output of
-the round before, and the accepted drafts per round are reported beside the speed. Each engine
-generates once to warm up, then times `--rounds` identical rounds; the median is reported. The model is tiny, so these numbers weigh the
-per-step host work (where the backports add their few lines) more than a real model would.
+(unless `--no-ngram`, which leaves the no-speculation side alone for the >= 0.99 target) ngram
+k=3 whose drafts are scripted to be always right (the limit of a repetitive workload, where ngram
+finds the continuation in the context every step): each timed round drafts from the engine's own
+output of the round before, and the accepted drafts per round are reported beside the speed.
+Each engine generates once to warm up, then times `--rounds` identical rounds; the median is
+reported. The model is tiny, so these numbers weigh the per-step host work (where the backports
+add their few lines) more than a real model would.
 """
 
 from __future__ import annotations
@@ -79,12 +80,22 @@ def compare(before: dict, after: dict) -> dict:
 @click.option("--rounds", type=click.IntRange(1, 20), default=3, show_default=True)
 @click.option("--batch", type=click.IntRange(1, 64), default=16, show_default=True)
 @click.option("--max-tokens", type=click.IntRange(8, 400), default=256, show_default=True)
-@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=Path(tempfile.gettempdir()) / "bench-gdn",
-              show_default=True, help="Model, engine specs and logs.")
+@click.option(
+    "--work-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(tempfile.gettempdir()) / "bench-gdn",
+    show_default=True,
+    help="Model, engine specs and logs.",
+)
 @click.option("--compare", "pair", nargs=2, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Compare two earlier results (unpatched, patched) instead of measuring.")
-@click.option("--site", "sites", multiple=True, metavar="LABEL=DIR",
-              help="A site-packages holding one vLLM variant (repeat; 2 or more): measure them in turn, --passes times.")
+@click.option(
+    "--site",
+    "sites",
+    multiple=True,
+    metavar="LABEL=DIR",
+    help="A site-packages holding one vLLM variant (repeat; 2 or more): measure them in turn, --passes times.",
+)
 @click.option("--passes", type=click.IntRange(1, 20), default=3, show_default=True, help="With --site.")
 @click.option("--mode", type=click.Choice(["eager", "graphs"]), default="eager", show_default=True,
               help="graphs: CUDA graphs on, so host work weighs less and rounds spread less.")

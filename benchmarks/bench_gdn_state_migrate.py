@@ -95,11 +95,16 @@ def main(out: Path | None, iters: int) -> None:
         r["of_peak"] = round(r["gbps"] / peak, 3) if peak and r["gbps"] else None
     report = {"gpu": name, "peak_gbps": peak, "iters": iters, "layer": "Qwen3-Next-80B-A3B GDN, TP 1",
               "results": results}
-    click.echo("| SSM dtype | rows moved of 64 | µs a call in a CUDA graph | µs a call, eager launches | bytes moved | GB/s | of peak |")
+    click.echo(
+        "| SSM dtype | rows moved of 64 | µs a call in a CUDA graph | µs a call, eager launches | bytes moved "
+        "| GB/s | of peak |"
+    )
     click.echo("|---|---|---|---|---|---|---|")
     for r in results:
-        click.echo(f"| {r['ssm_dtype']} | {r['rows_moved']} | {r['us_in_graph']} | {r['us_eager_launch']} | {r['bytes']:,} | "
-                   f"{r['gbps'] or '-'} | {r['of_peak'] or '-'} |")
+        click.echo(
+            f"| {r['ssm_dtype']} | {r['rows_moved']} | {r['us_in_graph']} | {r['us_eager_launch']} | {r['bytes']:,} | "
+            f"{r['gbps'] or '-'} | {r['of_peak'] or '-'} |"
+        )
     if out:
         out.write_text(json.dumps(report, indent=2) + "\n")
 

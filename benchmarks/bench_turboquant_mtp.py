@@ -45,15 +45,26 @@ def measure(work: Path, checkpoint: Path, kv_cache: str, rounds: int, batch: int
 
 
 @click.command()
-@click.option("--site", "sites", multiple=True, required=True, metavar="LABEL=DIR",
-              help="A site-packages holding one vLLM variant (repeat; 2 or more); the first is the baseline of the ratios.")
+@click.option(
+    "--site",
+    "sites",
+    multiple=True,
+    required=True,
+    metavar="LABEL=DIR",
+    help="A site-packages holding one vLLM variant (repeat; 2 or more); the first is the baseline of the ratios.",
+)
 @click.option("--passes", type=click.IntRange(1, 10), default=2, show_default=True)
 @click.option("--kv-cache", type=click.Choice(scenarios.TURBOQUANT), default="turboquant_k8v4", show_default=True)
 @click.option("--rounds", type=click.IntRange(1, 20), default=3, show_default=True)
 @click.option("--batch", type=click.IntRange(1, 16), default=16, show_default=True)
 @click.option("--max-tokens", type=click.IntRange(8, 400), default=256, show_default=True)
-@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path),
-              default=Path(tempfile.gettempdir()) / "bench-tq-mtp", show_default=True, help="Model, engine specs and logs.")
+@click.option(
+    "--work-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(tempfile.gettempdir()) / "bench-tq-mtp",
+    show_default=True,
+    help="Model, engine specs and logs.",
+)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the JSON here.")
 def main(sites, passes, kv_cache, rounds, batch, max_tokens, work_dir, out) -> None:
     parsed = sites_.parse(sites)

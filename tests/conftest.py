@@ -88,7 +88,11 @@ def build_home(root: Path) -> Home:
                "0001-fix-thing.patch": FIX.encode(), "0002-add-kernel.patch": KERNEL_PATCH.encode()},
         "s2": {"series": b"0001-fix-thing.patch\n", "0001-fix-thing.patch": FIX.encode()},
     }
-    home.pristine = {"0.19.1": {"vllm/mod.py": MOD}, "0.20.0": {"vllm/mod.py": MOD}, "0.21.0": {"vllm/mod.py": MOD_FIXED}}
+    home.pristine = {
+        "0.19.1": {"vllm/mod.py": MOD},
+        "0.20.0": {"vllm/mod.py": MOD},
+        "0.21.0": {"vllm/mod.py": MOD_FIXED},
+    }
     for name, files in series.items():
         d = root / "backports" / name
         d.mkdir(parents=True)
@@ -106,9 +110,11 @@ def build_home(root: Path) -> Home:
 
     parts = [
         "schema = 1\n",
-        '[backports.fix-thing]\ntitle = "fix line 10"\nbug = "https://github.com/vllm-project/vllm/issues/1"\nupstream_in = "0.21.0"\n',
+        '[backports.fix-thing]\ntitle = "fix line 10"\nbug = "https://github.com/vllm-project/vllm/issues/1"\n'
+        'upstream_in = "0.21.0"\n',
         '[backports.add-kernel]\ntitle = "a new kernel"\nbug = "https://github.com/vllm-project/vllm/issues/2"\n',
-        '[unpublished."0.19.2"]\ndev_prefix = "0.19.2"\nmessage = "vLLM 0.19.2 was never published; use --vllm auto on a nightly, or 0.19.1 / 0.20.0"\n',
+        '[unpublished."0.19.2"]\ndev_prefix = "0.19.2"\n'
+        'message = "vLLM 0.19.2 was never published; use --vllm auto on a nightly, or 0.19.1 / 0.20.0"\n',
         release("0.19.1", ""),
         release("0.20.0", "s1"),
         release("0.21.0", "s2"),

@@ -18,7 +18,9 @@ CAT = Catalogue(Path(__file__).resolve().parent.parent)
 
 def test_upstream_lists_follow_upstream_in():
     for version, release in CAT.releases.items():
-        expected = {b.id for b in CAT.backports.values() if b.upstream_in and Version(version) >= Version(b.upstream_in)}
+        expected = {
+            b.id for b in CAT.backports.values() if b.upstream_in and Version(version) >= Version(b.upstream_in)
+        }
         assert set(release.upstream) == expected, version
 
 
@@ -31,16 +33,35 @@ def test_each_fix_has_one_status_per_release():
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("old, new, message", [
-    ('torch = "2.14.0"\n', "", "[releases.\"0.33.0\"] lacks 'torch'"),
-    ("cuda = 13\nwheel = \"vllm-0.33.0", "cuda = \"13\"\nwheel = \"vllm-0.33.0", "cuda must be int, not '13'"),
-    ('gpus = "sm_80, sm_86 (A100, A5000, RTX 3090)"\n', "", "[arches.ampere] lacks 'gpus'"),
-    ('platforms = ["linux/amd64"]\n', 'platforms = ["linux/riscv64"]\n', "no GPU runner for platform 'linux/riscv64'"),
-    ('since = "0.20.0"\n', 'since = "0.2o.0"\n', "'0.2o.0' is not a version"),
-    ('series = "0.33.0"\nbugs = ["turboquant-prefill-fastpath"]', 'series = "0.33.0"\nbugs = "turboquant-prefill-fastpath"',
-     "bugs must be a list of strings"),
-    ('[series."0.33.0".files]\n', '[series."0.33.0".fils]\n', "unknown key 'fils'"),
-], ids=["missing-key", "wrong-type", "arch-missing-key", "platform", "variant-since", "string-not-list", "series-table"])
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        ('torch = "2.14.0"\n', "", "[releases.\"0.33.0\"] lacks 'torch'"),
+        ('cuda = 13\nwheel = "vllm-0.33.0', 'cuda = "13"\nwheel = "vllm-0.33.0', "cuda must be int, not '13'"),
+        ('gpus = "sm_80, sm_86 (A100, A5000, RTX 3090)"\n', "", "[arches.ampere] lacks 'gpus'"),
+        (
+            'platforms = ["linux/amd64"]\n',
+            'platforms = ["linux/riscv64"]\n',
+            "no GPU runner for platform 'linux/riscv64'",
+        ),
+        ('since = "0.20.0"\n', 'since = "0.2o.0"\n', "'0.2o.0' is not a version"),
+        (
+            'series = "0.33.0"\nbugs = ["turboquant-prefill-fastpath"]',
+            'series = "0.33.0"\nbugs = "turboquant-prefill-fastpath"',
+            "bugs must be a list of strings",
+        ),
+        ('[series."0.33.0".files]\n', '[series."0.33.0".fils]\n', "unknown key 'fils'"),
+    ],
+    ids=[
+        "missing-key",
+        "wrong-type",
+        "arch-missing-key",
+        "platform",
+        "variant-since",
+        "string-not-list",
+        "series-table",
+    ],
+)
 def test_a_typo_in_versions_toml_is_one_line(tmp_path, old, new, message):
     text = (REPO / "versions.toml").read_text()
     assert old in text, old
@@ -60,7 +81,9 @@ def test_a_releases_backports_are_what_its_series_applies_less_what_is_upstream(
         assert release.backports == tuple(b for b in applied if b not in release.upstream), version
     assert CAT.releases["0.31.0"].backports == ("turboquant-spec-decode", "gdn-spec-state", "gdn-spec-state-v2-runner")
     assert CAT.releases["0.33.0"].backports == ("turboquant-spec-decode",)
-    assert "gdn-spec-state" in CAT.releases["0.33.0"].upstream and "gdn-spec-state" not in CAT.releases["0.31.0"].upstream
+    assert (
+        "gdn-spec-state" in CAT.releases["0.33.0"].upstream and "gdn-spec-state" not in CAT.releases["0.31.0"].upstream
+    )
 
 
 @pytest.mark.parametrize("key", ["backports", "upstream"])

@@ -121,7 +121,9 @@ def test_list_for_humans_keeps_ids_whole_and_ends_with_a_summary(home, monkeypat
 
 def test_backports_that_go_together_are_selected_together(home):
     toml = home.root / "versions.toml"
-    toml.write_text(toml.read_text().replace('[backports.add-kernel]\n', '[backports.add-kernel]\ntogether_with = ["fix-thing"]\n'))
+    toml.write_text(
+        toml.read_text().replace("[backports.add-kernel]\n", '[backports.add-kernel]\ntogether_with = ["fix-thing"]\n')
+    )
     site = home.tree("0.20.0")
     for args in (("--only", "add-kernel"), ("--skip", "fix-thing")):
         result = run("--vllm", "0.20.0", "--target", str(site), *args)

@@ -77,7 +77,9 @@ def repin(home, series: str, fname: str, data: bytes) -> None:
     start = text.index(section) + len(section)
     end = text.find("\n[", start)
     end = len(text) if end < 0 else end
-    body, n = re.subn(rf'^"{re.escape(fname)}" = "[0-9a-f]+"$', f'"{fname}" = "{sha(data)}"', text[start:end], flags=re.M)
+    body, n = re.subn(
+        rf'^"{re.escape(fname)}" = "[0-9a-f]+"$', f'"{fname}" = "{sha(data)}"', text[start:end], flags=re.M
+    )
     if n == 0:
         body = body.rstrip("\n") + f'\n"{fname}" = "{sha(data)}"\n'
     toml_path.write_text(text[:start] + body + text[end:])
@@ -185,11 +187,15 @@ def _unprivileged_prefix(probe_dir: Path) -> list[str]:
         candidates.append(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
     if shutil.which("runuser"):
         candidates.append(["runuser", "-u", "nobody", "--"])
-    check = ("import os, sys; assert os.geteuid() != 0\n"
-             "try:\n    open(os.path.join(sys.argv[1], 'x'), 'w')\nexcept PermissionError:\n    sys.exit(0)\nsys.exit(3)")
+    check = (
+        "import os, sys; assert os.geteuid() != 0\n"
+        "try:\n    open(os.path.join(sys.argv[1], 'x'), 'w')\nexcept PermissionError:\n    sys.exit(0)\nsys.exit(3)"
+    )
     for prefix in candidates:
         try:
-            done = subprocess.run([*prefix, sys.executable, "-c", check, str(probe_dir)], capture_output=True, timeout=60)
+            done = subprocess.run(
+                [*prefix, sys.executable, "-c", check, str(probe_dir)], capture_output=True, timeout=60
+            )
         except OSError:
             continue
         if done.returncode == 0:
@@ -209,8 +215,14 @@ def test_target_not_writable():
                "PYTHONDONTWRITEBYTECODE": "1", "VLLM_BACKPORTS_CACHE": str(base / "cache"), "HOME": str(base)}
         before = snapshot(base)
         for extra in ([], ["--json"]):
-            done = subprocess.run([*prefix, sys.executable, "apply.py", "--vllm", "0.20.0", "--target", str(site), *extra],
-                                  cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+            done = subprocess.run(
+                [*prefix, sys.executable, "apply.py", "--vllm", "0.20.0", "--target", str(site), *extra],
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             result = Result(done.returncode, done.stdout, done.stderr)
             assert_one_line_error(result, 1, "not writable", "run as the owner", as_json=bool(extra))
             assert_unchanged(base, before)
@@ -345,7 +357,9 @@ def test_tampered_backport(home, site, tmp_path):
 
 
 def test_backport_not_recorded_in_versions_toml(home, site, tmp_path):
-    (home.root / "backports/s1/0003-sneaky.patch").write_bytes((home.root / "backports/s1/0001-fix-thing.patch").read_bytes())
+    (home.root / "backports/s1/0003-sneaky.patch").write_bytes(
+        (home.root / "backports/s1/0001-fix-thing.patch").read_bytes()
+    )
     refused(tmp_path, apply_args(site), 1, "0003-sneaky.patch", "not recorded in versions.toml")
 
 
@@ -479,8 +493,14 @@ def test_fetch_with_pypi_unreachable_in_a_subprocess(home, tmp_path):
            "VLLM_BACKPORTS_CACHE": str(tmp_path / "cache")}
     before = snapshot(tmp_path)
     for extra in ([], ["--json"]):
-        done = subprocess.run([sys.executable, "apply.py", "--fetch", "--vllm", "0.20.0", "--target", str(target), *extra],
-                              cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "apply.py", "--fetch", "--vllm", "0.20.0", "--target", str(target), *extra],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert_one_line_error(Result(done.returncode, done.stdout, done.stderr), 1, "cannot read the vLLM index",
                               as_json=bool(extra))
         assert_unchanged(tmp_path, before)

@@ -46,7 +46,9 @@ def test_summary_reads_the_engines_not_the_request(home):
     data = verify_json(prefix_caching=True, hits=1296, prompts="shared-prefix", control_backports=["gdn-spec-state"])
     assert data["scenario"]["prefix_caching"] == "default"  # verify asked for the release's default
     s = one(home, data, name="gdn-ngram-prefix")
-    assert (s.release, s.name, s.presets, s.kv_cache, s.prompts) == ("0.31.0", "gdn-ngram-prefix", ("ngram",), "auto", "shared-prefix")
+    assert (s.release, s.name, s.presets, s.kv_cache, s.prompts) == (
+        "0.31.0", "gdn-ngram-prefix", ("ngram",), "auto", "shared-prefix"
+    )
     assert s.prefix_caching == (True,) and s.mamba_cache_mode == ("align",)
     assert s.async_scheduling == (False,) and s.model_runner == ("v1",) and s.cudagraph_mode == ("FULL_AND_PIECEWISE",)
     assert s.batches == (16,) and s.modes == ("graphs",)
@@ -138,7 +140,10 @@ def test_page_without_evidence_says_so_and_check_mode_tracks_drift(home):
     assert CliRunner().invoke(maint.main, ["evidence", "--write"]).exit_code == 0
     page = (home / "docs/evidence/README.md").read_text()
     assert "No GPU evidence is recorded yet" in page and f"`{evidence.WRITE_COMMAND}`" in page.splitlines()[2]
-    assert CliRunner().invoke(maint.main, ["evidence"]).output.strip() == "docs/evidence/README.md: evidence page is current"
+    assert (
+        CliRunner().invoke(maint.main, ["evidence"]).output.strip()
+        == "docs/evidence/README.md: evidence page is current"
+    )
 
     write(home, "0.31.0", "gdn-ngram", verify_json())
     drift = CliRunner().invoke(maint.main, ["evidence"])
@@ -151,19 +156,36 @@ def test_page_without_evidence_says_so_and_check_mode_tracks_drift(home):
 
 def test_page_has_a_table_per_release_with_each_file(home):
     write(home, "0.31.0", "gdn-ngram", verify_json())
-    write(home, "0.31.0", "tq-mtp", verify_json(preset="mtp", control_backports=["gdn-spec-state", "gdn-spec-state-v2-runner"]))
-    write(home, "0.30.0", "gdn-ngram", verify_json("0.30.0", control_errors=0, gpu="NVIDIA H200", date="2026-11-26T01:00:00Z"))
+    write(
+        home,
+        "0.31.0",
+        "tq-mtp",
+        verify_json(preset="mtp", control_backports=["gdn-spec-state", "gdn-spec-state-v2-runner"]),
+    )
+    write(
+        home,
+        "0.30.0",
+        "gdn-ngram",
+        verify_json("0.30.0", control_errors=0, gpu="NVIDIA H200", date="2026-11-26T01:00:00Z"),
+    )
     page = evidence.render_page(evidence.load(home))
     lines = page.splitlines()
     assert [x for x in lines if x.startswith("## ")] == ["## vLLM 0.30.0", "## vLLM 0.31.0"]
     assert lines.count(evidence.HEADER) == 2
     table = [x for x in lines if x.startswith("| [")]
-    assert table[0].startswith("| [gdn-ngram](0.30.0/gdn-ngram.json) | weak | qwen3_next, ngram, KV auto, random prompts, 16 a batch, graphs |")
+    assert table[0].startswith(
+        "| [gdn-ngram](0.30.0/gdn-ngram.json) | weak | qwen3_next, ngram, KV auto, random prompts, 16 a batch, graphs |"
+    )
     assert table[0].endswith("| H200, 2026-11-26 |")
-    assert table[1] == ("| [gdn-ngram](0.31.0/gdn-ngram.json) | proof | qwen3_next, ngram, KV auto, random prompts, 16 a batch, graphs "
-                        "| prefix caching off (Mamba none), async scheduling off, v1 runner, CUDA graphs FULL_AND_PIECEWISE "
-                        f"| 0 errors in 3072 tokens; {', '.join(FIX)} | 214 errors in 3072 tokens; pristine | - | H100, 2026-11-25 |")
-    assert "async scheduling on" in table[2] and "| 214 errors in 3072 tokens; gdn-spec-state, gdn-spec-state-v2-runner |" in table[2]
+    assert table[1] == (
+        "| [gdn-ngram](0.31.0/gdn-ngram.json) | proof | qwen3_next, ngram, KV auto, random prompts, 16 a batch, graphs "
+        "| prefix caching off (Mamba none), async scheduling off, v1 runner, CUDA graphs FULL_AND_PIECEWISE "
+        f"| 0 errors in 3072 tokens; {', '.join(FIX)} | 214 errors in 3072 tokens; pristine | - | H100, 2026-11-25 |"
+    )
+    assert (
+        "async scheduling on" in table[2]
+        and "| 214 errors in 3072 tokens; gdn-spec-state, gdn-spec-state-v2-runner |" in table[2]
+    )
     assert all(x.count("|") == evidence.HEADER.count("|") for x in table)
 
 

@@ -16,24 +16,35 @@ CASES = {
     "modify-middle": (BASE, BASE.replace(b"line 20\n", b"line twenty\n")),
     "only-add-middle": (BASE, BASE.replace(b"line 20\n", b"line 20\nnew a\nnew b\n")),
     "only-remove-middle": (BASE, BASE.replace(b"line 20\nline 21\n", b"")),
-    "change-first-line": (BASE, b"first!\n" + BASE[len(b"line 1\n"):]),
+    "change-first-line": (BASE, b"first!\n" + BASE[len(b"line 1\n") :]),
     "add-at-start": (BASE, b"# header\n" + BASE),
-    "remove-at-start": (BASE, BASE[len(b"line 1\nline 2\n"):]),
+    "remove-at-start": (BASE, BASE[len(b"line 1\nline 2\n") :]),
     "change-last-line": (BASE, BASE.replace(b"line 40\n", b"line forty\n")),
     "add-at-end": (BASE, BASE + b"tail 1\ntail 2\n"),
     "remove-at-end": (BASE, BASE.replace(b"line 39\nline 40\n", b"")),
     "two-hunks-apart": (BASE, BASE.replace(b"line 5\n", b"line five\n").replace(b"line 35\n", b"")),
-    "hunks-that-grow-and-shrink": (BASE, BASE.replace(b"line 3\n", b"a\nb\nc\n").replace(b"line 30\nline 31\nline 32\n", b"z\n")),
+    "hunks-that-grow-and-shrink": (
+        BASE,
+        BASE.replace(b"line 3\n", b"a\nb\nc\n").replace(b"line 30\nline 31\nline 32\n", b"z\n"),
+    ),
     "no-newline-at-eof-change-last": (BASE[:-1], BASE[:-1].replace(b"line 40", b"line 40 changed")),
     "no-newline-at-eof-add-newline": (BASE[:-1], BASE),
     "no-newline-at-eof-drop-newline": (BASE, BASE[:-1]),
     "no-newline-untouched-end": (BASE[:-1], BASE[:-1].replace(b"line 38\n", b"line 38 x\n")),
     "no-newline-far-from-change": (BASE[:-1], BASE[:-1].replace(b"line 2\n", b"line 2 x\n")),
     "crlf": (BASE.replace(b"\n", b"\r\n"), BASE.replace(b"\n", b"\r\n").replace(b"line 10\r\n", b"line 10 fixed\r\n")),
-    "crlf-to-lf-one-line": (BASE.replace(b"\n", b"\r\n"), BASE.replace(b"\n", b"\r\n").replace(b"line 7\r\n", b"line 7\n")),
-    "crlf-no-newline-at-eof": (BASE.replace(b"\n", b"\r\n")[:-2], BASE.replace(b"\n", b"\r\n")[:-2].replace(b"line 40", b"end")),
-    "empty-lines-in-context": (BASE.replace(b"line 9\n", b"\n").replace(b"line 11\n", b"\n"),
-                               BASE.replace(b"line 9\n", b"\n").replace(b"line 11\n", b"\n").replace(b"line 10\n", b"ten\n")),
+    "crlf-to-lf-one-line": (
+        BASE.replace(b"\n", b"\r\n"),
+        BASE.replace(b"\n", b"\r\n").replace(b"line 7\r\n", b"line 7\n"),
+    ),
+    "crlf-no-newline-at-eof": (
+        BASE.replace(b"\n", b"\r\n")[:-2],
+        BASE.replace(b"\n", b"\r\n")[:-2].replace(b"line 40", b"end"),
+    ),
+    "empty-lines-in-context": (
+        BASE.replace(b"line 9\n", b"\n").replace(b"line 11\n", b"\n"),
+        BASE.replace(b"line 9\n", b"\n").replace(b"line 11\n", b"\n").replace(b"line 10\n", b"ten\n"),
+    ),
     "everything-replaced": (b"a\nb\n", b"c\nd\ne\n"),
 }
 
@@ -65,7 +76,9 @@ def test_round_trip_create_and_delete():
 
 def test_multi_file_patch_applies_each_file():
     a, b = BASE, BASE.replace(b"line", b"row")
-    patch = parse(make_patch(("vllm/a.py", a, a.replace(b"line 4\n", b"")), ("vllm/b.py", b, b + b"more\n")), "0001-x.patch")
+    patch = parse(
+        make_patch(("vllm/a.py", a, a.replace(b"line 4\n", b"")), ("vllm/b.py", b, b + b"more\n")), "0001-x.patch"
+    )
     assert patch.paths == ("vllm/a.py", "vllm/b.py")
     assert apply_file(a, patch.files[0]) == a.replace(b"line 4\n", b"")
     assert apply_file(b, patch.files[1]) == b + b"more\n"
@@ -75,7 +88,8 @@ def test_multi_file_patch_applies_each_file():
 
 
 def _fix_patch() -> FilePatch:
-    return parse(make_patch(("vllm/x.py", BASE, BASE.replace(b"line 10\n", b"line 10 fixed\n"))), "0001-x.patch").files[0]
+    fixed = BASE.replace(b"line 10\n", b"line 10 fixed\n")
+    return parse(make_patch(("vllm/x.py", BASE, fixed)), "0001-x.patch").files[0]
 
 
 @pytest.mark.parametrize("shift", [1, -1])

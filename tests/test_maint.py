@@ -78,7 +78,9 @@ def test_matrix_cell_is_the_status_of_the_releases_evidence(tmp_path, monkeypatc
     assert CliRunner().invoke(maint.main, ["evidence", "--write"]).exit_code == 0
     from vllm_backports.evidence import slug
 
-    headings = [line[3:] for line in (home / "docs/evidence/README.md").read_text().splitlines() if line.startswith("## ")]
+    headings = [
+        line[3:] for line in (home / "docs/evidence/README.md").read_text().splitlines() if line.startswith("## ")
+    ]
     assert "#vllm-0310" in after["0.31.0"] and [slug(h) for h in headings] == ["vllm-0310"]
 
 
@@ -121,7 +123,8 @@ def test_matrix_refuses_bad_or_unknown_evidence_and_writes_nothing(tmp_path, mon
     readme, notes = (home / "README.md").read_text(), (home / "docs/SUPPORT.md").read_text()
     write(home, "0.99.0", "gdn-ngram", verify_json("0.99.0"))
     r = CliRunner().invoke(maint.main, ["matrix", "--write"])
-    assert r.exit_code == 1 and "docs/evidence/0.99.0: vLLM 0.99.0 is not a release in versions.toml" in str(r.exception)
+    unknown = "docs/evidence/0.99.0: vLLM 0.99.0 is not a release in versions.toml"
+    assert r.exit_code == 1 and unknown in str(r.exception)
     shutil.rmtree(home / "docs/evidence/0.99.0")
     write(home, "0.31.0", "gdn-ngram", verify_json("0.30.0"))
     r = CliRunner().invoke(maint.main, ["matrix", "--write"])
@@ -256,7 +259,10 @@ def test_watch_classifies_a_new_release(monkeypatch):
     assert _state(_watch_with(monkeypatch, {**pristine, first: b"# one more line\n" + pristine[first]})) == "port"
     fixed = {f.path: apply_file(pristine[f.path], f) for p in Catalogue(REPO).series("0.33.0").patches for f in p.files}
     assert _state(_watch_with(monkeypatch, fixed)) == "upstream"
-    drift = {**pristine, first: pristine[first].replace(b"supports_spec_as_decode=False", b"supports_spec_as_decode=None")}
+    drift = {
+        **pristine,
+        first: pristine[first].replace(b"supports_spec_as_decode=False", b"supports_spec_as_decode=None"),
+    }
     assert b"supports_spec_as_decode=False" in pristine[first] and _state(_watch_with(monkeypatch, drift)) == "drift"
 
 
@@ -371,8 +377,8 @@ def test_rehash_pins_added_files_drops_deleted_ones_and_reads_any_key_form(tmp_p
     folder = home / "backports/0.33.0"
     assert pins["0.33.0"]["files"] == {f.name: sha256(f.read_bytes()) for f in folder.iterdir()}
     assert "0001-turboquant-spec-decode.patch" not in pins["0.32.0"]["files"]
-    assert f'"0001-turboquant-spec-decode.patch" = "{pins["0.33.0"]["files"]["0001-turboquant-spec-decode.patch"]}"  # why' \
-        in toml.read_text()
+    pin = pins["0.33.0"]["files"]["0001-turboquant-spec-decode.patch"]
+    assert f'"0001-turboquant-spec-decode.patch" = "{pin}"  # why' in toml.read_text()
 
 
 def test_describe_gives_a_new_release_a_digest_line_for_digests_to_pin(monkeypatch):

@@ -133,7 +133,9 @@ def test_header_continuation_in_a_parsed_patch():
 @pytest.mark.parametrize("field", ["Description", "Origin", "Bug", "Forwarded", "Applied-Upstream"])
 def test_missing_dep3_field(field):
     header = "".join(ln + "\n" for ln in HEAD.decode().splitlines() if not ln.startswith(f"{field}:"))
-    refuses((header + "--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1 +1 @@\n-a\n+b\n").encode(), f"DEP-3 header lacks {field}")
+    refuses(
+        (header + "--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1 +1 @@\n-a\n+b\n").encode(), f"DEP-3 header lacks {field}"
+    )
 
 
 def test_empty_dep3_field():
@@ -157,7 +159,10 @@ def test_wrong_counts_too_many_lines():
 
 
 def test_wrong_counts_too_few_lines_leave_a_stray_line():
-    refuses(body("--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n d\n"), "line 12: expected a '--- '/'+++ ' file header")
+    refuses(
+        body("--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n d\n"),
+        "line 12: expected a '--- '/'+++ ' file header",
+    )
 
 
 def test_truncated_hunk():
@@ -182,7 +187,11 @@ def test_missing_plus_line():
 
 
 def test_rename():
-    refuses(body("--- a/vllm/a.py\n+++ b/vllm/b.py\n@@ -1 +1 @@\n-a\n+b\n"), "renames are not supported", "vllm/a.py -> vllm/b.py")
+    refuses(
+        body("--- a/vllm/a.py\n+++ b/vllm/b.py\n@@ -1 +1 @@\n-a\n+b\n"),
+        "renames are not supported",
+        "vllm/a.py -> vllm/b.py",
+    )
 
 
 def test_dev_null_on_both_sides():

@@ -136,4 +136,7 @@ def test_port_reports_every_problem():
     patch = parse(data, "0001-x.patch")
     out, problems = port(data, patch, {"vllm/x.py": OLD.replace(b"line 9\n", b"nine\n")})
     assert out is None
-    assert problems == [Unported("vllm/x.py", 1, "context not found"), Unported("vllm/y.py", 0, "file is not in this release")]
+    assert problems == [
+        Unported("vllm/x.py", 1, "context not found"),
+        Unported("vllm/y.py", 0, "file is not in this release"),
+    ]

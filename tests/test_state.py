@@ -23,8 +23,12 @@ KERNEL_PATH = "vllm/kernels/new_kernel.py"
 
 def cli(home, site: Path, *args: str, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
     """`python apply.py ...` in a real process (so that os._exit really kills it)."""
-    full_env = {**os.environ, "VLLM_BACKPORTS_HOME": str(home.root), "VLLM_BACKPORTS_CACHE": str(home.root.parent / "cache"),
-                **(env or {})}
+    full_env = {
+        **os.environ,
+        "VLLM_BACKPORTS_HOME": str(home.root),
+        "VLLM_BACKPORTS_CACHE": str(home.root.parent / "cache"),
+        **(env or {}),
+    }
     return subprocess.run([sys.executable, "apply.py", *args, "--target", str(site)], cwd=REPO, env=full_env,
                           capture_output=True, text=True, timeout=120, **kw)
 
@@ -389,8 +393,19 @@ def test_a_run_waiting_on_a_lock_file_its_holder_removed_locks_the_new_one(home,
         procs = []
         for args in (["revert"], ["apply"]):  # revert finishes first and removes the lock file
             err = open(tmp_path / f"{args[0]}.err", "w")
-            procs.append((subprocess.Popen([sys.executable, "apply.py", *args, "--vllm", "0.20.0", "--target", str(site)],
-                                           cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=err, text=True), err))
+            procs.append(
+                (
+                    subprocess.Popen(
+                        [sys.executable, "apply.py", *args, "--vllm", "0.20.0", "--target", str(site)],
+                        cwd=REPO,
+                        env=env,
+                        stdout=subprocess.PIPE,
+                        stderr=err,
+                        text=True,
+                    ),
+                    err,
+                )
+            )
             deadline = time.monotonic() + 30
             while "waiting for another" not in (tmp_path / f"{args[0]}.err").read_text():
                 assert procs[-1][0].poll() is None, (tmp_path / f"{args[0]}.err").read_text()
@@ -469,7 +484,11 @@ def test_a_probe_left_by_a_killed_run_is_swept_and_a_live_ones_kept(home, site):
 def test_a_rollback_that_fails_too_says_so_and_the_next_run_finishes_it(home, site, monkeypatch):
     with monkeypatch.context() as patched:
         # the second target write fails, and every write after it (a disk that went read-only)
-        _failing_replace(patched, site, lambda rel, calls: len(calls) >= 2 or (len(calls) >= 1 and rel.startswith("vllm/.backports/")))
+        _failing_replace(
+            patched,
+            site,
+            lambda rel, calls: len(calls) >= 2 or (len(calls) >= 1 and rel.startswith("vllm/.backports/")),
+        )
         failed = run("--vllm", "0.20.0", "--target", str(site))
     assert failed.code == 1
     assert "rolling back failed too" in failed.err and "the run was rolled back" not in failed.err

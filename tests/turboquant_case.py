@@ -56,7 +56,9 @@ class Case:
     def expanded(self, builder, seq_lens):
         """The builder's per-token rows and lengths for this verify step."""
         qsl = torch.arange(0, len(seq_lens) * (K + 1) + 1, K + 1, dtype=torch.int32, device=self.device)
-        cam = SimpleNamespace(query_start_loc=qsl, seq_lens=torch.tensor(seq_lens, dtype=torch.int32, device=self.device))
+        cam = SimpleNamespace(
+            query_start_loc=qsl, seq_lens=torch.tensor(seq_lens, dtype=torch.int32, device=self.device)
+        )
         return builder._expand_decode_tokens(cam, len(seq_lens), len(seq_lens) * (K + 1))
 
     def per_request(self):

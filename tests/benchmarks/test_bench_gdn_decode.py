@@ -60,15 +60,20 @@ def test_graphs_mode_without_ngram_starts_one_engine_with_graphs_per_site_and_pa
 
     def fake_engine(spec, work, name, script):
         specs.append((name, spec["eager"], os.environ["PYTHONPATH"]))
-        return {"timed_rounds_tokens_per_s": [100.0, 101.0, 99.0] if os.environ["PYTHONPATH"].endswith("/a") else [99.0] * 3}
+        return {
+            "timed_rounds_tokens_per_s": [100.0, 101.0, 99.0] if os.environ["PYTHONPATH"].endswith("/a") else [99.0] * 3
+        }
 
     monkeypatch.setattr(bench, "preflight", lambda: "0.20.0")
     monkeypatch.setattr(bench.model, "write_model", lambda directory, mtp=False: directory)
     monkeypatch.setattr(bench, "run_engine", fake_engine)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    r = CliRunner().invoke(bench.main, ["--site", f"a={tmp_path / 'a'}", "--site", f"b={tmp_path / 'b'}", "--passes", "2",
-                                        "--mode", "graphs", "--no-ngram", "--work-dir", str(tmp_path / "w")])
+    r = CliRunner().invoke(
+        bench.main,
+        ["--site", f"a={tmp_path / 'a'}", "--site", f"b={tmp_path / 'b'}", "--passes", "2",
+         "--mode", "graphs", "--no-ngram", "--work-dir", str(tmp_path / "w")],
+    )
     assert r.exit_code == 0, r.output
     assert specs == [("nospec", False, str(tmp_path / p)) for p in ("a", "b", "a", "b")]
     import json

@@ -25,5 +25,7 @@ def test_without_a_gpu_it_says_so_in_one_line(tmp_path, monkeypatch):
         raise UsageError("verify needs a CUDA GPU; none is visible")
 
     monkeypatch.setattr(bench, "preflight", refuse)
-    r = CliRunner().invoke(bench.main, ["--site", f"a={tmp_path}", "--site", f"b={tmp_path}", "--work-dir", str(tmp_path / "w")])
+    r = CliRunner().invoke(
+        bench.main, ["--site", f"a={tmp_path}", "--site", f"b={tmp_path}", "--work-dir", str(tmp_path / "w")]
+    )
     assert r.exit_code == 1 and r.output.strip() == "Error: verify needs a CUDA GPU; none is visible"

@@ -32,7 +32,9 @@ def _real_home(monkeypatch):
     monkeypatch.setattr("vllm_backports.cli.HOME", REPO)
 
 
-def build_steps(version: str, *args: str, env: dict | None = None, timeout: int | None = None) -> subprocess.CompletedProcess:
+def build_steps(
+    version: str, *args: str, env: dict | None = None, timeout: int | None = None
+) -> subprocess.CompletedProcess:
     """images/build-steps.sh as an image build runs it, with this Python first on PATH."""
     env = {**os.environ, **(env or {}), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     return subprocess.run(["bash", str(REPO / "images/build-steps.sh"), version, *args], capture_output=True, text=True,

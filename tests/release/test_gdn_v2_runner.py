@@ -23,8 +23,11 @@ K = gdn_builder.K
 def modules(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("v2")
     with pytest.MonkeyPatch.context() as mp, gdn_builder.cpu_only(mp):
-        yield {"pristine": installed.load(tmp, RELEASE, STATE, False), "patched": installed.load(tmp, RELEASE, STATE, True),
-               "gdn": gdn_builder.modules(tmp, RELEASE)["patched"]}
+        yield {
+            "pristine": installed.load(tmp, RELEASE, STATE, False),
+            "patched": installed.load(tmp, RELEASE, STATE, True),
+            "gdn": gdn_builder.modules(tmp, RELEASE)["patched"],
+        }
 
 
 def _prepare(module, query_lens: list[int], drafts: list[int] | None, prefilling: list[bool], accepted: list[int]):
@@ -36,15 +39,31 @@ def _prepare(module, query_lens: list[int], drafts: list[int] | None, prefilling
     q = np.concatenate([[0], np.cumsum(query_lens)]).astype(np.int32)
     seq_lens = torch.tensor([40 + 4 * r + query_lens[r] for r in range(n)], dtype=torch.int32)
     batch = SimpleNamespace(
-        num_reqs=n, num_reqs_after_padding=n, num_tokens=int(q[-1]), num_tokens_after_padding=int(q[-1]),
-        query_start_loc_np=q, query_start_loc=torch.from_numpy(q), num_scheduled_tokens=np.array(query_lens, dtype=np.int32),
-        max_query_len=max(query_lens), seq_lens=seq_lens, seq_lens_cpu_upper_bound=seq_lens.clone(),
-        is_prefilling_np=np.array(prefilling), prefill_runs_as_decode_np=np.zeros(n, dtype=bool),
-        idx_mapping=torch.arange(n), num_draft_tokens_per_req=None if drafts is None else np.array(drafts, dtype=np.int32),
-        dcp_local_seq_lens=None, prompt_lens=None, positions=None,
+        num_reqs=n,
+        num_reqs_after_padding=n,
+        num_tokens=int(q[-1]),
+        num_tokens_after_padding=int(q[-1]),
+        query_start_loc_np=q,
+        query_start_loc=torch.from_numpy(q),
+        num_scheduled_tokens=np.array(query_lens, dtype=np.int32),
+        max_query_len=max(query_lens),
+        seq_lens=seq_lens,
+        seq_lens_cpu_upper_bound=seq_lens.clone(),
+        is_prefilling_np=np.array(prefilling),
+        prefill_runs_as_decode_np=np.zeros(n, dtype=bool),
+        idx_mapping=torch.arange(n),
+        num_draft_tokens_per_req=None if drafts is None else np.array(drafts, dtype=np.int32),
+        dcp_local_seq_lens=None,
+        prompt_lens=None,
+        positions=None,
     )
-    runner = SimpleNamespace(vllm_config=SimpleNamespace(num_speculative_tokens=K), _align_mode=False, max_model_len=512,
-                             num_accepted_tokens_gpu=torch.tensor(accepted, dtype=torch.int32), recoverssm=None)
+    runner = SimpleNamespace(
+        vllm_config=SimpleNamespace(num_speculative_tokens=K),
+        _align_mode=False,
+        max_model_len=512,
+        num_accepted_tokens_gpu=torch.tensor(accepted, dtype=torch.int32),
+        recoverssm=None,
+    )
     captured = {}
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(module, "build_attn_metadata", lambda **kw: captured.update(kw) or {})

@@ -52,7 +52,9 @@ def test_replay_of_a_perfect_output_counts_every_transition():
     s = script()
     steps = s.replay(0, s.continuations[0])
     # the engine emitted exactly the continuation, so every correct draft was accepted
-    for (offered, accepted), (o, c) in zip(steps, [SCHEDULE[i % len(SCHEDULE)] for i in range(len(steps))], strict=True):
+    for (offered, accepted), (o, c) in zip(
+        steps, [SCHEDULE[i % len(SCHEDULE)] for i in range(len(steps))], strict=True
+    ):
         assert offered == o and accepted == c
     t = transitions(steps)
     assert t["accepted_then_no_drafts"] > 0 and t["partial_acceptance"] > 0

@@ -241,7 +241,9 @@ def test_vllm_fused_projections_get_rows_that_add_up(written, safetensors, name)
     gdn = "model.layers.0.linear_attn."
     if model.MODEL_CLASSES[name].wrapper:
         assert shapes[gdn + "in_proj_qkv.weight"][0] + shapes[gdn + "in_proj_z.weight"][0] == 2 * key + 2 * value
-        assert shapes[gdn + "in_proj_b.weight"][0] + shapes[gdn + "in_proj_a.weight"][0] == 2 * c["linear_num_value_heads"]
+        assert (
+            shapes[gdn + "in_proj_b.weight"][0] + shapes[gdn + "in_proj_a.weight"][0] == 2 * c["linear_num_value_heads"]
+        )
     else:
         assert shapes[gdn + "in_proj_qkvz.weight"][0] == 2 * key + 2 * value
     assert shapes[gdn + "conv1d.weight"] == (2 * key + value, 1, c["linear_conv_kernel_dim"])

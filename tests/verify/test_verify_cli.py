@@ -16,7 +16,9 @@ def test_without_vllm_verify_refuses_in_one_line(tmp_path):
     work = tmp_path / "work"
     r = run("verify", "--work-dir", str(work))
     assert r.code == 2
-    assert r.err.strip().splitlines() == ["error: verify needs vLLM installed in this Python (run it in the image or after apply.py)"]
+    assert r.err.strip().splitlines() == [
+        "error: verify needs vLLM installed in this Python (run it in the image or after apply.py)"
+    ]
     assert not work.exists()
 
 
