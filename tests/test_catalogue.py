@@ -51,6 +51,7 @@ REPO = Path(__file__).resolve().parent.parent
             "bugs must be a list of strings",
         ),
         ('[series."0.33.0".files]\n', '[series."0.33.0".fils]\n', "unknown key 'fils'"),
+        ("ran_on_gpu = true\n", 'ran_on_gpu = "yes"\n', "ran_on_gpu must be bool, not 'yes'"),
     ],
     ids=[
         "missing-key",
@@ -60,6 +61,7 @@ REPO = Path(__file__).resolve().parent.parent
         "variant-since",
         "string-not-list",
         "series-table",
+        "gpu-flag",
     ],
 )
 def test_a_typo_in_versions_toml_is_one_line(tmp_path, old, new, message):
@@ -70,6 +72,10 @@ def test_a_typo_in_versions_toml_is_one_line(tmp_path, old, new, message):
     with pytest.raises(CatalogueError) as caught:
         Catalogue(tmp_path)
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_ran_on_gpu_defaults_to_false():
+    assert CAT.releases["0.20.0"].ran_on_gpu and not CAT.releases["0.20.1"].ran_on_gpu
 
 
 def test_a_releases_backports_are_what_its_series_applies_less_what_is_upstream():
