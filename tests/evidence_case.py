@@ -51,7 +51,8 @@ def verify_json(release: str = "0.31.0", *, target_errors: int = 0, control_erro
             row(preset, "target", target_errors, engine(release, FIX, preset, hits=hits, **on))]
     if control_crashed:
         rows.append({k: v for k, v in crashed_row({"scenario": preset, "site": "control", "batch": 16, "mode": "graphs",
-                                                    "prompts": [[2]] * SEQUENCES, "crashed": "exit -6"}).items()
+                                                    "prompts": [[2]] * SEQUENCES, "crashed": "exit -6",
+                                                    "backports": control_backports}).items()
                      if k != "regrets"})
     elif control_errors is not None:
         rows.append(row(preset, "control", control_errors,

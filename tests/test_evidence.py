@@ -39,7 +39,12 @@ def test_verdicts(home, case, verdict):
 def test_a_control_engine_that_died_is_a_failed_control(home):
     s = one(home, verify_json(control_crashed=True, preset="mtp"))
     assert s.verdict == "proof" and s.control_crashed == 1 and s.control_tokens == 0
-    assert "1 engine died" in evidence.row(s)
+    assert "1 engine died" in evidence.row(s) and "backports unknown" in evidence.row(s)
+
+
+def test_a_dead_control_is_named_by_its_sites_manifest(home):
+    s = one(home, verify_json(control_crashed=True, preset="mtp", control_backports=["gdn-spec-state"]))
+    assert s.control_backports == ("gdn-spec-state",) and "1 engine died; gdn-spec-state" in evidence.row(s)
 
 
 def test_summary_reads_the_engines_not_the_request(home):

@@ -112,7 +112,9 @@ def _distinct(values) -> tuple:
 
 def _backports(rows: list[dict]) -> tuple[str, ...] | None:
     """The backport ids the site's engines reported, in order met; None when none could say."""
-    known = [r["engine"]["backports"] for r in rows if r["engine"] and r["engine"].get("backports") is not None]
+    # A dead engine said nothing; verify then read the site's manifest into the row itself.
+    said = [r["engine"]["backports"] if r["engine"] else r.get("backports") for r in rows]
+    known = [b for b in said if b is not None]
     return _distinct(b for ids in known for b in ids) if known else None
 
 

@@ -107,9 +107,13 @@ def fake_session(monkeypatch, tmp_path, crash_on: str):
 def test_execute_records_a_control_engine_that_dies_and_still_judges_the_target(tmp_path, monkeypatch):
     from vllm_backports.verify.run import execute
 
+    # the control site's manifest names what it carries, though its engine never could
+    (tmp_path / "vllm" / ".backports").mkdir(parents=True)
+    (tmp_path / "vllm" / ".backports" / "manifest.json").write_text('{"applied": [{"id": "gdn-spec-state"}]}')
     result = execute(fake_session(monkeypatch, tmp_path, "control"), lambda line: None)
     control = [r for r in result["rows"] if r["site"] == "control"]
     assert len(control) == 1 and "illegal memory access" in control[0]["crashed"] and control[0]["tokens"] == 0
+    assert control[0]["backports"] == ["gdn-spec-state"] and control[0]["engine"] is None
     target = [r for r in result["rows"] if r["site"] == "target" and r["scenario"] == "mtp"]
     assert target[0]["tokens"] > 0 and target[0]["errors"] == 0
     assert result["proof"] == "control fails, target passes"

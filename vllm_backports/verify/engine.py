@@ -121,7 +121,12 @@ def backports_applied() -> list[str] | None:
     install, so an unpatched control is recognisable as one in its evidence."""
     import vllm
 
-    manifest = Path(vllm.__file__).parent / ".backports" / "manifest.json"
+    return manifest_backports(Path(vllm.__file__).parent)
+
+
+def manifest_backports(package: Path) -> list[str] | None:
+    """The backport ids recorded in the manifest of the vLLM package at `package`; [] without one."""
+    manifest = package / ".backports" / "manifest.json"
     if not manifest.exists():
         return []
     try:

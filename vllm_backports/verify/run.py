@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BackportError, UsageError
-from . import drafts, model, scenarios
+from . import drafts, engine, model, scenarios
 from .oracle import Reference, judge
 
 # The plain engine's worst regret is bf16 noise at near-ties; twice that, and at least one nat,
@@ -260,7 +260,9 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                             raise
                         # A control that dies (released TurboQuant + MTP reads out of bounds on
                         # 0.27 and 0.28) has failed; the target's runs are still judged.
-                        runs.append({**where_run, "crashed": str(exc), "tokens": None})
+                        # Its engine never described itself: what the site carries is read here.
+                        carried = engine.manifest_backports(Path(where) / "vllm")
+                        runs.append({**where_run, "crashed": str(exc), "tokens": None, "backports": carried})
                         continue
                     # A model drafter's proposals are not known offline: vLLM's own counters stand in.
                     hit = exercised(script, out["tokens"]) if script else out.get("spec_counters")
@@ -333,6 +335,8 @@ def crashed_row(run: dict) -> dict:
         "tokens_per_s": 0.0,
         "start_s": 0.0,
         "engine": None,
+        # what the control site carries, from its manifest: its engine never said
+        "backports": run.get("backports"),
         "regrets": [],
     }
 
