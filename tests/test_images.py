@@ -3,6 +3,8 @@ build-time smoke check."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import re
 import subprocess
@@ -10,7 +12,7 @@ import sys
 from pathlib import Path
 
 from vllm_backports.catalogue import Catalogue
-from vllm_backports.images import backport_revision, image_targets, render_bake
+from vllm_backports.images import BAKE_DATA, backport_revision, bake_data, image_targets, render_bake_data
 
 REPO = Path(__file__).resolve().parent.parent
 CAT = Catalogue(REPO)
@@ -45,15 +47,108 @@ def test_revision_changes_with_the_backports(tmp_path):
     assert backport_revision(edited, "0.21.0") == backport_revision(CAT, "0.21.0")
 
 
-def test_committed_bake_file_is_current():
-    assert (REPO / "images/docker-bake.hcl").read_text() == render_bake(CAT)
+def test_committed_bake_data_is_current():
+    assert (REPO / BAKE_DATA).read_text() == render_bake_data(CAT)
+
+
+def _bake_target_block() -> str:
+    hcl = (REPO / "images/docker-bake.hcl").read_text()
+    blocks = re.findall(r'^target "(\w+)" \{\n(.*?)^\}', hcl, re.M | re.S)
+    assert [name for name, _ in blocks] == ["image"]
+    return blocks[0][1]
+
+
+def _hcl_eval(expr: str, scope: dict):
+    """The few HCL expressions images/docker-bake.hcl uses: templates, names with .field and
+    [name] steps, replace(), lists and maps of those. Anything else raises."""
+    expr = expr.strip().rstrip(",")
+    if expr.startswith('"') and expr.endswith('"'):
+        return re.sub(r"\$\{([^}]*)\}", lambda m: str(_hcl_eval(m.group(1), scope)), expr[1:-1])
+    if m := re.fullmatch(r'replace\((.*), "(.*)", "(.*)"\)', expr):
+        return _hcl_eval(m.group(1), scope).replace(m.group(2), m.group(3))
+    if m := re.fullmatch(r"keys\((\w+)\)", expr):
+        return sorted(scope[m.group(1)])
+    assert re.fullmatch(r"\w+(\.\w+|\[\w+\])*", expr), f"not understood here: {expr}"
+    steps = re.findall(r"(\w+)|\.(\w+)|\[(\w+)\]", expr)
+    value = scope[steps[0][0]]
+    for _, field, index in steps[1:]:
+        value = value[field] if field else value[scope[index]]
+    return value
+
+
+def _expand_bake(data: dict | None = None) -> dict[str, dict]:
+    """images/docker-bake.hcl's matrix target over images/bake-data.json (or `data`), expanded as
+    bake does."""
+    body = _bake_target_block()
+    data = data or json.loads((REPO / BAKE_DATA).read_text())
+    variables = {k: v["default"] for k, v in data["variable"].items()}
+    attrs = dict(re.findall(r"^  (\w+)\s*=\s*(.*?)(?=^  \w+\s*=|\Z)", body, re.M | re.S))
+    matrix = re.fullmatch(r"\{ img = (\w+), arch = (.*) \}", attrs.pop("matrix").strip())
+    assert matrix, "matrix is { img = ..., arch = ... }"
+    out = {}
+    for img in _hcl_eval(matrix.group(1), variables):
+        for arch in _hcl_eval(matrix.group(2), variables):
+            scope = variables | {"img": img, "arch": arch}
+            target = {}
+            for key, raw in attrs.items():
+                raw = raw.strip()
+                if raw.startswith("["):
+                    target[key] = [_hcl_eval(x, scope) for x in raw[1:-1].split("\n") if x.strip()]
+                elif raw.startswith("{"):
+                    pairs = re.findall(r"^\s*(\"[^\"]+\"|\w+)\s*=\s*(.+)$", raw[1:-1], re.M)
+                    target[key] = {k.strip('"'): _hcl_eval(v, scope) for k, v in pairs}
+                else:
+                    target[key] = _hcl_eval(raw, scope)
+            out[target.pop("name")] = target
+    return out
+
+
+def test_bake_matrix_expands_to_every_image_target():
+    expanded = _expand_bake()
+    targets = image_targets(CAT)
+    assert sorted(expanded) == sorted(t["name"] for t in targets)
+    for t in targets:
+        got = expanded[t["name"]]
+        assert got["platforms"] == t["platforms"] and got["tags"] == t["tags"]
+        assert got["args"] == {
+            "BASE_IMAGE": t["base"],
+            "VLLM_VERSION": t["vllm"],
+            "BACKPORT_REVISION": t["revision"],
+            "GPU_ARCH": t["arch"],
+        }
+        assert got["labels"]["org.opencontainers.image.version"] == f"{t['vllm']}-bp{t['revision']}"
+        assert got["labels"]["io.vllm-backports.series"] == t["series"]
+        assert got["context"] == "." and got["dockerfile"] == "images/Dockerfile"
+
+
+def test_bake_groups_name_only_expanded_targets():
+    data = bake_data(CAT)
+    names = set(_expand_bake())
+    groups = data["group"]
+    assert groups.pop("default") == {"targets": ["image"]}
+    assert set(groups) == set(CAT.arches) | set(CAT.variants)
+    assert all(set(g["targets"]) <= names for g in groups.values())
+    assert set(groups["hopper"]["targets"]) | set(groups["ampere"]["targets"]) == names
+
+
+def test_bake_data_pins_a_base_by_digest_where_versions_toml_has_one():
+    digest = "sha256:" + "a" * 64
+    edited = copy.copy(CAT)
+    edited.releases = dict(CAT.releases) | {
+        "0.20.0": dataclasses.replace(CAT.releases["0.20.0"], image_digests={"hopper": digest})
+    }
+    rows = bake_data(edited)["variable"]["IMAGES"]["default"]
+    row = next(r for r in rows if r["vllm"] == "0.20.0" and not r["suffix"])
+    assert row["bases"] == {"ampere": "vllm/vllm-openai:v0.20.0", "hopper": f"vllm/vllm-openai:v0.20.0@{digest}"}
+    expanded = _expand_bake(json.loads(render_bake_data(edited)))
+    assert expanded["v0-20-0-hopper"]["args"]["BASE_IMAGE"] == f"vllm/vllm-openai:v0.20.0@{digest}"
+    assert expanded["v0-20-0-ampere"]["args"]["BASE_IMAGE"] == "vllm/vllm-openai:v0.20.0"
 
 
 def test_dockerfile_declares_every_bake_arg():
     dockerfile = (REPO / "images/Dockerfile").read_text()
     declared = set(re.findall(r"^ARG (\w+)", dockerfile, re.M))
-    blocks = re.findall(r"args = \{\n(.*?)\n  \}", render_bake(CAT), re.S)
-    passed = {m for block in blocks for m in re.findall(r"^\s+(\w+) = ", block, re.M)}
+    passed = {k for t in _expand_bake().values() for k in t["args"]}
     assert passed == {"BASE_IMAGE", "VLLM_VERSION", "BACKPORT_REVISION", "GPU_ARCH"}
     assert passed <= declared
 

@@ -285,17 +285,15 @@ def render_arches(cat: Catalogue) -> str:
 
 
 @main.command()
-@click.option(
-    "--write", is_flag=True, help="Rewrite images/docker-bake.hcl (otherwise show the diff, exit 1 on drift)."
-)
+@click.option("--write", is_flag=True, help="Rewrite images/bake-data.json (otherwise show the diff, exit 1 on drift).")
 def bake(write: bool) -> None:
-    """Regenerate images/docker-bake.hcl (release x arch) from versions.toml."""
-    from .images import render_bake
+    """Regenerate images/bake-data.json, the releases, variants and arches images/docker-bake.hcl
+    crosses, from versions.toml."""
+    from .images import BAKE_DATA, render_bake_data
 
-    path = HOME / "images" / "docker-bake.hcl"
-    _write_or_diff(
-        path, path.read_text() if path.exists() else "", render_bake(Catalogue(HOME)), write, "bake file is current"
-    )
+    path = HOME / BAKE_DATA
+    new = render_bake_data(Catalogue(HOME))
+    _write_or_diff(path, path.read_text() if path.exists() else "", new, write, "bake data is current", BAKE_DATA)
 
 
 @main.command("matrix-json")
