@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from vllm_backports.catalogue import Catalogue
@@ -198,17 +199,123 @@ def test_gpu_smoke_runs_each_platform_of_an_image_on_its_own_runner():
     assert len({j["name"] for j in jobs}) == len(jobs)
 
 
-def test_workflow_smoke_job_reads_the_smoke_matrix_and_runs_verify():
+def _workflow_jobs() -> dict[str, str]:
+    """images.yml's jobs, each as its text."""
     workflow = (REPO / ".github/workflows/images.yml").read_text()
-    smoke = workflow[workflow.index("  gpu-smoke:"):]
+    jobs = workflow[workflow.index("\njobs:\n") :]
+    parts = re.split(r"^  ([a-z-]+):\n", jobs, flags=re.M)[1:]
+    return dict(zip(parts[::2], parts[1::2], strict=True))
+
+
+def _matrix_json(kind: str) -> list[dict]:
+    out = subprocess.run([sys.executable, "-m", "vllm_backports.maint", "matrix-json", kind], cwd=REPO,
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["include"]
+
+
+def test_every_matrix_field_the_workflow_reads_is_in_every_row_the_tool_prints():
+    jobs = _workflow_jobs()
+    gen = jobs["matrix"]
+    read = 0
+    for name, text in jobs.items():
+        m = re.search(r"fromJSON\(needs\.matrix\.outputs\.(\w+)\)", text)
+        if not m:
+            continue
+        kind = m.group(1)
+        assert f"maint matrix-json {kind})" in gen and f'echo "{kind}=${kind}" >> "$GITHUB_OUTPUT"' in gen
+        fields = set(re.findall(r"(?<![\w.])matrix\.(\w+)", text))
+        rows = _matrix_json(kind)
+        assert rows and fields, name
+        missing = {f for f in fields for row in rows if f not in row}
+        assert not missing, f"{name} reads matrix.{missing} that `matrix-json {kind}` lacks"
+        read += 1
+    assert read == 3  # build, publish, gpu-smoke
+
+
+def test_publish_builds_each_platform_natively_and_joins_them_per_image():
+    builds, images = _matrix_json("builds"), _matrix_json("images")
+    hopper = [b for b in builds if b["name"] == "v0-28-0-hopper"]
+    assert {b["platform"]: b["runner"] for b in hopper} == {
+        "linux/amd64": "ubuntu-24.04",
+        "linux/arm64": "ubuntu-24.04-arm",
+    }
+    assert len({b["job"] for b in builds}) == len(builds)
+    by_name = {i["name"]: i for i in images}
+    assert by_name["v0-28-0-hopper"]["platforms"] == 2 and by_name["v0-28-0-ampere"]["platforms"] == 1
+    assert sum(i["platforms"] for i in images) == len(builds)
+    rev = backport_revision(CAT, "0.28.0")
+    assert by_name["v0-28-0-hopper-cu129"]["pinned"].endswith(f":v0.28.0-hopper-cu129-bp{rev}")
+    assert by_name["v0-28-0-hopper-cu129"]["moving"].endswith(":v0.28.0-hopper-cu129")
+    # GitHub refuses a matrix of more than 256 jobs.
+    assert max(len(builds), len(images), len(_matrix_json("smoke"))) <= 256
+
+
+def test_workflow_publishes_attested_signed_images_and_never_moves_a_pinned_tag():
+    jobs = _workflow_jobs()
+    assert "maint digests\n" in jobs["matrix"] and "maint bake\n" in jobs["matrix"]
+    build = jobs["build"]
+    assert "docker buildx bake -f images/docker-bake.hcl -f images/bake-data.json" in build
+    assert "--provenance=mode=max --sbom=true" in build and "push-by-digest=true" in build
+    assert "*.labels.org.opencontainers.image.revision=${{ github.sha }}" in build
+    # A published -bp tag is neither rebuilt nor re-pointed.
+    assert 'imagetools inspect "${{ matrix.pinned }}"' in build and "steps.exists.outputs.skip != 'true'" in build
+    publish = jobs["publish"]
+    assert "id-token: write" in publish and 'cosign sign --yes "$REPO@$digest"' in publish
+    exists = publish.index('if docker buildx imagetools inspect "$PINNED"')
+    assert publish.index('imagetools create -t "$MOVING" "$PINNED"') > exists
+    assert publish.index('-t "$PINNED" -t "$MOVING"') > publish.index("else", exists)
+    assert '${#digests[@]} -ne "${{ matrix.platforms }}"' in publish
+
+
+def test_workflow_smoke_job_reads_the_smoke_matrix_and_runs_verify():
+    smoke = _workflow_jobs()["gpu-smoke"]
     assert "fromJSON(needs.matrix.outputs.smoke)" in smoke and "runs-on: ${{ matrix.runs_on }}" in smoke
     assert "apply.py verify" in smoke and "--prefill-backend ${{ matrix.gdn_prefill_backend }}" in smoke
-    # A build that failed leaves the tag on an older image: the smoke test checks what it pulled.
-    build = workflow[workflow.index("  build:"):workflow.index("  gpu-smoke:")]
-    assert "*.labels.org.opencontainers.image.revision=${{ github.sha }}" in build
-    assert '"org.opencontainers.image.revision"' in smoke and '!= "${{ github.sha }}"' in smoke
+    # What it pulled is signed by this workflow and carries the revision the smoke row expects.
+    assert "cosign verify" in smoke and "images.yml@" in smoke
+    assert '"io.vllm-backports.revision"' in smoke and '!= "${{ matrix.revision }}"' in smoke
 
 
+def _version(id: int, tags: list[str], days_old: int) -> dict:
+    made = datetime(2026, 11, 1, tzinfo=UTC) - timedelta(days=days_old)
+    return {"id": id, "created_at": made.isoformat().replace("+00:00", "Z"),
+            "metadata": {"container": {"tags": tags}}}
+
+
+def test_retention_deletes_only_old_superseded_pinned_builds_no_release_note_names():
+    from vllm_backports.images import prune_plan
+
+    cutoff = datetime(2026, 11, 1, tzinfo=UTC) - timedelta(days=180)
+    current = {"v0.28.0-hopper-bpd2bfcb40", "v0.28.0-hopper"}
+    versions = [
+        _version(1, ["v0.28.0-hopper-bp11111111"], 400),  # superseded, old: deleted
+        _version(2, ["v0.28.0-hopper-bp22222222"], 400),  # named in a release note: kept
+        _version(3, ["v0.28.0-hopper-bpd2bfcb40"], 400),  # what the tag means now: kept
+        _version(4, ["v0.28.0-hopper-bp33333333", "v0.28.0-hopper"], 400),  # carries a moving tag
+        _version(5, ["v0.28.0-hopper-cu129-bp44444444"], 30),  # too young
+        _version(6, [], 400),  # a platform image or attestation of an index
+        _version(7, ["sha256-" + "a" * 64 + ".sig"], 400),  # a signature
+        _version(8, ["v0.20.0-ampere-cu129-bp55555555"], 400),  # superseded, old: deleted
+    ]
+    notes = "Fixed in ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-bp22222222 (see #12)."
+    plan = prune_plan(versions, notes, current, cutoff)
+    assert [p["id"] for p in plan] == [1, 8]
+
+
+def test_prune_plan_command_reads_every_page_and_keeps_current_tags(tmp_path):
+    from click.testing import CliRunner
+
+    from vllm_backports.maint import main
+
+    current = next(t for t in image_targets(CAT) if t["name"] == "v0-28-0-hopper")["tags"][0].rsplit(":", 1)[1]
+    pages = [[_version(1, ["v0.28.0-hopper-bp11111111"], 4000)], [_version(2, [current], 4000)],
+             [_version(3, ["v0.28.0-hopper-bp33333333"], 4000)]]
+    (tmp_path / "v.json").write_text("".join(json.dumps(page) + "\n" for page in pages))
+    (tmp_path / "notes.txt").write_text("v0.28.0-hopper-bp33333333\n")
+    result = CliRunner().invoke(main, ["prune-plan", "--versions", str(tmp_path / "v.json"),
+                                       "--notes", str(tmp_path / "notes.txt")])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == [{"id": 1, "tags": ["v0.28.0-hopper-bp11111111"]}]
 def test_tag_variants_are_built_from_their_first_release_with_their_own_base_and_tags():
     targets = {t["name"]: t for t in image_targets(CAT)}
     since = CAT.variants["cu129"].since

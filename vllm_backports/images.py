@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+from datetime import datetime
 
 from .catalogue import RUNNER_ARCH, Catalogue
 
@@ -108,6 +110,61 @@ def render_bake_data(cat: Catalogue) -> str:
     return text
 
 
+# GitHub-hosted runners of each CPU arch: arm64 images (GH200) are built natively, not under QEMU.
+HOSTED_RUNNER = {"linux/amd64": "ubuntu-24.04", "linux/arm64": "ubuntu-24.04-arm"}
+
+
+def publish_matrices(cat: Catalogue) -> dict[str, dict]:
+    """The publish workflow's matrices: `builds`, one job per image and platform (pushed by
+    digest), and `images`, one job per image that joins its platforms under its tags and signs."""
+    builds, images = [], []
+    for t in image_targets(cat):
+        pinned, moving = t["tags"]
+        images.append(
+            {
+                "name": t["name"],
+                "vllm": t["vllm"],
+                "arch": t["arch"],
+                "revision": t["revision"],
+                "pinned": pinned,
+                "moving": moving,
+                "platforms": len(t["platforms"]),
+            }
+        )
+        for platform in t["platforms"]:
+            builds.append(
+                {
+                    "name": t["name"],
+                    "platform": platform,
+                    "runner": HOSTED_RUNNER[platform],
+                    "job": f"{t['name']}-{platform.split('/')[1]}",
+                    "pinned": pinned,
+                }
+            )
+    return {"builds": {"include": builds}, "images": {"include": images}}
+
+
+PINNED_TAG = re.compile(r"v\d+\.\d+\.\d+(?:\.\w+)?-[a-z0-9]+(?:-[a-z0-9]+)?-bp[0-9a-f]{8}")
+
+
+def prune_plan(versions: list[dict], notes: str, current: set[str], cutoff: datetime) -> list[dict]:
+    """Which package versions of the registry (GitHub's package API rows) retention deletes: only
+    versions every tag of which is a pinned `-bp` tag that no image carries now, that no release
+    note names, and that were made before `cutoff`. Untagged versions (the platform images and
+    attestations of a multi-platform index) and signatures are never deleted here."""
+    plan = []
+    for v in versions:
+        tags = v.get("metadata", {}).get("container", {}).get("tags", [])
+        if not tags or not all(PINNED_TAG.fullmatch(tag) for tag in tags):
+            continue
+        if any(tag in current or tag in notes for tag in tags):
+            continue
+        if datetime.fromisoformat(v["created_at"].replace("Z", "+00:00")) >= cutoff:
+            continue
+        plan.append({"id": v["id"], "tags": tags})
+    return plan
+
+
 # GitHub gives every self-hosted runner its CPU arch as a label; ours add `gpu-<arch>`.
 
 
@@ -124,6 +181,7 @@ def smoke_targets(cat: Catalogue) -> list[dict]:
                     "arch": t["arch"],
                     "platform": platform,
                     "image": t["tags"][0],
+                    "revision": t["revision"],
                     "gdn_prefill_backend": t["gdn_prefill_backend"],
                     "runs_on": ["self-hosted", "linux", RUNNER_ARCH[platform], f"gpu-{t['arch']}"],
                 }
