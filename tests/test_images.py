@@ -344,3 +344,15 @@ def test_builder_matrix_runs_each_release_s_builder_tests_with_its_torch():
     assert rows["0.21.0"]["tests"].split() == [gdn, tq, kernel]
     assert rows["0.26.0"]["tests"].split() == [gdn, tq, kernel, shape]
     assert rows["0.33.0"]["tests"].split() == [tq, kernel]  # upstream carries the GDN fix from 0.32.0
+
+
+def test_ci_builds_images_for_two_served_releases_one_of_them_0_27_or_newer():
+    from packaging.version import Version
+
+    script = (REPO / ".ci/images.sh").read_text()
+    default = re.search(r"^\[ \$\{#releases\[@\]\} -gt 0 \] \|\| releases=\(([^)]*)\)$", script, re.M)
+    assert default, "images.sh names its default releases"
+    releases = default.group(1).split()
+    assert len(releases) == 2 and all(CAT.releases[v].series for v in releases)
+    assert any(Version(v) >= Version("0.27.0") for v in releases)
+    assert "bash .ci/images.sh" in (REPO / ".ci/run").read_text()
