@@ -3,14 +3,17 @@ build-time smoke check."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import re
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from vllm_backports.catalogue import Catalogue
-from vllm_backports.images import backport_revision, image_targets, render_bake
+from vllm_backports.images import BAKE_DATA, backport_revision, bake_data, image_targets, render_bake_data
 
 REPO = Path(__file__).resolve().parent.parent
 CAT = Catalogue(REPO)
@@ -45,15 +48,108 @@ def test_revision_changes_with_the_backports(tmp_path):
     assert backport_revision(edited, "0.21.0") == backport_revision(CAT, "0.21.0")
 
 
-def test_committed_bake_file_is_current():
-    assert (REPO / "images/docker-bake.hcl").read_text() == render_bake(CAT)
+def test_committed_bake_data_is_current():
+    assert (REPO / BAKE_DATA).read_text() == render_bake_data(CAT)
+
+
+def _bake_target_block() -> str:
+    hcl = (REPO / "images/docker-bake.hcl").read_text()
+    blocks = re.findall(r'^target "(\w+)" \{\n(.*?)^\}', hcl, re.M | re.S)
+    assert [name for name, _ in blocks] == ["image"]
+    return blocks[0][1]
+
+
+def _hcl_eval(expr: str, scope: dict):
+    """The few HCL expressions images/docker-bake.hcl uses: templates, names with .field and
+    [name] steps, replace(), lists and maps of those. Anything else raises."""
+    expr = expr.strip().rstrip(",")
+    if expr.startswith('"') and expr.endswith('"'):
+        return re.sub(r"\$\{([^}]*)\}", lambda m: str(_hcl_eval(m.group(1), scope)), expr[1:-1])
+    if m := re.fullmatch(r'replace\((.*), "(.*)", "(.*)"\)', expr):
+        return _hcl_eval(m.group(1), scope).replace(m.group(2), m.group(3))
+    if m := re.fullmatch(r"keys\((\w+)\)", expr):
+        return sorted(scope[m.group(1)])
+    assert re.fullmatch(r"\w+(\.\w+|\[\w+\])*", expr), f"not understood here: {expr}"
+    steps = re.findall(r"(\w+)|\.(\w+)|\[(\w+)\]", expr)
+    value = scope[steps[0][0]]
+    for _, field, index in steps[1:]:
+        value = value[field] if field else value[scope[index]]
+    return value
+
+
+def _expand_bake(data: dict | None = None) -> dict[str, dict]:
+    """images/docker-bake.hcl's matrix target over images/bake-data.json (or `data`), expanded as
+    bake does."""
+    body = _bake_target_block()
+    data = data or json.loads((REPO / BAKE_DATA).read_text())
+    variables = {k: v["default"] for k, v in data["variable"].items()}
+    attrs = dict(re.findall(r"^  (\w+)\s*=\s*(.*?)(?=^  \w+\s*=|\Z)", body, re.M | re.S))
+    matrix = re.fullmatch(r"\{ img = (\w+), arch = (.*) \}", attrs.pop("matrix").strip())
+    assert matrix, "matrix is { img = ..., arch = ... }"
+    out = {}
+    for img in _hcl_eval(matrix.group(1), variables):
+        for arch in _hcl_eval(matrix.group(2), variables):
+            scope = variables | {"img": img, "arch": arch}
+            target = {}
+            for key, raw in attrs.items():
+                raw = raw.strip()
+                if raw.startswith("["):
+                    target[key] = [_hcl_eval(x, scope) for x in raw[1:-1].split("\n") if x.strip()]
+                elif raw.startswith("{"):
+                    pairs = re.findall(r"^\s*(\"[^\"]+\"|\w+)\s*=\s*(.+)$", raw[1:-1], re.M)
+                    target[key] = {k.strip('"'): _hcl_eval(v, scope) for k, v in pairs}
+                else:
+                    target[key] = _hcl_eval(raw, scope)
+            out[target.pop("name")] = target
+    return out
+
+
+def test_bake_matrix_expands_to_every_image_target():
+    expanded = _expand_bake()
+    targets = image_targets(CAT)
+    assert sorted(expanded) == sorted(t["name"] for t in targets)
+    for t in targets:
+        got = expanded[t["name"]]
+        assert got["platforms"] == t["platforms"] and got["tags"] == t["tags"]
+        assert got["args"] == {
+            "BASE_IMAGE": t["base"],
+            "VLLM_VERSION": t["vllm"],
+            "BACKPORT_REVISION": t["revision"],
+            "GPU_ARCH": t["arch"],
+        }
+        assert got["labels"]["org.opencontainers.image.version"] == f"{t['vllm']}-bp{t['revision']}"
+        assert got["labels"]["io.vllm-backports.series"] == t["series"]
+        assert got["context"] == "." and got["dockerfile"] == "images/Dockerfile"
+
+
+def test_bake_groups_name_only_expanded_targets():
+    data = bake_data(CAT)
+    names = set(_expand_bake())
+    groups = data["group"]
+    assert groups.pop("default") == {"targets": ["image"]}
+    assert set(groups) == set(CAT.arches) | set(CAT.variants)
+    assert all(set(g["targets"]) <= names for g in groups.values())
+    assert set(groups["hopper"]["targets"]) | set(groups["ampere"]["targets"]) == names
+
+
+def test_bake_data_pins_a_base_by_digest_where_versions_toml_has_one():
+    digest = "sha256:" + "a" * 64
+    edited = copy.copy(CAT)
+    edited.releases = dict(CAT.releases) | {
+        "0.20.0": dataclasses.replace(CAT.releases["0.20.0"], image_digests={"hopper": digest})
+    }
+    rows = bake_data(edited)["variable"]["IMAGES"]["default"]
+    row = next(r for r in rows if r["vllm"] == "0.20.0" and not r["suffix"])
+    assert row["bases"] == {"ampere": "vllm/vllm-openai:v0.20.0", "hopper": f"vllm/vllm-openai:v0.20.0@{digest}"}
+    expanded = _expand_bake(json.loads(render_bake_data(edited)))
+    assert expanded["v0-20-0-hopper"]["args"]["BASE_IMAGE"] == f"vllm/vllm-openai:v0.20.0@{digest}"
+    assert expanded["v0-20-0-ampere"]["args"]["BASE_IMAGE"] == "vllm/vllm-openai:v0.20.0"
 
 
 def test_dockerfile_declares_every_bake_arg():
     dockerfile = (REPO / "images/Dockerfile").read_text()
     declared = set(re.findall(r"^ARG (\w+)", dockerfile, re.M))
-    blocks = re.findall(r"args = \{\n(.*?)\n  \}", render_bake(CAT), re.S)
-    passed = {m for block in blocks for m in re.findall(r"^\s+(\w+) = ", block, re.M)}
+    passed = {k for t in _expand_bake().values() for k in t["args"]}
     assert passed == {"BASE_IMAGE", "VLLM_VERSION", "BACKPORT_REVISION", "GPU_ARCH"}
     assert passed <= declared
 
@@ -103,17 +199,123 @@ def test_gpu_smoke_runs_each_platform_of_an_image_on_its_own_runner():
     assert len({j["name"] for j in jobs}) == len(jobs)
 
 
-def test_workflow_smoke_job_reads_the_smoke_matrix_and_runs_verify():
+def _workflow_jobs() -> dict[str, str]:
+    """images.yml's jobs, each as its text."""
     workflow = (REPO / ".github/workflows/images.yml").read_text()
-    smoke = workflow[workflow.index("  gpu-smoke:"):]
+    jobs = workflow[workflow.index("\njobs:\n") :]
+    parts = re.split(r"^  ([a-z-]+):\n", jobs, flags=re.M)[1:]
+    return dict(zip(parts[::2], parts[1::2], strict=True))
+
+
+def _matrix_json(kind: str) -> list[dict]:
+    out = subprocess.run([sys.executable, "-m", "vllm_backports.maint", "matrix-json", kind], cwd=REPO,
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["include"]
+
+
+def test_every_matrix_field_the_workflow_reads_is_in_every_row_the_tool_prints():
+    jobs = _workflow_jobs()
+    gen = jobs["matrix"]
+    read = 0
+    for name, text in jobs.items():
+        m = re.search(r"fromJSON\(needs\.matrix\.outputs\.(\w+)\)", text)
+        if not m:
+            continue
+        kind = m.group(1)
+        assert f"maint matrix-json {kind})" in gen and f'echo "{kind}=${kind}" >> "$GITHUB_OUTPUT"' in gen
+        fields = set(re.findall(r"(?<![\w.])matrix\.(\w+)", text))
+        rows = _matrix_json(kind)
+        assert rows and fields, name
+        missing = {f for f in fields for row in rows if f not in row}
+        assert not missing, f"{name} reads matrix.{missing} that `matrix-json {kind}` lacks"
+        read += 1
+    assert read == 3  # build, publish, gpu-smoke
+
+
+def test_publish_builds_each_platform_natively_and_joins_them_per_image():
+    builds, images = _matrix_json("builds"), _matrix_json("images")
+    hopper = [b for b in builds if b["name"] == "v0-28-0-hopper"]
+    assert {b["platform"]: b["runner"] for b in hopper} == {
+        "linux/amd64": "ubuntu-24.04",
+        "linux/arm64": "ubuntu-24.04-arm",
+    }
+    assert len({b["job"] for b in builds}) == len(builds)
+    by_name = {i["name"]: i for i in images}
+    assert by_name["v0-28-0-hopper"]["platforms"] == 2 and by_name["v0-28-0-ampere"]["platforms"] == 1
+    assert sum(i["platforms"] for i in images) == len(builds)
+    rev = backport_revision(CAT, "0.28.0")
+    assert by_name["v0-28-0-hopper-cu129"]["pinned"].endswith(f":v0.28.0-hopper-cu129-bp{rev}")
+    assert by_name["v0-28-0-hopper-cu129"]["moving"].endswith(":v0.28.0-hopper-cu129")
+    # GitHub refuses a matrix of more than 256 jobs.
+    assert max(len(builds), len(images), len(_matrix_json("smoke"))) <= 256
+
+
+def test_workflow_publishes_attested_signed_images_and_never_moves_a_pinned_tag():
+    jobs = _workflow_jobs()
+    assert "maint digests\n" in jobs["matrix"] and "maint bake\n" in jobs["matrix"]
+    build = jobs["build"]
+    assert "docker buildx bake -f images/docker-bake.hcl -f images/bake-data.json" in build
+    assert "--provenance=mode=max --sbom=true" in build and "push-by-digest=true" in build
+    assert "*.labels.org.opencontainers.image.revision=${{ github.sha }}" in build
+    # A published -bp tag is neither rebuilt nor re-pointed.
+    assert 'imagetools inspect "${{ matrix.pinned }}"' in build and "steps.exists.outputs.skip != 'true'" in build
+    publish = jobs["publish"]
+    assert "id-token: write" in publish and 'cosign sign --yes "$REPO@$digest"' in publish
+    exists = publish.index('if docker buildx imagetools inspect "$PINNED"')
+    assert publish.index('imagetools create -t "$MOVING" "$PINNED"') > exists
+    assert publish.index('-t "$PINNED" -t "$MOVING"') > publish.index("else", exists)
+    assert '${#digests[@]} -ne "${{ matrix.platforms }}"' in publish
+
+
+def test_workflow_smoke_job_reads_the_smoke_matrix_and_runs_verify():
+    smoke = _workflow_jobs()["gpu-smoke"]
     assert "fromJSON(needs.matrix.outputs.smoke)" in smoke and "runs-on: ${{ matrix.runs_on }}" in smoke
     assert "apply.py verify" in smoke and "--prefill-backend ${{ matrix.gdn_prefill_backend }}" in smoke
-    # A build that failed leaves the tag on an older image: the smoke test checks what it pulled.
-    build = workflow[workflow.index("  build:"):workflow.index("  gpu-smoke:")]
-    assert "*.labels.org.opencontainers.image.revision=${{ github.sha }}" in build
-    assert '"org.opencontainers.image.revision"' in smoke and '!= "${{ github.sha }}"' in smoke
+    # What it pulled is signed by this workflow and carries the revision the smoke row expects.
+    assert "cosign verify" in smoke and "images.yml@" in smoke
+    assert '"io.vllm-backports.revision"' in smoke and '!= "${{ matrix.revision }}"' in smoke
 
 
+def _version(id: int, tags: list[str], days_old: int) -> dict:
+    made = datetime(2026, 11, 1, tzinfo=UTC) - timedelta(days=days_old)
+    return {"id": id, "created_at": made.isoformat().replace("+00:00", "Z"),
+            "metadata": {"container": {"tags": tags}}}
+
+
+def test_retention_deletes_only_old_superseded_pinned_builds_no_release_note_names():
+    from vllm_backports.images import prune_plan
+
+    cutoff = datetime(2026, 11, 1, tzinfo=UTC) - timedelta(days=180)
+    current = {"v0.28.0-hopper-bpd2bfcb40", "v0.28.0-hopper"}
+    versions = [
+        _version(1, ["v0.28.0-hopper-bp11111111"], 400),  # superseded, old: deleted
+        _version(2, ["v0.28.0-hopper-bp22222222"], 400),  # named in a release note: kept
+        _version(3, ["v0.28.0-hopper-bpd2bfcb40"], 400),  # what the tag means now: kept
+        _version(4, ["v0.28.0-hopper-bp33333333", "v0.28.0-hopper"], 400),  # carries a moving tag
+        _version(5, ["v0.28.0-hopper-cu129-bp44444444"], 30),  # too young
+        _version(6, [], 400),  # a platform image or attestation of an index
+        _version(7, ["sha256-" + "a" * 64 + ".sig"], 400),  # a signature
+        _version(8, ["v0.20.0-ampere-cu129-bp55555555"], 400),  # superseded, old: deleted
+    ]
+    notes = "Fixed in ghcr.io/vllm-backports/vllm-backports:v0.28.0-hopper-bp22222222 (see #12)."
+    plan = prune_plan(versions, notes, current, cutoff)
+    assert [p["id"] for p in plan] == [1, 8]
+
+
+def test_prune_plan_command_reads_every_page_and_keeps_current_tags(tmp_path):
+    from click.testing import CliRunner
+
+    from vllm_backports.maint import main
+
+    current = next(t for t in image_targets(CAT) if t["name"] == "v0-28-0-hopper")["tags"][0].rsplit(":", 1)[1]
+    pages = [[_version(1, ["v0.28.0-hopper-bp11111111"], 4000)], [_version(2, [current], 4000)],
+             [_version(3, ["v0.28.0-hopper-bp33333333"], 4000)]]
+    (tmp_path / "v.json").write_text("".join(json.dumps(page) + "\n" for page in pages))
+    (tmp_path / "notes.txt").write_text("v0.28.0-hopper-bp33333333\n")
+    result = CliRunner().invoke(main, ["prune-plan", "--versions", str(tmp_path / "v.json"),
+                                       "--notes", str(tmp_path / "notes.txt")])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == [{"id": 1, "tags": ["v0.28.0-hopper-bp11111111"]}]
 def test_tag_variants_are_built_from_their_first_release_with_their_own_base_and_tags():
     targets = {t["name"]: t for t in image_targets(CAT)}
     since = CAT.variants["cu129"].since
@@ -142,3 +344,15 @@ def test_builder_matrix_runs_each_release_s_builder_tests_with_its_torch():
     assert rows["0.21.0"]["tests"].split() == [gdn, tq, kernel]
     assert rows["0.26.0"]["tests"].split() == [gdn, tq, kernel, shape]
     assert rows["0.33.0"]["tests"].split() == [tq, kernel]  # upstream carries the GDN fix from 0.32.0
+
+
+def test_ci_builds_images_for_two_served_releases_one_of_them_0_27_or_newer():
+    from packaging.version import Version
+
+    script = (REPO / ".ci/images.sh").read_text()
+    default = re.search(r"^\[ \$\{#releases\[@\]\} -gt 0 \] \|\| releases=\(([^)]*)\)$", script, re.M)
+    assert default, "images.sh names its default releases"
+    releases = default.group(1).split()
+    assert len(releases) == 2 and all(CAT.releases[v].series for v in releases)
+    assert any(Version(v) >= Version("0.27.0") for v in releases)
+    assert "bash .ci/images.sh" in (REPO / ".ci/run").read_text()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+from datetime import datetime
 
 from .catalogue import RUNNER_ARCH, Catalogue
 
@@ -53,41 +55,114 @@ def image_targets(cat: Catalogue) -> list[dict]:
     return out
 
 
-def render_bake(cat: Catalogue) -> str:
+BAKE_DATA = "images/bake-data.json"
+
+
+def bake_data(cat: Catalogue) -> dict:
+    """The data images/docker-bake.hcl expands (a bake JSON file): one IMAGES row per release and
+    tag variant, crossed there with every arch of ARCHES; groups by arch and by variant."""
     targets = image_targets(cat)
-    lines = [
-        "# Generated from versions.toml by `python -m vllm_backports.maint bake --write`; do not edit.",
-        "# Build one: docker buildx bake -f images/docker-bake.hcl v0-20-0-ampere",
-        "",
-        'group "default" {',
-        "  targets = [" + ", ".join(json.dumps(t["name"]) for t in targets) + "]",
-        "}",
-    ]
+    rows: dict[tuple[str, str], dict] = {}
+    for t in targets:
+        row = rows.setdefault(
+            (t["vllm"], t["variant"]),
+            {
+                "vllm": t["vllm"],
+                "suffix": f"-{t['variant']}" if t["variant"] else "",
+                "series": t["series"],
+                "revision": t["revision"],
+                "bases": {},
+            },
+        )
+        row["bases"][t["arch"]] = t["base"]  # by digest where `maint digests` pinned one
     groups = {arch: [t["name"] for t in targets if t["arch"] == arch] for arch in cat.arches}
     groups |= {v: [t["name"] for t in targets if t["variant"] == v] for v in cat.variants}
-    for group, names in groups.items():
-        lines += ["", f'group "{group}" {{', "  targets = [" + ", ".join(json.dumps(n) for n in names) + "]", "}"]
-    for t in targets:
-        lines += [
-            "",
-            f'target "{t["name"]}" {{',
-            '  context = "."',
-            '  dockerfile = "images/Dockerfile"',
-            f"  platforms = {json.dumps(t['platforms'])}",
-            f"  tags = {json.dumps(t['tags'])}",
-            "  args = {",
-            f"    BASE_IMAGE = {json.dumps(t['base'])}",
-            f"    VLLM_VERSION = {json.dumps(t['vllm'])}",
-            f"    BACKPORT_REVISION = {json.dumps(t['revision'])}",
-            f"    GPU_ARCH = {json.dumps(t['arch'])}",
-            "  }",
-            "  labels = {",
-            f'    "org.opencontainers.image.version" = {json.dumps(t["vllm"] + "-bp" + t["revision"])}',
-            f'    "io.vllm-backports.series" = {json.dumps(t["series"])}',
-            "  }",
-            "}",
-        ]
-    return "\n".join(lines) + "\n"
+    return {
+        "variable": {
+            "REGISTRY": {"default": REGISTRY},
+            "ARCHES": {"default": {a.name: list(a.platforms) for a in cat.arches.values()}},
+            "IMAGES": {"default": list(rows.values())},
+        },
+        "group": {"default": {"targets": ["image"]}} | {g: {"targets": names} for g, names in groups.items()},
+    }
+
+
+def render_bake_data(cat: Catalogue) -> str:
+    """bake_data as JSON, one image row or group a line: a new release is a few new lines."""
+    data = bake_data(cat)
+
+    def line(value) -> str:
+        return json.dumps(value, separators=(", ", ": "))
+
+    variables = data["variable"]
+    out = ["{", '  "variable": {']
+    out.append(f'    "REGISTRY": {line(variables["REGISTRY"])},')
+    out.append(f'    "ARCHES": {line(variables["ARCHES"])},')
+    out.append('    "IMAGES": {"default": [')
+    rows = variables["IMAGES"]["default"]
+    out += [f"      {line(r)}" + ("," if i < len(rows) - 1 else "") for i, r in enumerate(rows)]
+    out += ["    ]}", "  },", '  "group": {']
+    groups = list(data["group"].items())
+    out += [f"    {json.dumps(g)}: {line(v)}" + ("," if i < len(groups) - 1 else "") for i, (g, v) in enumerate(groups)]
+    out += ["  }", "}"]
+    text = "\n".join(out) + "\n"
+    assert json.loads(text) == data  # the layout is only a layout
+    return text
+
+
+# GitHub-hosted runners of each CPU arch: arm64 images (GH200) are built natively, not under QEMU.
+HOSTED_RUNNER = {"linux/amd64": "ubuntu-24.04", "linux/arm64": "ubuntu-24.04-arm"}
+
+
+def publish_matrices(cat: Catalogue) -> dict[str, dict]:
+    """The publish workflow's matrices: `builds`, one job per image and platform (pushed by
+    digest), and `images`, one job per image that joins its platforms under its tags and signs."""
+    builds, images = [], []
+    for t in image_targets(cat):
+        pinned, moving = t["tags"]
+        images.append(
+            {
+                "name": t["name"],
+                "vllm": t["vllm"],
+                "arch": t["arch"],
+                "revision": t["revision"],
+                "pinned": pinned,
+                "moving": moving,
+                "platforms": len(t["platforms"]),
+            }
+        )
+        for platform in t["platforms"]:
+            builds.append(
+                {
+                    "name": t["name"],
+                    "platform": platform,
+                    "runner": HOSTED_RUNNER[platform],
+                    "job": f"{t['name']}-{platform.split('/')[1]}",
+                    "pinned": pinned,
+                }
+            )
+    return {"builds": {"include": builds}, "images": {"include": images}}
+
+
+PINNED_TAG = re.compile(r"v\d+\.\d+\.\d+(?:\.\w+)?-[a-z0-9]+(?:-[a-z0-9]+)?-bp[0-9a-f]{8}")
+
+
+def prune_plan(versions: list[dict], notes: str, current: set[str], cutoff: datetime) -> list[dict]:
+    """Which package versions of the registry (GitHub's package API rows) retention deletes: only
+    versions every tag of which is a pinned `-bp` tag that no image carries now, that no release
+    note names, and that were made before `cutoff`. Untagged versions (the platform images and
+    attestations of a multi-platform index) and signatures are never deleted here."""
+    plan = []
+    for v in versions:
+        tags = v.get("metadata", {}).get("container", {}).get("tags", [])
+        if not tags or not all(PINNED_TAG.fullmatch(tag) for tag in tags):
+            continue
+        if any(tag in current or tag in notes for tag in tags):
+            continue
+        if datetime.fromisoformat(v["created_at"].replace("Z", "+00:00")) >= cutoff:
+            continue
+        plan.append({"id": v["id"], "tags": tags})
+    return plan
 
 
 # GitHub gives every self-hosted runner its CPU arch as a label; ours add `gpu-<arch>`.
@@ -106,6 +181,7 @@ def smoke_targets(cat: Catalogue) -> list[dict]:
                     "arch": t["arch"],
                     "platform": platform,
                     "image": t["tags"][0],
+                    "revision": t["revision"],
                     "gdn_prefill_backend": t["gdn_prefill_backend"],
                     "runs_on": ["self-hosted", "linux", RUNNER_ARCH[platform], f"gpu-{t['arch']}"],
                 }

@@ -418,37 +418,73 @@ def render_arches(cat: Catalogue) -> str:
 
 
 @main.command()
-@click.option(
-    "--write", is_flag=True, help="Rewrite images/docker-bake.hcl (otherwise show the diff, exit 1 on drift)."
-)
+@click.option("--write", is_flag=True, help="Rewrite images/bake-data.json (otherwise show the diff, exit 1 on drift).")
 def bake(write: bool) -> None:
-    """Regenerate images/docker-bake.hcl (release x arch) from versions.toml."""
-    from .images import render_bake
+    """Regenerate images/bake-data.json, the releases, variants and arches images/docker-bake.hcl
+    crosses, from versions.toml."""
+    from .images import BAKE_DATA, render_bake_data
 
-    path = HOME / "images" / "docker-bake.hcl"
-    _write_or_diff(
-        path, path.read_text() if path.exists() else "", render_bake(Catalogue(HOME)), write, "bake file is current"
-    )
+    path = HOME / BAKE_DATA
+    new = render_bake_data(Catalogue(HOME))
+    _write_or_diff(path, path.read_text() if path.exists() else "", new, write, "bake data is current", BAKE_DATA)
 
 
 @main.command("matrix-json")
-@click.argument("kind", type=click.Choice(["releases", "images", "smoke", "gdn-builder"]))
+@click.argument("kind", type=click.Choice(["releases", "images", "builds", "smoke", "gdn-builder"]))
 def matrix_json(kind: str) -> None:
     """Print a GitHub Actions matrix as JSON (for fromJSON)."""
     import json
 
-    from .images import ci_matrix, gdn_builder_matrix, image_targets, smoke_targets
+    from .images import ci_matrix, gdn_builder_matrix, publish_matrices, smoke_targets
 
     cat = Catalogue(HOME)
     if kind == "releases":
         data = ci_matrix(cat)
     elif kind == "gdn-builder":
         data = gdn_builder_matrix(cat)
-    elif kind == "images":
-        data = {"include": [{k: t[k] for k in ("name", "vllm", "arch", "revision")} for t in image_targets(cat)]}
+    elif kind in ("images", "builds"):
+        data = publish_matrices(cat)[kind]
     else:
         data = {"include": smoke_targets(cat)}
     click.echo(json.dumps(data, separators=(",", ":")))
+
+
+@main.command("prune-plan")
+@click.option(
+    "--versions",
+    "versions_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="The registry's package versions (GitHub's API, one JSON list or several).",
+)
+@click.option(
+    "--notes",
+    "notes_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="Every release note's text.",
+)
+@click.option(
+    "--days", type=click.IntRange(min=1), default=180, show_default=True, help="Keep versions younger than this."
+)
+def prune_plan_cmd(versions_file: Path, notes_file: Path, days: int) -> None:
+    """Print, as JSON, the image versions retention may delete: superseded `-bp` builds older than
+    --days that no release note names. Tags images carry now and untagged versions are kept."""
+    import json
+    from datetime import UTC, datetime, timedelta
+
+    from .images import image_targets, prune_plan
+
+    # `gh api --paginate` writes one JSON list a page, back to back.
+    decoder, text, versions, at = json.JSONDecoder(), versions_file.read_text(), [], 0
+    while text[at:].strip():
+        at += len(text[at:]) - len(text[at:].lstrip())
+        page, at = decoder.raw_decode(text, at)
+        versions += page
+    current = {tag for t in image_targets(Catalogue(HOME)) for tag in t["tags"]}
+    current = {tag.rsplit(":", 1)[1] for tag in current}
+    cutoff = datetime.now(UTC) - timedelta(days=days)
+    click.echo(json.dumps(prune_plan(versions, notes_file.read_text(), current, cutoff), indent=1))
 
 
 def classify(series, pristine: dict[str, bytes]) -> list[dict]:

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The project image built for real, with no Docker engine, registry or GPU: buildah builds
+# images/Dockerfile unchanged on a stand-in base (images/standin.sh: the release's real vLLM
+# files on a CPU install) for two releases, runs images/smoke.py inside each image, and checks
+# that a base with one drifted vLLM file fails the build. Needs root (debootstrap, buildah).
+# Skipped, saying so, only where buildah cannot be installed.
+#   bash .ci/images.sh [RELEASE...]         (default: 0.26.0 0.31.0)
+# STANDIN_CACHE (default ~/.cache/vllm-backports/standin) keeps the stand-in bases between runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export STANDIN_CACHE=${STANDIN_CACHE:-$HOME/.cache/vllm-backports/standin}
+tools="buildah podman runc debootstrap"
+
+if [ "$(id -u)" != 0 ]; then
+  if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+    exec sudo -n env "PATH=$PATH" "STANDIN_CACHE=$STANDIN_CACHE" bash "$0" "$@"
+  fi
+  echo "images: SKIPPED: not root and no sudo, so buildah and debootstrap cannot run (no image built)" >&2
+  exit 0
+fi
+missing() { for t in $tools; do command -v "$t" >/dev/null || return 0; done; return 1; }
+if missing && command -v apt-get >/dev/null; then
+  echo "images: installing $tools"
+  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $tools) >/dev/null ||
+    echo "images: apt-get could not install $tools" >&2
+fi
+if missing; then
+  echo "images: SKIPPED: $tools not installable here (no apt-get, or it failed); no image built" >&2
+  exit 0
+fi
+
+releases=("$@")
+[ ${#releases[@]} -gt 0 ] || releases=(0.26.0 0.31.0)
+
+# Storage of its own, thrown away at the end: only the cache's archives outlive a run. The overlay
+# driver is about 8x faster than vfs; chroot isolation needs no cgroups or user namespaces.
+work=$(mktemp -d)
+buildah_cmd="buildah --root $work/root --runroot $work/run --storage-driver overlay"
+read -r -a buildah <<< "$buildah_cmd"
+# podman on the same storage: runc (crun fails on hybrid cgroup layouts), limits runc accepts.
+cat > "$work/containers.conf" <<'EOF'
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
+[engine]
+runtime = "runc"
+EOF
+podman=(env "CONTAINERS_CONF=$work/containers.conf" podman --root "$work/root" --runroot "$work/run"
+  --storage-driver overlay)
+cleanup() {
+  "${buildah[@]}" rm --all >/dev/null 2>&1 || true
+  "${buildah[@]}" umount --all >/dev/null 2>&1 || true
+  umount -R "$work/root/overlay" 2>/dev/null || true
+  rm -rf "$work"
+  [ -d "$STANDIN_CACHE" ] && chmod -R a+rX "$STANDIN_CACHE"   # for a cache step that runs unprivileged
+  return 0
+}
+trap cleanup EXIT
+
+torch_of() { python3 -c "import sys, tomllib; print(tomllib.load(open('versions.toml', 'rb'))['releases'][sys.argv[1]]['torch'])" "$1"; }
+# Where PyTorch's CPU index is out of reach (the machine CI runs on), the CPU wheel it carries.
+export CPU_TORCH=${CPU_TORCH:-2.13.0+cpu}
+
+smoke='python3 /opt/vllm-backports/apply.py status --json > /tmp/status.json &&
+  python3 /opt/vllm-backports/images/smoke.py --vllm "$0" --status /tmp/status.json --import-vllm'
+
+for release in "${releases[@]}"; do
+  started=$SECONDS
+  base=localhost/vllm-backports-standin:$release
+  image=localhost/vllm-backports-ci:$release
+  echo "== images: vLLM $release"
+  BUILDAH=$buildah_cmd bash images/standin.sh "$release" "$(torch_of "$release")" "$base"
+
+  "${buildah[@]}" bud -q --isolation chroot --pull=never -f images/Dockerfile -t "$image" \
+    --build-arg "BASE_IMAGE=$base" --build-arg "VLLM_VERSION=$release" --build-arg BACKPORT_REVISION=ci .
+  echo "images: $image built from images/Dockerfile on $base"
+
+  # What the GPU smoke job runs, here without a GPU: in a build container, then as a container.
+  ctr=$("${buildah[@]}" from --pull=never "$image")
+  "${buildah[@]}" run --isolation chroot "$ctr" -- bash -c "$smoke" "$release"
+  "${buildah[@]}" rm "$ctr" >/dev/null
+  "${podman[@]}" run --rm --network none --entrypoint bash "$image" -c "$smoke" "$release"
+
+  # One pristine file of the release edited in the base: the build must refuse it.
+  ctr=$("${buildah[@]}" from --pull=never "$base")
+  drifted=$("${buildah[@]}" run --isolation chroot -v "$PWD:/run/repo:ro" "$ctr" -- python3 -c '
+import sys, sysconfig
+from pathlib import Path
+sys.path.insert(0, "/run/repo")
+from vllm_backports.catalogue import Catalogue
+cat = Catalogue(Path("/run/repo"))
+path = sorted(cat.series(cat.releases[sys.argv[1]].series).paths)[0]
+target = Path(sysconfig.get_paths()["purelib"]) / path
+target.write_text(target.read_text() + "\n# drifted\n")
+print(path)' "$release")
+  "${buildah[@]}" commit -q "$ctr" "$base-drifted" >/dev/null
+  "${buildah[@]}" rm "$ctr" >/dev/null
+  if "${buildah[@]}" bud -q --isolation chroot --pull=never -f images/Dockerfile -t "$image-drifted" \
+    --build-arg "BASE_IMAGE=$base-drifted" --build-arg "VLLM_VERSION=$release" . > "$work/drifted.log" 2>&1; then
+    cat "$work/drifted.log"
+    echo "images: FAILED: the build on a base with $drifted edited succeeded" >&2
+    exit 1
+  fi
+  if ! grep -q "edited locally" "$work/drifted.log"; then
+    cat "$work/drifted.log"
+    echo "images: FAILED: the build on a drifted base failed, but not on the drifted file" >&2
+    exit 1
+  fi
+  echo "images: a base with $drifted edited fails the build: $(grep -m1 "edited locally" "$work/drifted.log")"
+  echo "images: vLLM $release done in $((SECONDS - started)) s"
+done
