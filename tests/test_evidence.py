@@ -221,6 +221,6 @@ def test_the_fixture_is_what_verify_writes():
     """Every key verify's --json payload has, and only those (a fixture with invented keys would
     let the reader depend on them)."""
     data = verify_json()
-    assert set(data) == {"command", "vllm", "kv_cache", "threshold", "baseline_worst_regret", "tp", "calibrated",
-                         "passed", "scenario", "rows", "control", "control_failed", "proof", "machine"}
+    assert set(data) == {"command", "vllm", "kv_cache", "threshold", "baseline_worst_regret", "calibrated_on", "tp",
+                         "calibrated", "passed", "scenario", "rows", "control", "control_failed", "proof", "machine"}
     json.dumps(data)  # plain JSON
