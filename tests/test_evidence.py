@@ -226,6 +226,37 @@ def test_the_fixture_is_what_verify_writes():
     """Every key verify's --json payload has, and only those (a fixture with invented keys would
     let the reader depend on them)."""
     data = verify_json()
-    assert set(data) == {"command", "vllm", "kv_cache", "threshold", "baseline_worst_regret", "tp", "calibrated",
-                         "passed", "scenario", "rows", "control", "control_failed", "proof", "machine"}
+    assert set(data) == {"command", "vllm", "kv_cache", "threshold", "baseline_worst_regret", "calibrated_on", "tp",
+                         "calibrated", "passed", "scenario", "rows", "control", "control_failed", "proof", "machine"}
     json.dumps(data)  # plain JSON
+
+
+def test_a_bf16_calibrated_turboquant_run_counts_its_no_spec_rows_as_judged(home):
+    """tq-continuation on TurboQuant KV: the bf16 baseline calibrates, the plain TurboQuant engine
+    is judged on both sites (scenario no-spec), and a control whose no-spec run is clean keeps
+    the proof weak. Both sites report the same backports: the candidate fix is patched in by
+    steps.sh, not recorded in the manifest."""
+    from evidence_case import engine, row
+
+    from vllm_backports.verify.run import Plan, conclude
+
+    plan = Plan(batches=(16,), modes=("graphs",), presets=("ngram",), tp=1, threshold=None, work=home,
+                additional_config={}, kv_cache="turboquant_k8v4", prompt_set="tq-continuation",
+                prefix_caching="on", control=home)
+    on = dict(prefix_caching=True, hits=400)
+
+    def verdict(control_no_spec_errors: int) -> evidence.Summary:
+        rows = [row("baseline", "target", 0, engine("0.22.0", FIX, None, **on)),
+                row("no-spec", "target", 0, engine("0.22.0", FIX, None, **on)),
+                row("no-spec", "control", control_no_spec_errors, engine("0.22.0", FIX, None, **on)),
+                row("ngram", "target", 0, engine("0.22.0", FIX, "ngram", **on)),
+                row("ngram", "control", 50, engine("0.22.0", FIX, "ngram", **on))]
+        data = {"command": "verify", **conclude(rows, 0.3, 1.0, plan, "0.22.0"),
+                "machine": {"gpu": "NVIDIA H100 80GB HBM3", "gpus": 1, "date": "2026-11-26T00:00:00Z"}}
+        assert data["calibrated_on"] == "auto"
+        return one(home, data, release="0.22.0", name="tq-continuation")
+
+    s = verdict(30)
+    assert s.verdict == "proof" and s.presets == ("no-spec", "ngram") and s.prompts == "tq-continuation"
+    assert (s.control_errors, s.prefix_hits) == (80, 800)
+    assert verdict(0).verdict == "weak"

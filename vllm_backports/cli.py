@@ -511,7 +511,16 @@ def _span(versions: list[str], order: list[str]) -> str:
     default="random",
     show_default=True,
     help="random; shared-prefix (one long prefix, so prefix caching hits); k-plus-1 (half the prompts "
-    "exactly k+1 tokens, a verify row's size).",
+    "exactly k+1 tokens, a verify row's size); tq-continuation (prefix-cache continuations beside longer first "
+    "chunks, TurboQuant's prefill fast path: needs --prefix-caching on).",
+)
+@click.option(
+    "--calibrate-kv",
+    type=click.Choice(["same", "auto"]),
+    default=None,
+    help="KV of the baseline that calibrates: same (the run's --kv-cache) or auto (bf16; the plain engine on "
+    "the run's TurboQuant KV is then judged as a run, scenario no-spec) [default: auto for tq-continuation "
+    "with TurboQuant KV, else same].",
 )
 @click.option(
     "--prefix-caching",
@@ -574,6 +583,7 @@ def verify_cmd(
     prefill_backend,
     kv_cache,
     prompt_set,
+    calibrate_kv,
     prefix_caching,
     async_scheduling,
     control,
@@ -606,6 +616,7 @@ def verify_cmd(
         gpu_memory_utilization=gpu_memory_utilization,
         kv_cache_gib=kv_cache_gib,
         model_class=model_class,
+        calibrate_kv=calibrate_kv,
     )
     result = execute(plan, reporter.progress)
     # Kept before anything renders it: the GPU time that made it is the expensive part.
@@ -613,7 +624,9 @@ def verify_cmd(
     table = Table(
         title=f"vLLM {result['vllm']}: KV {result['kv_cache']}, tokens judged by the float32 reference "
         f"(error: regret > {result['threshold']:.2f}; "
-        f"baseline worst {result['baseline_worst_regret']:.2f})",
+        f"baseline worst {result['baseline_worst_regret']:.2f}"
+        + (f" on KV {on}" if (on := result.get("calibrated_on", result["kv_cache"])) != result["kv_cache"] else "")
+        + ")",
         title_justify="left",
         show_edge=False,
     )

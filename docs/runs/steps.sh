@@ -7,6 +7,8 @@
 #   fix  $HOME/vllm-site  the release's shipped series
 #   ctl  /tmp/site-ctl-$REL  the series without turboquant-spec-decode: TurboQuant as released
 #   p65  /tmp/site-p65-$REL  ctl plus P65, where benchmarks/alternatives/turboquant-cudagraph has it
+#   cand /tmp/site-cand-$REL  the shipped series plus the candidate turboquant-prefill-fastpath fix,
+#        where benchmarks/alternatives/turboquant-prefill-fastpath has it (0.22.0, 0.31.0)
 #   raw  /tmp/site-raw-$REL  pristine: the GDN control
 # Two releases can share one machine: stage the second with its parts under another HOME
 # (HOME=/root/h2 bash .stage-REL/install.sh) and run its steps with that HOME; every path
@@ -21,8 +23,10 @@ set -uo pipefail
 : "${REL:?set REL to the staged release}"
 step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
 RES=$HOME/verify-results
-declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl-$REL [p65]=/tmp/site-p65-$REL [raw]=/tmp/site-raw-$REL)
+declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl-$REL [p65]=/tmp/site-p65-$REL [raw]=/tmp/site-raw-$REL
+  [cand]=/tmp/site-cand-$REL)
 P65_PATCH=benchmarks/alternatives/turboquant-cudagraph/$REL/0001-turboquant-cudagraph.patch
+CAND_PATCH=benchmarks/alternatives/turboquant-prefill-fastpath/$REL/0001-turboquant-prefill-fastpath.patch
 # Every file any patch here touches, read off the patches, so a new backport cannot leave a
 # site sharing a hard-linked file with the others.
 TOUCHED=$(grep -h '^+++ b/vllm/' backports/*/*.patch benchmarks/alternatives/*/*/*.patch | sed 's#^+++ b/vllm/##' | sort -u)
@@ -64,6 +68,11 @@ case $step in
       PYTHONPATH=${SITE[p65]} python3 apply.py --vllm "$REL" --target "${SITE[p65]}" --skip turboquant-spec-decode --json > "$out/apply-p65.json"; echo "p65 base: exit $?"
       patch -p1 -d "${SITE[p65]}" --no-backup-if-mismatch < "$P65_PATCH"; echo "p65 patch: exit $?"
     fi
+    if [ -f "$CAND_PATCH" ]; then  # the candidate applies after the whole shipped series
+      site_copy "${SITE[cand]}"
+      PYTHONPATH=${SITE[cand]} python3 apply.py --vllm "$REL" --target "${SITE[cand]}" --json > "$out/apply-cand.json"; echo "cand base: exit $?"
+      patch -p1 -d "${SITE[cand]}" --no-backup-if-mismatch < "$CAND_PATCH"; echo "cand patch: exit $?"
+    fi
     PYTHONPATH=${SITE[fix]} python3 apply.py --vllm "$REL" --json > "$out/apply-fix.json"; echo "fix: exit $?"
     PYTHONPATH=${SITE[fix]} python3 apply.py status --vllm "$REL" --json > "$out/status-fix.json"; echo "status: exit $?"
     [ "${GPU_TESTS:-1}" = 0 ] || PYTHONPATH=${SITE[fix]}:.gpu-pytest python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_turboquant_spec_decode.py 2>&1 | tail -15
@@ -79,17 +88,18 @@ case $step in
       --kv-cache "$kv" --preset "$preset" --batch "$batch" --mode "$mode" > "$out/$tag.json"
     echo "$tag: exit $?"; summary "$out/$tag.json"
     tar -czf "$out/$tag-logs.tgz" --exclude=model -C /tmp "v-$REL-$tag" 2>/dev/null; true ;;
-  bg) # TAG VERIFY-OPTIONS...: one verify of the fix site in a process session of its own, so that
-      # it outlives the call (a graphs verify with a control runs past one call's 600 s); several
-      # may share the GPU when each takes a fixed --kv-cache-gib
+  bg) # TAG VERIFY-OPTIONS...: one verify of the fix site (TARGET=cand: another site) in a process
+      # session of its own, so that it outlives the call (a graphs verify with a control runs past
+      # one call's 600 s); several may share the GPU when each takes a fixed --kv-cache-gib
     tag=$1; shift; mkdir -p "$RES"
     # its own copy of the tool: the next call may refresh this working tree under a running job
     src=/tmp/vb-$REL-$tag && rm -rf "$src" && mkdir -p "$src" && cp -r apply.py vllm_backports backports versions.toml "$src"/
     (cd "$src" && setsid nohup bash -c 'PYTHONPATH=$0 python3 apply.py verify --work-dir "/tmp/v-$REL-$1" --json "${@:3}" > "$2/$1.json" 2> "$2/$1.err"; echo $? > "$2/$1.rc"' \
-      "${SITE[fix]}" "$tag" "$RES" "$@" < /dev/null > /dev/null 2>&1 &)
+      "${SITE[${TARGET:-fix}]}" "$tag" "$RES" "$@" < /dev/null > /dev/null 2>&1 &)
     echo "started $tag: verify $*" ;;
-  proofs) # [NAME...]: the proof set, each a verify of the fix site with its control, all at once on
-      # one GPU (fixed KV size each); names from PROOFS below, default all that this release carries
+  proofs) # [NAME...]: the proof set, each a verify of the fix site (or of TARGETS' site) with its
+      # control, all at once on one GPU (fixed KV size each); names from PROOFS below, default all
+      # that this release carries
     common=(--batch 16 --mode graphs --prefill-backend "${PREFILL:-triton}" --kv-cache-gib 2 --gpu-memory-utilization 0.08)
     declare -A PROOFS=(
       [gdn-ngram]="--preset ngram --control ${SITE[raw]}"
@@ -100,11 +110,18 @@ case $step in
       [qwen3_5-gdn-ngram]="--model-class qwen3_5 --preset ngram --control ${SITE[raw]}"
       [qwen3_5-mtp]="--model-class qwen3_5 --preset mtp --control ${SITE[raw]}"
       [qwen3_5_moe-gdn-ngram]="--model-class qwen3_5_moe --preset ngram --control ${SITE[raw]}"
+      # #46460 (docs/SIBLING-BUGS.md section 3): the bug is the release's own and the series moves
+      # its exposure, so the control is the shipped series and the target the series plus the
+      # candidate fix; verify judges the plain TurboQuant engine of both too (bf16 calibration)
+      [tq-continuation]="--preset ngram --kv-cache turboquant_k8v4 --prompts tq-continuation --prefix-caching on --control ${SITE[fix]}"
     )
+    declare -A TARGETS=([tq-continuation]=cand)
     for name in ${@:-gdn-ngram tq-mtp gdn-ngram-prefix gdn-ngram-kp1 mtp}; do
       [ -n "${PROOFS[$name]:-}" ] || { echo "unknown proof $name"; continue; }
+      target=${TARGETS[$name]:-fix}
+      [ -d "${SITE[$target]}" ] || { echo "$name: no $target site for $REL"; continue; }
       # shellcheck disable=SC2086
-      bash "$0" bg "$name" ${PROOFS[$name]} "${common[@]}"
+      TARGET=$target bash "$0" bg "$name" ${PROOFS[$name]} "${common[@]}"
     done ;;
   poll) # SECONDS: wait until every verify started by bg has ended, or SECONDS; bring back what there is
     deadline=$((SECONDS + ${1:-500}))

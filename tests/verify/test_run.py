@@ -148,3 +148,140 @@ def test_execute_reports_every_engine_of_the_session(tmp_path, monkeypatch):
     execute(fake_session(monkeypatch, tmp_path, "control"), lines.append)
     assert [ln.split(":")[0] for ln in lines[:3]] == ["engine 1/3", "engine 2/3", "engine 3/3"]
     assert lines[-1].startswith("reference")
+
+
+class MarkedReference(FakeReference):
+    """Token 1 (eos, never in a prompt) is a wrong choice: an engine that emits it has errors."""
+
+    def regrets(self, prompt, output):
+        return [5.0 if t == 1 else 0.1 for t in output]
+
+
+def tq_session(monkeypatch, tmp_path, control: bool = True, wrong: tuple[str, ...] = ("control",), **kw):
+    """execute() of a tq-continuation plan on TurboQuant KV with every GPU step replaced; engines
+    on the sites in `wrong` emit wrong tokens. Returns the plan and the specs the engines got."""
+    from vllm_backports.verify import run
+
+    specs: list[dict] = []
+
+    def engine(spec, work, tag, script, site=None):
+        specs.append({**spec, "tag": tag, "site": "control" if site else "target", "script": script})
+        bad = ("control" if site else "target") in wrong and "baseline" not in tag
+        return {"tokens": [[1] * 4 if bad else p[:4] for p in spec["prompts"]], "tokens_per_s": 1.0,
+                "engine": {"prefix_cache": {"hits": 4000, "queries": 9000}}}
+
+    monkeypatch.setattr(run, "preflight", lambda model_class: "0.22.0")
+    monkeypatch.setattr(run, "site_version", lambda site: "0.22.0")
+    monkeypatch.setattr(run, "machine", lambda: {"gpu": "none"})
+    monkeypatch.setattr(run.model, "write_model", lambda d, mtp=False, model_class=None: d)
+    monkeypatch.setattr(run, "run_engine", engine)
+    monkeypatch.setattr(run, "Reference", MarkedReference)
+    p = Plan(batches=(16,), modes=("graphs",), presets=("ngram",), tp=1, threshold=None, work=tmp_path / "w",
+             additional_config={}, control=tmp_path if control else None, kv_cache="turboquant_k8v4",
+             prompt_set="tq-continuation", prefix_caching="on", **kw)
+    return p, specs
+
+
+def test_tq_continuation_calibrates_on_bf16_and_judges_the_turboquant_baseline(tmp_path, monkeypatch):
+    from vllm_backports.verify.run import execute
+
+    p, specs = tq_session(monkeypatch, tmp_path)
+    lines: list[str] = []
+    result = execute(p, lines.append)
+    assert [(s["tag"], s["site"], s.get("kv_cache_dtype")) for s in specs] == [
+        ("b16-graphs-baseline", "target", None),
+        ("b16-graphs-no-spec", "target", "turboquant_k8v4"),
+        ("b16-graphs-no-spec-control", "control", "turboquant_k8v4"),
+        ("b16-graphs-ngram", "target", "turboquant_k8v4"),
+        ("b16-graphs-ngram-control", "control", "turboquant_k8v4"),
+    ]
+    assert all(s["enable_prefix_caching"] is True and s["max_model_len"] == 928 for s in specs)
+    assert all(s["max_num_batched_tokens"] == 886 for s in specs)
+    assert [ln.split(":")[0] for ln in lines[:5]] == [f"engine {i}/5" for i in range(1, 6)]
+    # the scripted drafts follow the plain engine on the run's own KV, not the bf16 one
+    ngram = next(s for s in specs if s["tag"] == "b16-graphs-ngram")
+    assert ngram["script"].continuations == [q[:4] for q in ngram["prompts"]]
+    assert result["calibrated_on"] == "auto" and result["kv_cache"] == "turboquant_k8v4"
+    assert result["calibrated"] and result["baseline_worst_regret"] == 0.1 and result["threshold"] == 1.0
+    rows = {(r["scenario"], r["site"]): r for r in result["rows"]}
+    assert set(rows) == {("baseline", "target"), ("no-spec", "target"), ("no-spec", "control"),
+                         ("ngram", "target"), ("ngram", "control")}
+    assert rows[("no-spec", "control")]["errors"] == 24 * 4 and rows[("no-spec", "target")]["errors"] == 0
+    assert rows[("no-spec", "target")]["engine"]["prefix_cache"] == {"hits": 4000, "queries": 9000}
+    assert result["passed"] and result["proof"] == "control fails, target passes"
+
+
+def test_a_turboquant_baseline_with_errors_fails_the_target_instead_of_the_calibration(tmp_path, monkeypatch):
+    from vllm_backports.verify.run import execute
+
+    p, _ = tq_session(monkeypatch, tmp_path, control=False, wrong=("target",))
+    result = execute(p, lambda line: None)
+    assert result["calibrated"] and not result["passed"]
+    assert {r["scenario"]: r["errors"] for r in result["rows"]} == {"baseline": 0, "no-spec": 96, "ngram": 96}
+
+
+def test_a_clean_turboquant_baseline_on_the_control_keeps_the_proof_weak(tmp_path, monkeypatch):
+    from vllm_backports.verify import run
+
+    p, _ = tq_session(monkeypatch, tmp_path)
+    rows = [row("target", "baseline", 0), row("target", "no-spec", 0), row("target", "ngram", 0),
+            row("control", "no-spec", 0), row("control", "ngram", 40)]
+    r = run.conclude(rows, 0.1, 1.0, p, "0.22.0")
+    assert r["control_failed"] is False and r["proof"].startswith("weak")
+
+
+def test_calibrate_kv_same_keeps_the_turboquant_baseline_as_the_calibration(tmp_path, monkeypatch):
+    from vllm_backports.verify.run import execute
+
+    p, specs = tq_session(monkeypatch, tmp_path, control=False, calibrate_kv="same")
+    result = execute(p, lambda line: None)
+    assert [(s["tag"], s.get("kv_cache_dtype")) for s in specs] == [
+        ("b16-graphs-baseline", "turboquant_k8v4"), ("b16-graphs-ngram", "turboquant_k8v4")]
+    assert result["calibrated_on"] == "turboquant_k8v4"
+
+
+@pytest.mark.parametrize(("kv_cache", "prompt_set", "calibrate_kv", "on_auto"), [
+    ("turboquant_k8v4", "tq-continuation", None, True),
+    ("turboquant_k8v4", "tq-continuation", "same", False),
+    ("turboquant_k8v4", "random", None, False),
+    ("turboquant_k8v4", "random", "auto", True),
+    ("auto", "tq-continuation", None, False),
+    ("auto", "random", "auto", False),  # a bf16 run's own baseline is already one
+])
+def test_which_baseline_calibrates(tmp_path, kv_cache, prompt_set, calibrate_kv, on_auto):
+    from vllm_backports.verify.run import calibrates_on_auto, engine_count
+
+    p = plan(tmp_path, tmp_path, kv_cache=kv_cache, prompt_set=prompt_set, calibrate_kv=calibrate_kv,
+             prefix_caching="on")
+    assert calibrates_on_auto(p) is on_auto
+    assert engine_count(p) == (5 if on_auto else 3)
+    expected = "auto" if on_auto else kv_cache
+    assert conclude([row("target", "baseline", 0)], 0.1, 1.0, p, "0.22.0")["calibrated_on"] == expected
+
+
+@pytest.mark.parametrize("prefix_caching", ["default", "off"])
+def test_tq_continuation_without_prefix_caching_on_is_refused_before_anything_starts(tmp_path, monkeypatch,
+                                                                                    prefix_caching):
+    from vllm_backports.verify import run
+
+    monkeypatch.setattr(run, "preflight", lambda model_class: pytest.fail("started"))
+    p = plan(tmp_path, None, prompt_set="tq-continuation", prefix_caching=prefix_caching)
+    with pytest.raises(UsageError) as err:
+        run.execute(p, lambda line: None)
+    assert str(err.value) == "--prompts tq-continuation needs --prefix-caching on (its continuations are prefix-cache hits)"
+    assert not (tmp_path / "model").exists()
+
+
+def test_an_unknown_calibrate_kv_is_refused(tmp_path):
+    from vllm_backports.verify.run import check_plan
+
+    with pytest.raises(UsageError, match="calibrate_kv 'fp8' is not one of same, auto"):
+        check_plan(plan(tmp_path, None, calibrate_kv="fp8"))
+    check_plan(plan(tmp_path, None, calibrate_kv="auto"))
+
+
+def test_earlier_plans_start_the_engines_they_always_started(tmp_path, monkeypatch):
+    from vllm_backports.verify.run import engine_count
+
+    assert engine_count(plan(tmp_path, None)) == 2
+    assert engine_count(plan(tmp_path, tmp_path, kv_cache="turboquant_k8v4")) == 3

@@ -46,3 +46,71 @@ def test_k_plus_one_prompts_alternate_with_long_ones():
 def test_switches_leave_the_release_default_alone():
     assert scenarios.switch("default") is None
     assert scenarios.switch("on") is True and scenarios.switch("off") is False
+
+
+# Engine specs of the sets that ran before PromptSet existed, hashed from that code: prompts and
+# limits must stay what the recorded GPU runs used.
+EARLIER_SPECS = {
+    ("random", 1): "46c9775a6133a425",
+    ("random", 16): "6a14eedff6aa9466",
+    ("shared-prefix", 1): "5bfa45319bfdba6e",
+    ("shared-prefix", 16): "5bca053209ae8909",
+    ("k-plus-1", 1): "3c45228240f5f124",
+    ("k-plus-1", 16): "2c8a146f5158b905",
+}
+
+
+@pytest.mark.parametrize(("kind", "batch"), sorted(EARLIER_SPECS))
+def test_earlier_prompt_sets_give_the_engine_specs_they_always_gave(kind, batch):
+    import hashlib
+    import json
+
+    shape = scenarios.SHAPES[batch]
+    spec = shape.engine_spec("m", scenarios.prompts(shape.prompts, 2048, kind=kind, k=3), False, 1, {"x": 1}, kind)
+    assert hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:16] == EARLIER_SPECS[(kind, batch)]
+    assert spec["max_model_len"] == scenarios.MAX_MODEL_LEN == 512
+    assert spec["max_num_batched_tokens"] == shape.max_num_batched_tokens
+
+
+def test_only_tq_continuation_needs_prefix_caching_larger_limits_and_a_bf16_calibration():
+    special = {k for k, s in scenarios.PROMPT_SETS.items()
+               if s.requires_prefix_caching or s.calibrate_on_auto or s.max_num_batched_tokens
+               or s.max_model_len != scenarios.MAX_MODEL_LEN}
+    assert special == {"tq-continuation"}
+
+
+@pytest.mark.parametrize("batch", sorted(scenarios.SHAPES))
+def test_tq_continuation_engines_get_the_prompt_sets_limits(batch):
+    shape = scenarios.SHAPES[batch]
+    ps = scenarios.prompts(shape.prompts, 2048, kind="tq-continuation", k=3)
+    spec = shape.engine_spec("m", ps, True, 1, {}, "tq-continuation")
+    assert spec["max_model_len"] == 928 and spec["max_num_batched_tokens"] == 886
+    assert max(map(len, ps)) + shape.max_tokens <= spec["max_model_len"]
+
+
+def test_tq_continuation_shapes_fit_the_turboquant_align_block():
+    block = scenarios.TQ_ALIGN_BLOCK
+    assert block == 400  # turboquant_k8v4, k=3, read back from the engines (docs/evidence tq-mtp rows)
+    # a first chunk is a whole number of blocks, so align mode runs it as one chunk
+    assert scenarios.TQ_FIRST_CHUNK_LEN % block == 0
+    consumer = scenarios.TQ_PREFIX_LEN + scenarios.TQ_SUFFIX_LEN
+    # a consumer's hit is the prefix's one whole block; it continues with a short chunk of a
+    # sequence no longer than a first chunk, so the fast-path test holds beside one
+    hit = scenarios.TQ_PREFIX_LEN // block * block
+    assert hit == block and consumer - hit == scenarios.TQ_CONTINUATION == 22
+    assert consumer <= scenarios.TQ_FIRST_CHUNK_LEN
+    # budget: one whole first chunk, one continuation, sixteen verify rows of k+1
+    assert scenarios.TQ_BATCHED_TOKENS == 800 + 22 + 16 * 4
+
+
+def test_tq_continuation_orders_cold_consumers_then_first_chunks_and_consumers_alternating():
+    ps = scenarios.prompts(24, 2048, kind="tq-continuation", k=3)
+    consumer, first = scenarios.TQ_PREFIX_LEN + scenarios.TQ_SUFFIX_LEN, scenarios.TQ_FIRST_CHUNK_LEN
+    assert [len(p) for p in ps] == [consumer, consumer] + [first, consumer] * 11
+    consumers = [p for p in ps if len(p) == consumer]
+    prefix = consumers[0][: scenarios.TQ_PREFIX_LEN]
+    assert all(p[: scenarios.TQ_PREFIX_LEN] == prefix for p in consumers)
+    assert len({tuple(p[scenarios.TQ_PREFIX_LEN :]) for p in consumers}) == len(consumers)
+    # first chunks share nothing with the prefix's cached block
+    assert all(p[: scenarios.TQ_ALIGN_BLOCK] != prefix[: scenarios.TQ_ALIGN_BLOCK] for p in ps if len(p) == first)
+    assert scenarios.prompts(12, 2048, kind="tq-continuation")[:3] == ps[:3]  # batch 1: the same opening

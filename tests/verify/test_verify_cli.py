@@ -112,3 +112,40 @@ def test_a_crashed_control_renders_and_the_result_is_kept_first(tmp_path, monkey
         assert r.json["rows"][1]["crashed"] == "exit -6"
     else:
         assert "crashed" in r.out and "control fails" in r.out
+
+
+def test_tq_continuation_without_prefix_caching_is_refused_in_one_line(tmp_path):
+    r = run("verify", "--prompts", "tq-continuation", "--work-dir", str(tmp_path / "w"))
+    assert r.code == 2 and r.err.strip().splitlines() == [
+        "error: --prompts tq-continuation needs --prefix-caching on (its continuations are prefix-cache hits)"]
+    r = run("verify", "--prompts", "tq-continuation", "--prefix-caching", "on", "--work-dir", str(tmp_path / "w"))
+    assert r.code == 2 and "verify needs vLLM installed" in r.err  # accepted up to the vLLM check
+    assert not (tmp_path / "w").exists()
+
+
+def test_unknown_calibrate_kv_is_a_usage_error(tmp_path):
+    r = run("verify", "--calibrate-kv", "fp8", "--work-dir", str(tmp_path / "w"))
+    assert r.code == 2 and "'fp8' is not one of 'same', 'auto'" in r.err
+    assert not (tmp_path / "w").exists()
+
+
+def test_the_title_says_when_a_bf16_baseline_calibrated(tmp_path, monkeypatch):
+    from vllm_backports.verify import run as verify_run
+
+    result = {"vllm": "0.22.0", "kv_cache": "turboquant_k8v4", "calibrated_on": "auto", "threshold": 1.0,
+              "baseline_worst_regret": 0.2, "calibrated": True, "passed": True,
+              "rows": [{"scenario": "no-spec", "site": "target", "batch": 16, "mode": "graphs", "sequences": 24,
+                        "tokens": 3072, "errors": 0, "worst_regret": 0.2, "first_error_at": None, "bad_sequences": 0,
+                        "exercised": None, "same_as_baseline": 24, "tokens_per_s": 1.0, "start_s": 0.0,
+                        "engine": {"prefix_cache": {"hits": 4000, "queries": 9000}}, "regrets": []}]}
+
+    def fake_execute(plan, progress):
+        assert plan.calibrate_kv == "auto" and plan.prompt_set == "tq-continuation"
+        plan.work.mkdir(parents=True)
+        return result
+
+    monkeypatch.setattr(verify_run, "execute", fake_execute)
+    monkeypatch.setenv("COLUMNS", "250")
+    r = run("verify", "--prompts", "tq-continuation", "--prefix-caching", "on", "--calibrate-kv", "auto",
+            "--kv-cache", "turboquant_k8v4", "--work-dir", str(tmp_path / "w"))
+    assert r.code == 0 and "baseline worst 0.20 on KV auto)" in r.out

@@ -46,6 +46,44 @@ class Plan:
     gpu_memory_utilization: float = 0.35
     kv_cache_gib: float | None = None  # None: vLLM sizes the KV cache from its memory profile
     model_class: str = model.MODEL_CLASS  # model.MODEL_CLASSES
+    # Which KV the calibrating baseline runs on: "same" (the run's own), "auto" (bf16), None
+    # (the prompt set decides: scenarios.PromptSet.calibrate_on_auto).
+    calibrate_kv: str | None = None
+
+
+CALIBRATE_KV = ("same", "auto")
+# The plain engine on the run's TurboQuant KV, judged like a speculative run when a bf16 baseline
+# calibrates: its batches meet the bug too (scenarios.PromptSet.calibrate_on_auto).
+NO_SPEC = "no-spec"
+
+
+def calibrates_on_auto(plan: Plan) -> bool:
+    """Whether a bf16-KV baseline calibrates this run instead of the plain engine on its own KV."""
+    if plan.kv_cache == "auto":
+        return False  # the run's own baseline already is one
+    if plan.calibrate_kv is not None:
+        return plan.calibrate_kv == "auto"
+    return scenarios.PROMPT_SETS[plan.prompt_set].calibrate_on_auto
+
+
+def check_plan(plan: Plan) -> None:
+    """Refuse, before anything starts, a plan whose prompt set cannot do what it is for."""
+    if plan.calibrate_kv not in (None, *CALIBRATE_KV):
+        raise UsageError(f"calibrate_kv {plan.calibrate_kv!r} is not one of {', '.join(CALIBRATE_KV)}")
+    # Refused rather than switched on: the evidence records what was asked, and the release's
+    # default differs (off for hybrids before 0.28), so the run would mean different things.
+    if scenarios.PROMPT_SETS[plan.prompt_set].requires_prefix_caching and plan.prefix_caching != "on":
+        raise UsageError(
+            f"--prompts {plan.prompt_set} needs --prefix-caching on (its continuations are prefix-cache hits)"
+        )
+
+
+def engine_count(plan: Plan) -> int:
+    """Engines the plan starts: per batch and mode, a baseline, each preset on each site, and with
+    a bf16 calibration the plain TurboQuant engine on each site as well."""
+    sites = 2 if plan.control else 1
+    per = 1 + len(plan.presets) * sites + (sites if calibrates_on_auto(plan) else 0)
+    return len(plan.batches) * len(plan.modes) * per
 
 
 def check_kv_cache(vllm_version: str, kv_cache: str) -> None:
@@ -192,6 +230,7 @@ class EngineClock:
 
 
 def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
+    check_plan(plan)
     vllm_version = preflight(plan.model_class)
     check_kv_cache(vllm_version, plan.kv_cache)
     if plan.control is not None and (theirs := site_version(plan.control)) != vllm_version:
@@ -211,11 +250,31 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
         "enable_prefix_caching": scenarios.switch(plan.prefix_caching),
         "async_scheduling": scenarios.switch(plan.async_scheduling),
     }
-    clock = EngineClock(len(plan.batches) * len(plan.modes) * (1 + len(plan.presets) * len(sites)))
+    on_auto = calibrates_on_auto(plan)
+    clock = EngineClock(engine_count(plan))
     runs: list[dict] = []
     for batch in plan.batches:
         shape = scenarios.SHAPES[batch]
         ps = scenarios.prompts(shape.prompts, vocab, kind=plan.prompt_set, k=k)
+
+        def spec(eager: bool, cfg: dict, ps=ps, shape=shape) -> dict:
+            return shape.engine_spec(str(model_dir), ps, eager, plan.tp, cfg, plan.prompt_set)
+
+        def judged(where_run: dict, cfg: dict, eager: bool, tag: str, script, where: Path | None) -> dict | None:
+            """One engine to judge; a control that dies is recorded as such (None returned)."""
+            progress(clock.next(tag))
+            try:
+                return run_engine(spec(eager, cfg), plan.work, tag, script, where)
+            except BackportError as exc:
+                if where is None:
+                    raise
+                # A control that dies (released TurboQuant + MTP reads out of bounds on
+                # 0.27 and 0.28) has failed; the target's runs are still judged. Its engine never
+                # described itself: what the site carries is read here.
+                carried = engine.manifest_backports(Path(where) / "vllm")
+                runs.append({**where_run, "crashed": str(exc), "tokens": None, "backports": carried})
+                return None
+
         for mode in plan.modes:
             extra: dict[str, Any] = {
                 "additional_config": plan.additional_config,
@@ -223,57 +282,48 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                 "gpu_memory_utilization": plan.gpu_memory_utilization,
                 "kv_cache_memory_bytes": plan.kv_cache_gib and int(plan.kv_cache_gib * 2**30),
             }
-            if plan.kv_cache != "auto":
-                extra["kv_cache_dtype"] = plan.kv_cache
             eager = mode == "eager"
+            at = {"batch": batch, "mode": mode, "prompts": ps}
             tag = f"b{batch}-{mode}-baseline"
             progress(clock.next(tag))
-            base = run_engine(shape.engine_spec(str(model_dir), ps, eager, plan.tp, extra), plan.work, tag, None)
-            runs.append(
-                {
-                    "scenario": "baseline",
-                    "site": "target",
-                    "batch": batch,
-                    "mode": mode,
-                    "prompts": ps,
-                    "baseline_tokens": base["tokens"],
-                    **base,
-                }
-            )
+            # On bf16 KV (kv_cache_dtype left out: vLLM's "auto") when it calibrates a TurboQuant run.
+            kv = {} if plan.kv_cache == "auto" or on_auto else {"kv_cache_dtype": plan.kv_cache}
+            base = run_engine(spec(eager, extra | kv), plan.work, tag, None)
+            runs.append({"scenario": "baseline", "site": "target", **at, "baseline_tokens": base["tokens"], **base})
+            if plan.kv_cache != "auto":
+                extra["kv_cache_dtype"] = plan.kv_cache
+            if on_auto:
+                # The plain TurboQuant engine on every site, judged as a run. Its tokens on the
+                # target are what the scripted drafts follow (drafts come from the same KV's
+                # plain output); both rows count their agreement with the bf16 baseline.
+                plain = None
+                for site, where in sites:
+                    tag = f"b{batch}-{mode}-{NO_SPEC}" + ("" if where is None else f"-{site}")
+                    where_run = {"scenario": NO_SPEC, "site": site, **at}
+                    out = judged(where_run, extra, eager, tag, None, where)
+                    if out is None:
+                        continue
+                    runs.append({**where_run, "exercised": None, "baseline_tokens": base["tokens"], **out})
+                    if where is None:
+                        plain = out
+                assert plain is not None  # the target's engine raises rather than return None
+                base = plain
             for preset in plan.presets:
                 cfg = dict(extra, speculative=scenarios.PRESETS[preset])
                 for site, where in sites:
                     tag = f"b{batch}-{mode}-{preset}" + ("" if where is None else f"-{site}")
-                    progress(clock.next(tag))
                     script = None
                     if preset in scenarios.SCRIPTED:
                         script = drafts.Script(
                             ps, base["tokens"], k=cfg["speculative"]["num_speculative_tokens"], vocab=vocab
                         )
-                    where_run = {"scenario": preset, "site": site, "batch": batch, "mode": mode, "prompts": ps}
-                    try:
-                        out = run_engine(
-                            shape.engine_spec(str(model_dir), ps, eager, plan.tp, cfg), plan.work, tag, script, where
-                        )
-                    except BackportError as exc:
-                        if where is None:
-                            raise
-                        # A control that dies (released TurboQuant + MTP reads out of bounds on
-                        # 0.27 and 0.28) has failed; the target's runs are still judged.
-                        # Its engine never described itself: what the site carries is read here.
-                        carried = engine.manifest_backports(Path(where) / "vllm")
-                        runs.append({**where_run, "crashed": str(exc), "tokens": None, "backports": carried})
+                    where_run = {"scenario": preset, "site": site, **at}
+                    out = judged(where_run, cfg, eager, tag, script, where)
+                    if out is None:
                         continue
                     # A model drafter's proposals are not known offline: vLLM's own counters stand in.
                     hit = exercised(script, out["tokens"]) if script else out.get("spec_counters")
-                    runs.append(
-                        {
-                            **where_run,
-                            "exercised": hit,
-                            "baseline_tokens": base["tokens"],
-                            **out,
-                        }
-                    )
+                    runs.append({**where_run, "exercised": hit, "baseline_tokens": base["tokens"], **out})
     progress(clock.done("reference: float32 teacher forcing"))
     ref = Reference(str(model_dir), model_class=plan.model_class)
     scored = [
@@ -343,8 +393,9 @@ def crashed_row(run: dict) -> dict:
 
 def conclude(rows: list[dict], noise: float, threshold: float, plan: Plan, vllm_version: str) -> dict:
     """The run's verdicts: the target passes when none of its tokens is an error; with a
-    control, the proof holds only when every one of the control's speculative runs has errors
-    (a scenario whose control is clean shows nothing about the bug)."""
+    control, the proof holds only when every one of the control's judged runs (speculative, and
+    no-spec where a bf16 baseline calibrates) has errors (a scenario whose control is clean shows
+    nothing about the bug)."""
     calibration = [x for x in rows if x["scenario"] == "baseline"]
     target = [x for x in rows if x["site"] == "target"]
     control = [x for x in rows if x["site"] == "control"]
@@ -354,6 +405,9 @@ def conclude(rows: list[dict], noise: float, threshold: float, plan: Plan, vllm_
         "kv_cache": plan.kv_cache,
         "threshold": threshold,
         "baseline_worst_regret": round(noise, 3),
+        # The KV of the "baseline" rows, which alone calibrate: the run's own, or "auto" (bf16)
+        # when the plain engine on the run's TurboQuant KV is judged as a run (scenario no-spec).
+        "calibrated_on": "auto" if calibrates_on_auto(plan) else plan.kv_cache,
         "tp": plan.tp,
         "calibrated": all(x["errors"] == 0 for x in calibration) and noise <= CALIBRATION_CAP,
         "passed": passed,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # ngram with a scripted drafter: the proposer vLLM builds is ngram, its drafts come from drafts.py.
@@ -33,16 +34,20 @@ class Shape:
     max_tokens: int
     max_num_batched_tokens: int | None
 
-    def engine_spec(self, model: str, prompts: list[list[int]], eager: bool, tp: int, extra: dict) -> dict:
+    def engine_spec(
+        self, model: str, prompts: list[list[int]], eager: bool, tp: int, extra: dict, kind: str = "random"
+    ) -> dict:
+        """The engine's limits come from the shape unless the prompt set `kind` needs its own."""
+        limits = PROMPT_SETS[kind]
         return {
             "model": model,
             "prompts": prompts,
             "max_num_seqs": self.max_num_seqs,
             "max_tokens": self.max_tokens,
-            "max_model_len": MAX_MODEL_LEN,
+            "max_model_len": limits.max_model_len,
             "eager": eager,
             "tp": tp,
-            "max_num_batched_tokens": self.max_num_batched_tokens,
+            "max_num_batched_tokens": limits.max_num_batched_tokens or self.max_num_batched_tokens,
             **extra,
         }
 
@@ -108,8 +113,75 @@ def k_plus_one_prompts(count: int, vocab: int, k: int, seed: int = 1) -> list[li
     return out
 
 
-PROMPT_SETS = {"random": random_prompts, "shared-prefix": shared_prefix_prompts, "k-plus-1": k_plus_one_prompts}
+# tq-continuation (docs/SIBLING-BUGS.md section 3): continuation chunks that lose most of their
+# context on TurboQuant's prefill fast path, which is taken when a first chunk is at least as long
+# as every other prefill row's whole sequence. Lengths are set by the Mamba "align" block of
+# verify's Qwen3-Next model with turboquant_k8v4 KV, read back from the engines (docs/evidence
+# tq-mtp rows): 400 tokens with k=3 speculation, 368 without (bf16 KV: 160 and 144; TurboQuant's
+# smaller K/V per token takes more tokens to fill a page the size of one layer's recurrent state).
+# In align mode a prompt chunk that would cross the prompt's last block boundary is cut there, so
+# only a whole number of blocks runs as one first chunk: first chunks of two blocks, consumers
+# whose prefix covers one block and who continue, after a hit, with a short chunk beside them.
+TQ_ALIGN_BLOCK = 400
+TQ_FIRST_CHUNK_LEN = 2 * TQ_ALIGN_BLOCK
+TQ_PREFIX_LEN = TQ_ALIGN_BLOCK + 10
+TQ_SUFFIX_LEN = 12
+TQ_CONTINUATION = TQ_PREFIX_LEN + TQ_SUFFIX_LEN - TQ_ALIGN_BLOCK  # tokens a consumer computes after its hit
+TQ_COLD_CONSUMERS = 2
+TQ_MAX_MODEL_LEN = TQ_FIRST_CHUNK_LEN + max(s.max_tokens for s in SHAPES.values())
+# One whole first chunk, one consumer's continuation and sixteen verify rows of k+1 = 4 tokens: a
+# first chunk is only taken whole where the budget left for it holds all of it, and a smaller
+# budget would have every first chunk cut at a block boundary.
+TQ_BATCHED_TOKENS = TQ_FIRST_CHUNK_LEN + TQ_CONTINUATION + 16 * 4
+
+
+def tq_continuation_prompts(count: int, vocab: int, k: int, seed: int = 1) -> list[list[int]]:
+    """Consumers (TQ_PREFIX_LEN shared + TQ_SUFFIX_LEN distinct tokens) and first chunks
+    (TQ_FIRST_CHUNK_LEN distinct tokens), in the order the scheduler admits them (first come).
+    Two cold consumers open: each computes the prefix's first block and stops at its boundary
+    (align mode), which caches it; the next step continues both with TQ_CONTINUATION tokens and
+    leaves a budget that takes a whole first chunk. From there first chunks and consumers
+    alternate, so a consumer that hits the cached block continues beside a first chunk longer
+    than its whole sequence: the batch that takes the fast path. Which steps really form is the
+    scheduler's; the engine's prefix-cache counters say whether the hits came."""
+    rng = random.Random(seed)
+    prefix = [rng.randrange(2, vocab) for _ in range(TQ_PREFIX_LEN)]
+    out: list[list[int]] = []
+    while len(out) < count:
+        i = len(out) - TQ_COLD_CONSUMERS
+        if i >= 0 and i % 2 == 0:
+            out.append(_distinct(rng, TQ_FIRST_CHUNK_LEN, vocab, out))
+        else:
+            out.append(prefix + _distinct(rng, TQ_SUFFIX_LEN, vocab, [q[TQ_PREFIX_LEN:] for q in out]))
+    return out
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """How prompts are made, and what the engine needs to run them as intended."""
+
+    build: Callable[[int, int, int, int], list[list[int]]]  # (count, vocab, k, seed)
+    max_model_len: int = MAX_MODEL_LEN
+    max_num_batched_tokens: int | None = None  # None: the shape's own budget
+    requires_prefix_caching: bool = False
+    # Its batches corrupt a TurboQuant engine without speculation too: a baseline on bf16 KV
+    # calibrates, and the TurboQuant one is judged like any other run (run.calibrates_on_auto).
+    calibrate_on_auto: bool = False
+
+
+PROMPT_SETS: dict[str, PromptSet] = {
+    "random": PromptSet(random_prompts),
+    "shared-prefix": PromptSet(shared_prefix_prompts),
+    "k-plus-1": PromptSet(k_plus_one_prompts),
+    "tq-continuation": PromptSet(
+        tq_continuation_prompts,
+        max_model_len=TQ_MAX_MODEL_LEN,
+        max_num_batched_tokens=TQ_BATCHED_TOKENS,
+        requires_prefix_caching=True,
+        calibrate_on_auto=True,
+    ),
+}
 
 
 def prompts(count: int, vocab: int, seed: int = 1, kind: str = "random", k: int = 3) -> list[list[int]]:
-    return PROMPT_SETS[kind](count, vocab, k, seed)
+    return PROMPT_SETS[kind].build(count, vocab, k, seed)
