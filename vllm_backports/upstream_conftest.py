@@ -57,6 +57,42 @@ HUB_CONFIGS = {
         "tie_word_embeddings": False,
         "torch_dtype": "bfloat16",
     },
+    # The published configs of these two (their sizes decide the runner's buffers the tests read).
+    "facebook/opt-125m": {
+        "architectures": ["OPTForCausalLM"],
+        "model_type": "opt",
+        "vocab_size": 50272,
+        "hidden_size": 768,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "ffn_dim": 3072,
+        "max_position_embeddings": 2048,
+        "word_embed_proj_dim": 768,
+        "do_layer_norm_before": True,
+        "activation_function": "relu",
+        "pad_token_id": 1,
+        "bos_token_id": 2,
+        "eos_token_id": 2,
+        "torch_dtype": "float16",
+    },
+    "Qwen/Qwen3-8B": {
+        "architectures": ["Qwen3ForCausalLM"],
+        "model_type": "qwen3",
+        "vocab_size": 151936,
+        "hidden_size": 4096,
+        "intermediate_size": 12288,
+        "num_hidden_layers": 36,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "max_position_embeddings": 40960,
+        "rope_theta": 1000000.0,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": False,
+        "bos_token_id": 151643,
+        "eos_token_id": 151645,
+        "torch_dtype": "bfloat16",
+    },
 }
 
 _RESULTS = os.environ.get("VLLM_BACKPORTS_UPSTREAM_RESULTS")
@@ -86,10 +122,15 @@ def _cpu_platform() -> None:
     from vllm.platforms.cpu import CpuPlatform
 
     vllm.platforms._current_platform = CpuPlatform()
+    # Importing vllm.platforms has already resolved a platform (UnspecifiedPlatform) and read
+    # PIN_MEMORY from it: turn it off before modules take it as a default argument
+    # (CpuGpuBuffer's pin_memory=PIN_MEMORY), where no later patch reaches.
+    for name, module in list(sys.modules.items()):
+        if name.startswith("vllm") and getattr(module, "PIN_MEMORY", False) is True:
+            module.PIN_MEMORY = False  # type: ignore[attr-defined]
 
 
-# At import, before upstream's tests/conftest.py (loaded after this one) imports vLLM: the platform
-# is resolved once, on first use, and module constants such as PIN_MEMORY are read from it.
+# At import, before upstream's tests/conftest.py (loaded after this one) imports the rest of vLLM.
 _cpu_platform()
 
 
