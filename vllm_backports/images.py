@@ -7,7 +7,7 @@ import json
 import re
 from datetime import datetime
 
-from .catalogue import RUNNER_ARCH, Catalogue
+from .catalogue import CHECKOUT, RUNNER_ARCH, Catalogue
 
 REGISTRY = "ghcr.io/vllm-backports/vllm-backports"
 
@@ -207,12 +207,24 @@ BUILDER_TESTS = {
 }
 
 
+# A release's upstream tests (`maint upstream-tests`) run in its CPU job once their results are
+# recorded here and reviewed: any pass-then-fail they show must be explained before CI enforces it.
+UPSTREAM_RESULTS = CHECKOUT / "docs" / "upstream-tests"
+
+
 def gdn_builder_matrix(cat: Catalogue) -> dict:
-    """Releases whose metadata builders the CPU tests run against, with the torch each pins and
-    the builder tests its backports have."""
+    """Releases whose metadata builders the CPU tests run against, with the torch each pins, the
+    builder tests its backports have, and whether its upstream tests run there too."""
     rows = []
     for v in cat.versions:
         tests = [t for b, files in BUILDER_TESTS.items() if b in cat.releases[v].backports for t in files]
         if tests:
-            rows.append({"vllm": v, "torch": cat.releases[v].torch, "tests": " ".join(tests)})
+            rows.append(
+                {
+                    "vllm": v,
+                    "torch": cat.releases[v].torch,
+                    "tests": " ".join(tests),
+                    "upstream_tests": (UPSTREAM_RESULTS / f"{v}.json").is_file(),
+                }
+            )
     return {"include": rows}

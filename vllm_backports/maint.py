@@ -601,6 +601,76 @@ def digests(write: bool) -> None:
         sys.exit(1)
 
 
+@main.command("upstream-tests")
+@click.argument("version")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the JSON report here.")
+@click.option("--timeout", default=1800, show_default=True, help="Seconds each side's pytest may run.")
+@click.option("--keep", is_flag=True, help="Keep the work directory (tests, patched copy, raw results).")
+def upstream_tests(version: str, as_json: bool, out: Path | None, timeout: int, keep: bool) -> None:
+    """Run VERSION's own tests that exercise the files its series patches (from its PyPI source
+    archive) against the installed release, pristine and patched, on the CPU. Exit 1 when a test
+    passes pristine and not patched without an explanation in backports/upstream-tests.toml."""
+    import json
+    import platform
+    import shutil
+    import tempfile
+    from datetime import UTC, datetime
+
+    from rich.console import Console
+
+    from . import upstream_tests as ut
+
+    work = Path(tempfile.mkdtemp(prefix=f"vllm-upstream-tests-{version}-"))
+    try:
+        data = ut.run(version, HOME, work, timeout=timeout)
+    finally:
+        if keep:
+            click.echo(f"work directory kept: {work}", err=True)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    data["command"] = f"python -m vllm_backports.maint upstream-tests {version}"
+    data["host"] = f"{platform.system()} {platform.machine()}"
+    data["date"] = datetime.now(UTC).date().isoformat()
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    if as_json:
+        click.echo(json.dumps(data, indent=2, sort_keys=True))
+    else:
+        console = Console(highlight=False, soft_wrap=True)
+        console.print(ut.table(data))
+        for line in ut.summary_lines(data):
+            console.print(line, markup=False)
+    if data["verdict"] != "ok":
+        sys.exit(1)
+
+
+@main.command("upstream-tests-doc")
+@click.option(
+    "--write", is_flag=True, help="Rewrite docs/UPSTREAM-TESTS.md (otherwise show the diff, exit 1 on drift)."
+)
+def upstream_tests_doc(write: bool) -> None:
+    """Regenerate docs/UPSTREAM-TESTS.md from docs/upstream-tests/<release>.json."""
+    import json
+
+    from packaging.version import Version
+
+    from .upstream_tests import markdown
+
+    files = sorted((HOME / "docs" / "upstream-tests").glob("*.json"), key=lambda p: Version(p.stem))
+    reports = []
+    for f in files:
+        try:
+            reports.append(json.loads(f.read_text()))
+        except ValueError as exc:
+            raise BackportError(f"{f.name}: not JSON ({exc})") from None
+    path = HOME / "docs" / "UPSTREAM-TESTS.md"
+    _write_or_diff(
+        path, path.read_text() if path.exists() else "", markdown(reports), write, "upstream test results are current"
+    )
+
+
 def _write_or_diff(
     path: Path, old: str, new: str, write: bool, current: str, label: str = "", exit_on_drift: bool = True
 ) -> bool:

@@ -6,6 +6,7 @@ pins, before anything is cached or written.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import zipfile
 from collections.abc import Callable
@@ -38,7 +39,8 @@ class WheelInfo:
     size: int
 
 
-def release_files(session: requests.Session, version: str) -> list[WheelInfo]:
+def _release_entries(session: requests.Session, version: str) -> list[WheelInfo]:
+    """Every file PyPI's JSON lists for `version`, with the sha256 it reports."""
     try:
         response = session.get(INDEX, timeout=30)
         response.raise_for_status()
@@ -48,10 +50,55 @@ def release_files(session: requests.Session, version: str) -> list[WheelInfo]:
     if version not in releases:
         raise FetchError(f"PyPI has no vLLM {version}")
     return [
-        WheelInfo(f["filename"], urljoin(INDEX, f["url"]), f["digests"]["sha256"], f["size"])
-        for f in releases[version]
-        if f["filename"].endswith(".whl")
+        WheelInfo(f["filename"], urljoin(INDEX, f["url"]), f["digests"]["sha256"], f["size"]) for f in releases[version]
     ]
+
+
+def release_files(session: requests.Session, version: str) -> list[WheelInfo]:
+    return [w for w in _release_entries(session, version) if w.filename.endswith(".whl")]
+
+
+def release_sdist(session: requests.Session, version: str) -> WheelInfo:
+    """The release's source archive (it carries vLLM's own tests/, which wheels do not)."""
+    for entry in _release_entries(session, version):
+        if entry.filename.endswith(".tar.gz"):
+            return entry
+    raise FetchError(f"PyPI has no source archive of vLLM {version}")
+
+
+def download(session: requests.Session, entry: WheelInfo, dest: Path) -> Path:
+    """`entry` at `dest`, its sha256 checked against PyPI's before it is put there; a file already
+    there with that hash is reused."""
+    if dest.is_file() and _file_sha256(dest) == entry.sha256:
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + f".{os.getpid()}.tmp")
+    digest = hashlib.sha256()
+    try:
+        with session.get(entry.url, stream=True, timeout=60) as response:
+            response.raise_for_status()
+            with open(tmp, "wb") as f:
+                for chunk in response.iter_content(1 << 20):
+                    digest.update(chunk)
+                    f.write(chunk)
+    except requests.RequestException as exc:
+        tmp.unlink(missing_ok=True)
+        raise FetchError(f"cannot download {entry.filename}: {exc.__class__.__name__}") from None
+    if digest.hexdigest() != entry.sha256:
+        tmp.unlink(missing_ok=True)
+        raise FetchError(
+            f"{entry.filename}: sha256 {digest.hexdigest()[:12]} differs from PyPI's ({entry.sha256[:12]})"
+        )
+    os.replace(tmp, dest)
+    return dest
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 @dataclass
