@@ -60,8 +60,8 @@ BACKEND = "vllm/v1/attention/backends/turboquant_attn.py"
 DECODE = "vllm/v1/attention/ops/triton_turboquant_decode.py"
 VERSION = importlib.metadata.version("vllm")
 RELEASE = CATALOGUE.releases.get(VERSION)
-CANDIDATE = REPO / "benchmarks/alternatives/turboquant-prefill-fastpath" / VERSION
-CANDIDATE = CANDIDATE / "0001-turboquant-prefill-fastpath.patch"
+CANDIDATES = REPO / "benchmarks/alternatives/turboquant-prefill-fastpath"
+CANDIDATE = CANDIDATES / VERSION / "0001-turboquant-prefill-fastpath.patch"
 # steps.sh sets it: on the staged GPU machine a skip would hide that nothing was measured.
 REQUIRED = bool(os.environ.get("VLLM_BACKPORTS_REQUIRE_VLLM"))
 
