@@ -3,6 +3,7 @@
 # install of ../shared/gpu/stage-vllm.sh; one step per call, each under the 600 s limit):
 #   REL=0.26.0 bash docs/runs/steps.sh setup
 #   REL=0.26.0 bash docs/runs/steps.sh verify fix mtp 16 graphs turboquant_k8v4
+#   REL=0.31.0 bash docs/runs/steps.sh fastpath   (after setup; releases with a #46460 candidate)
 # Sites, all of release $REL:
 #   fix  $HOME/vllm-site  the release's shipped series
 #   ctl  /tmp/site-ctl-$REL  the series without turboquant-spec-decode: TurboQuant as released
@@ -82,6 +83,11 @@ case $step in
     tests=$(python3 -m vllm_backports.maint matrix-json gdn-builder | python3 -c "import json, sys; print(*[t for r in json.load(sys.stdin)['include'] if r['vllm'] == sys.argv[1] for t in r['tests'].split() if 'interpreted' not in t])" "$REL")
     [ -n "$tests" ] && [ "${RELEASE_TESTS:-1}" != 0 ] && PYTHONPATH=${SITE[raw]}:.gpu-pytest VLLM_BACKPORTS_REQUIRE_VLLM=1 python3 -m pytest -q -p no:cacheprovider --tb=short \
       $tests > "$out/release-tests.txt" 2>&1; tail -3 "$out/release-tests.txt" ;;
+  fastpath) # vLLM #46460 on this release's real backend and kernels: tests/gpu/test_turboquant_prefill_fastpath.py
+      # builds the released, series and candidate backends from the pristine site itself
+    PYTHONPATH=${SITE[raw]}:.gpu-pytest VLLM_BACKPORTS_REQUIRE_VLLM=1 python3 -m pytest -q -s -p no:cacheprovider --tb=short \
+      tests/gpu/test_turboquant_prefill_fastpath.py > "$out/fastpath.txt" 2>&1; echo "fastpath: exit $?"
+    grep -E '^[0-9.]+ cuda |passed|failed|FAILED|Error' "$out/fastpath.txt" | tail -20 ;;
   verify) # SITE PRESET BATCH MODE KV
     site=$1 preset=$2 batch=$3 mode=$4 kv=$5; tag="$kv-$site-$preset-b$batch-$mode-tp${TP:-1}-${PREFILL:-triton}"
     PYTHONPATH=${SITE[$site]} python3 apply.py verify --prefill-backend "${PREFILL:-triton}" --work-dir "/tmp/v-$REL-$tag" --json --tp "${TP:-1}" \
