@@ -610,7 +610,7 @@ def digests(write: bool) -> None:
 def upstream_tests(version: str, as_json: bool, out: Path | None, timeout: int, keep: bool) -> None:
     """Run VERSION's own tests that exercise the files its series patches (from its PyPI source
     archive) against the installed release, pristine and patched, on the CPU. Exit 1 when a test
-    passes pristine and not patched without an explanation in backports/upstream-tests.toml."""
+    passes pristine and not patched without an explanation in docs/upstream-tests/explained.toml."""
     import json
     import platform
     import shutil

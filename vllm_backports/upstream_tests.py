@@ -7,7 +7,7 @@ mock target), or when its path mirrors one (`tests/v1/attention/backends/test_gd
 `vllm/v1/attention/backends/gdn_attn.py`).
 
 Verdict: a test that passes pristine and does not pass patched (fails, errors, is skipped or is
-gone) fails the run, unless backports/upstream-tests.toml explains it for that release.
+gone) fails the run, unless docs/upstream-tests/explained.toml explains it for that release.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from .pypi import cache_root, download, release_sdist
 from .tree import installed_tree
 
 CONFTEST = Path(__file__).with_name("upstream_conftest.py")
-EXPLANATIONS = "backports/upstream-tests.toml"
+EXPLANATIONS = "docs/upstream-tests/explained.toml"
 OUTCOMES = ("passed", "failed", "skipped")
 # Worst first: a test reported failed in any phase failed, one skipped in setup never ran.
 _RANK = {"error": 0, "failed": 0, "skipped": 1, "passed": 2}
