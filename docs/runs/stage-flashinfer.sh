@@ -2,8 +2,13 @@
 # The slim bundle of ../shared/gpu/stage-vllm.sh has no FlashInfer, so verify runs there on the
 # Triton GDN prefill only; Hopper's default is FlashInfer's. This stages the FlashInfer the release
 # resolves to and the two packages it imports that the bundle lacks, without flashinfer-cubin
-# (295 MiB; the sm90 GDN prefill is JIT-built with the machine's nvcc, not taken from cubins) and
-# without nvidia-cutlass-dsl (FlashInfer guards that import; it serves the Blackwell kernels). `steps.sh setup` installs .stage/fi into the site before copying it.
+# (295 MiB) and without nvidia-cutlass-dsl. `steps.sh setup` installs .stage/fi into the site
+# before copying it. Enough for FlashInfer's nvcc-built modules (the sampler's: prebuilt by
+# docs/runs/stage-flashinfer-jit.sh), not for the sm90 GDN prefill from flashinfer-python 0.6.18
+# (vLLM 0.29 on): that is a CuTe-DSL kernel compiled in-process by nvidia-cutlass-dsl, whose
+# `import cutlass` is unguarded (`import flashinfer.gdn_prefill` fails without it, seen on the
+# H100 2026-11-25), and it also imports cuda-bindings. Staging those (the cu13 cutlass-dsl wheel
+# alone is 84 MiB: two carries) is still to do.
 #   ../shared/gpu/stage-vllm.sh 0.20.0 && bash docs/runs/stage-flashinfer.sh 0.20.0
 set -euo pipefail
 release=$1
