@@ -393,14 +393,17 @@ def _pfs(c: dict) -> str:
     return f"{c['passed']}/{c['failed']}/{c['skipped']}"
 
 
+def _state(d: dict, unexplained: str) -> str:
+    """What a test that differs between pristine and patched is: explained, `unexplained`, or no regression."""
+    if not d["regression"]:
+        return "not a regression"
+    return f"explained: {d['explained']}" if d["explained"] else unexplained
+
+
 def summary_lines(data: dict) -> list[str]:
     lines = []
     for d in data["differences"]:
-        if d["regression"]:
-            state = f"explained: {d['explained']}" if d["explained"] else "UNEXPLAINED"
-        else:
-            state = "not a regression"
-        lines.append(f"{d['test']}: {d['pristine']} pristine, {d['patched']} patched ({state})")
+        lines.append(f"{d['test']}: {d['pristine']} pristine, {d['patched']} patched ({_state(d, 'UNEXPLAINED')})")
     for test in data["stale_explanations"]:
         lines.append(f"note: {EXPLANATIONS} explains {test}, which no longer passes pristine and fails patched")
     regressions = sum(d["regression"] for d in data["differences"])
@@ -451,11 +454,8 @@ def markdown(reports: list[dict]) -> str:
         if not data["differences"]:
             out.append("- none")
         for d in data["differences"]:
-            if d["regression"]:
-                why = f"explained: {d['explained']}" if d["explained"] else "**unexplained**"
-            else:
-                why = "not a regression"
-            out.append(f"- `{d['test']}`: {d['pristine']} pristine, {d['patched']} patched; {why}")
+            state = _state(d, "**unexplained**")
+            out.append(f"- `{d['test']}`: {d['pristine']} pristine, {d['patched']} patched; {state}")
         for key, title in (("skips", "Skip reasons"), ("failures", "Failure reasons")):
             out += ["", f"{title} (tests per reason, pristine / patched):", ""]
             out += _by_reason(data.get(key, {}))
