@@ -27,7 +27,6 @@ releases without a candidate (0.22.0 and 0.31.0 have one).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib.metadata
 import importlib.util
 import inspect
@@ -48,11 +47,10 @@ else:
                 allow_module_level=True)
 pytest.importorskip("vllm")
 
+import patched_side  # noqa: E402
 from turboquant_case import BLOCK, BOUND, HEAD_DIM, HK, HQ, K, builder, rel  # noqa: E402
 
 from vllm_backports.catalogue import Catalogue  # noqa: E402
-from vllm_backports.hunks import Mismatch, apply_file  # noqa: E402
-from vllm_backports.patchfile import parse  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 CATALOGUE = Catalogue(REPO)
@@ -81,7 +79,7 @@ if DEVICE == "cpu":
         _skip("vLLM put a placeholder in Triton's place: set CUDA_VISIBLE_DEVICES= with TRITON_INTERPRET=1")
 
 PRESET = "turboquant_k8v4"
-SIDES = ("released", "series", "candidate")
+SIDES = patched_side.SIDES
 L, CACHED, NEW = 48, 32, 8  # F's length; C's tokens in the cache and its new ones (S = 40 <= L)
 CASES = {
     "a-verify-longer": [60, 64],  # T > L
@@ -97,31 +95,12 @@ RIGHT = {
 }
 
 
-def _source(path: str, side: str) -> bytes:
-    package = Path(importlib.util.find_spec("vllm").submodule_search_locations[0])
-    content = (package / path.removeprefix("vllm/")).read_bytes()
-    if hashlib.sha256(content).hexdigest() != RELEASE.files[path]:
-        _skip(f"the installed {path} is not vLLM {VERSION}'s pristine file (run against the pristine site)")
-    patches = [] if side == "released" else list(CATALOGUE.series(RELEASE.series).patches)
-    if side == "candidate":
-        patches.append(parse(CANDIDATE.read_bytes(), CANDIDATE.name))
-    for patch in patches:
-        for fpatch in patch.files:
-            if fpatch.path == path:
-                content = apply_file(content, fpatch)
-                assert not isinstance(content, Mismatch), content
-    return content
+def _not_pristine(path: str):
+    _skip(f"the installed {path} is not vLLM {VERSION}'s pristine file (run against the pristine site)")
 
 
 def _load(tmp: Path, path: str, side: str):
-    """One side's copy of a module, beside the installed original so that its imports resolve there."""
-    stem = f"{Path(path).stem}_fastpath_{side}"
-    (tmp / f"{stem}.py").write_bytes(_source(path, side))
-    package = ".".join(Path(path).with_suffix("").parts[:-1])
-    spec = importlib.util.spec_from_file_location(f"{package}.{stem}", tmp / f"{stem}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return patched_side.load(tmp, path, side, CATALOGUE, RELEASE, CANDIDATE, _not_pristine)
 
 
 @pytest.fixture(scope="module")

@@ -19,17 +19,12 @@ checked against versions.toml); skipped elsewhere, like the other builder tests.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib.metadata
 import importlib.util
 from functools import partial
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
-from vllm_backports.hunks import Mismatch, apply_file
-from vllm_backports.patchfile import parse
 
 from . import installed
 from .conftest import CATALOGUE, REPO
@@ -49,42 +44,25 @@ if RELEASE is None or not PATCH.exists():
     if installed.REQUIRED:
         raise RuntimeError(f"vLLM {VERSION} has no turboquant-prefill-fastpath candidate")
     pytest.skip(f"vLLM {VERSION} has no turboquant-prefill-fastpath candidate", allow_module_level=True)
+import patched_side  # noqa: E402
 import turboquant_case  # noqa: E402  (imports torch: after the skip)
 
 K = turboquant_case.K  # MTP drafts: verify rows carry K + 1 query tokens
 HQ, HK, D = 4, 2, 8
 
 
-def _load(tmp: Path, side: str):
-    """The release's backend as released, with its series, or with its series and the candidate,
-    loaded beside the installed original so that its relative imports resolve there."""
-    package = Path(importlib.util.find_spec("vllm").submodule_search_locations[0])
-    content = (package / BACKEND.removeprefix("vllm/")).read_bytes()
-    if hashlib.sha256(content).hexdigest() != RELEASE.files[BACKEND]:
-        message = f"the installed {BACKEND} is not vLLM {VERSION}'s pristine file"
-        if installed.REQUIRED:
-            raise AssertionError(message)
-        pytest.skip(message)
-    patches = [] if side == "released" else list(CATALOGUE.series(RELEASE.series).patches)
-    if side == "candidate":
-        patches.append(parse(PATCH.read_bytes(), PATCH.name))
-    for patch in patches:
-        for fpatch in patch.files:
-            if fpatch.path == BACKEND:
-                content = apply_file(content, fpatch)
-                assert not isinstance(content, Mismatch), content
-    stem = f"turboquant_attn_fastpath_{side}"
-    (tmp / f"{stem}.py").write_bytes(content)
-    spec = importlib.util.spec_from_file_location(f"vllm.v1.attention.backends.{stem}", tmp / f"{stem}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _not_pristine(path: str):
+    message = f"the installed {path} is not vLLM {VERSION}'s pristine file"
+    if installed.REQUIRED:
+        raise AssertionError(message)
+    pytest.skip(message)
 
 
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("tq_fastpath")
-    return {side: _load(tmp, side) for side in ("released", "series", "candidate")}
+    return {side: patched_side.load(tmp, BACKEND, side, CATALOGUE, RELEASE, PATCH, _not_pristine)
+            for side in patched_side.SIDES}
 
 
 def _batch(query_lens: list[int], seq_lens: list[int]):
