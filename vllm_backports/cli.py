@@ -512,7 +512,9 @@ def _span(versions: list[str], order: list[str]) -> str:
     show_default=True,
     help="random; shared-prefix (one long prefix, so prefix caching hits); k-plus-1 (half the prompts "
     "exactly k+1 tokens, a verify row's size); tq-continuation (prefix-cache continuations beside longer first "
-    "chunks, TurboQuant's prefill fast path: needs --prefix-caching on).",
+    "chunks, TurboQuant's prefill fast path: needs --prefix-caching on); producer-consumer (one 480-token "
+    "producer, then 342-token consumers of its first 330 tokens: needs --prefix-caching on); churn (64 short "
+    "requests of 24 tokens, so freed rows take new requests all the time).",
 )
 @click.option(
     "--calibrate-kv",

@@ -106,7 +106,7 @@ case $step in
   proofs) # [NAME...]: the proof set, each a verify of the fix site (or of TARGETS' site) with its
       # control, all at once on one GPU (fixed KV size each); names from PROOFS below, default all
       # that this release carries
-    common=(--batch 16 --mode graphs --prefill-backend "${PREFILL:-triton}" --kv-cache-gib 2 --gpu-memory-utilization 0.08)
+    common=(--mode graphs --prefill-backend "${PREFILL:-triton}" --kv-cache-gib 2 --gpu-memory-utilization 0.08)
     declare -A PROOFS=(
       [gdn-ngram]="--preset ngram --control ${SITE[raw]}"
       [gdn-ngram-prefix]="--preset ngram --prompts shared-prefix --prefix-caching on --control ${SITE[raw]}"
@@ -120,6 +120,16 @@ case $step in
       # its exposure, so the control is the shipped series and the target the series plus the
       # candidate fix; verify judges the plain TurboQuant engine of both too (bf16 calibration)
       [tq-continuation]="--preset ngram --kv-cache turboquant_k8v4 --prompts tq-continuation --prefix-caching on --control ${SITE[fix]}"
+      # Sibling bugs the series leaves alone (docs/SIBLING-BUGS.md): an affected release fails on
+      # both sites; each is a positive control to look for, not a proof of the series.
+      # section 1, async count read at moved rows; the async-off run attributes it
+      [churn-mtp-async]="--preset mtp --prompts churn --prefix-caching on --async-scheduling on --control ${SITE[raw]}"
+      [churn-mtp-sync]="--preset mtp --prompts churn --prefix-caching on --async-scheduling off --control ${SITE[raw]}"
+      # section 5, a Mamba prefix hit past full attention's with MTP (0.20 .. 0.25)
+      [pc-mtp]="--preset mtp --prompts producer-consumer --prefix-caching on --control ${SITE[raw]}"
+      # section 2, a k+1-token prefill replayed in a FULL decode graph
+      [kp1-b1]="--preset ngram --prompts k-plus-1 --batch 1 --control ${SITE[raw]}"
+      [kp1-mtp]="--preset mtp --prompts k-plus-1 --control ${SITE[raw]}"
     )
     declare -A TARGETS=([tq-continuation]=cand)
     for name in ${@:-gdn-ngram tq-mtp gdn-ngram-prefix gdn-ngram-kp1 mtp}; do
@@ -127,7 +137,8 @@ case $step in
       target=${TARGETS[$name]:-fix}
       [ -d "${SITE[$target]}" ] || { echo "$name: no $target site for $REL"; continue; }
       # shellcheck disable=SC2086
-      TARGET=$target bash "$0" bg "$name" ${PROOFS[$name]} "${common[@]}"
+      batch=(--batch 16); [[ " ${PROOFS[$name]} " == *" --batch "* ]] && batch=()
+      TARGET=$target bash "$0" bg "$name" ${PROOFS[$name]} "${batch[@]}" "${common[@]}"
     done ;;
   poll) # SECONDS: wait until every verify started by bg has ended, or SECONDS; bring back what there is
     deadline=$((SECONDS + ${1:-500}))

@@ -259,16 +259,18 @@ def test_which_baseline_calibrates(tmp_path, kv_cache, prompt_set, calibrate_kv,
     assert conclude([row("target", "baseline", 0)], 0.1, 1.0, p, "0.22.0")["calibrated_on"] == expected
 
 
+@pytest.mark.parametrize("prompt_set", ["tq-continuation", "producer-consumer"])
 @pytest.mark.parametrize("prefix_caching", ["default", "off"])
-def test_tq_continuation_without_prefix_caching_on_is_refused_before_anything_starts(tmp_path, monkeypatch,
-                                                                                    prefix_caching):
+def test_a_prefix_cache_prompt_set_without_prefix_caching_on_is_refused_before_anything_starts(
+        tmp_path, monkeypatch, prefix_caching, prompt_set):
     from vllm_backports.verify import run
 
     monkeypatch.setattr(run, "preflight", lambda model_class: pytest.fail("started"))
-    p = plan(tmp_path, None, prompt_set="tq-continuation", prefix_caching=prefix_caching)
+    p = plan(tmp_path, None, prompt_set=prompt_set, prefix_caching=prefix_caching)
     with pytest.raises(UsageError) as err:
         run.execute(p, lambda line: None)
-    assert str(err.value) == "--prompts tq-continuation needs --prefix-caching on (its continuations are prefix-cache hits)"
+    assert str(err.value) == (
+        f"--prompts {prompt_set} needs --prefix-caching on (its prompts are there to hit the prefix cache)")
     assert not (tmp_path / "model").exists()
 
 

@@ -10,7 +10,7 @@ from vllm_backports.verify import scenarios
 @pytest.mark.parametrize("kind", sorted(scenarios.PROMPT_SETS))
 def test_no_prompt_begins_another_so_the_scripted_drafter_finds_each_request(kind):
     ps = scenarios.prompts(24, 2048, kind=kind, k=3)
-    assert len(ps) == 24
+    assert len(ps) == (scenarios.PROMPT_SETS[kind].count or 24)
     for i, p in enumerate(ps):
         assert all(2 <= t < 2048 for t in p)
         for j, q in enumerate(ps):
@@ -72,11 +72,40 @@ def test_earlier_prompt_sets_give_the_engine_specs_they_always_gave(kind, batch)
     assert spec["max_num_batched_tokens"] == shape.max_num_batched_tokens
 
 
-def test_only_tq_continuation_needs_prefix_caching_larger_limits_and_a_bf16_calibration():
-    special = {k for k, s in scenarios.PROMPT_SETS.items()
-               if s.requires_prefix_caching or s.calibrate_on_auto or s.max_num_batched_tokens
-               or s.max_model_len != scenarios.MAX_MODEL_LEN}
-    assert special == {"tq-continuation"}
+def test_which_prompt_sets_need_prefix_caching_and_their_own_limits():
+    sets = scenarios.PROMPT_SETS
+    assert {k for k, s in sets.items() if s.requires_prefix_caching} == {"tq-continuation", "producer-consumer"}
+    assert {k for k, s in sets.items() if s.calibrate_on_auto or s.max_num_batched_tokens} == {"tq-continuation"}
+    assert {k for k, s in sets.items() if s.max_model_len != scenarios.MAX_MODEL_LEN} == {
+        "tq-continuation",
+        "producer-consumer",
+    }
+    assert {k for k, s in sets.items() if s.count or s.max_tokens} == {"churn"}
+
+
+@pytest.mark.parametrize("batch", sorted(scenarios.SHAPES))
+def test_churn_sends_many_short_requests_through_the_shapes_rows(batch):
+    shape = scenarios.SHAPES[batch]
+    ps = scenarios.prompts(shape.prompts, 2048, kind="churn", k=3)
+    spec = shape.engine_spec("m", ps, False, 1, {}, "churn")
+    assert len(ps) == 64 and spec["max_tokens"] == 24
+    # the same 40-token prompts as random, more of them
+    assert ps[: shape.prompts] == scenarios.prompts(shape.prompts, 2048, k=3)
+    assert spec["max_num_seqs"] == shape.max_num_seqs and spec["max_num_batched_tokens"] == shape.max_num_batched_tokens
+
+
+def test_producer_consumer_opens_with_a_longer_producer_of_the_consumers_prefix():
+    ps = scenarios.prompts(24, 2048, kind="producer-consumer", k=3)
+    n = scenarios.PC_PREFIX_LEN
+    assert [len(p) for p in ps] == [480] + [342] * 23
+    assert all(p[:n] == ps[0][:n] for p in ps)
+    assert len({tuple(p[n:]) for p in ps}) == 24
+    # 160-token align blocks (bf16 KV, k=3): the producer's prompt caches Mamba state at two block
+    # ends the consumers' prefix covers, the consumers' own only at the first
+    block = 160
+    assert (480 // block - 1) * block == 320 and (342 // block - 1) * block == 160 and n >= 2 * block
+    spec = scenarios.SHAPES[16].engine_spec("m", ps, False, 1, {}, "producer-consumer")
+    assert 480 + spec["max_tokens"] <= spec["max_model_len"] == 640
 
 
 @pytest.mark.parametrize("batch", sorted(scenarios.SHAPES))

@@ -117,7 +117,7 @@ def test_a_crashed_control_renders_and_the_result_is_kept_first(tmp_path, monkey
 def test_tq_continuation_without_prefix_caching_is_refused_in_one_line(tmp_path):
     r = run("verify", "--prompts", "tq-continuation", "--work-dir", str(tmp_path / "w"))
     assert r.code == 2 and r.err.strip().splitlines() == [
-        "error: --prompts tq-continuation needs --prefix-caching on (its continuations are prefix-cache hits)"]
+        "error: --prompts tq-continuation needs --prefix-caching on (its prompts are there to hit the prefix cache)"]
     r = run("verify", "--prompts", "tq-continuation", "--prefix-caching", "on", "--work-dir", str(tmp_path / "w"))
     assert r.code == 2 and "verify needs vLLM installed" in r.err  # accepted up to the vLLM check
     assert not (tmp_path / "w").exists()

@@ -74,7 +74,7 @@ def check_plan(plan: Plan) -> None:
     # default differs (off for hybrids before 0.28), so the run would mean different things.
     if scenarios.PROMPT_SETS[plan.prompt_set].requires_prefix_caching and plan.prefix_caching != "on":
         raise UsageError(
-            f"--prompts {plan.prompt_set} needs --prefix-caching on (its continuations are prefix-cache hits)"
+            f"--prompts {plan.prompt_set} needs --prefix-caching on (its prompts are there to hit the prefix cache)"
         )
 
 

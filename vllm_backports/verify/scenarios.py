@@ -43,7 +43,7 @@ class Shape:
             "model": model,
             "prompts": prompts,
             "max_num_seqs": self.max_num_seqs,
-            "max_tokens": self.max_tokens,
+            "max_tokens": limits.max_tokens or self.max_tokens,
             "max_model_len": limits.max_model_len,
             "eager": eager,
             "tp": tp,
@@ -156,11 +156,45 @@ def tq_continuation_prompts(count: int, vocab: int, k: int, seed: int = 1) -> li
     return out
 
 
+# producer-consumer (docs/SIBLING-BUGS.md section 5): on 0.20 .. 0.25 an EAGLE-style drafter (MTP)
+# lets a Mamba prefix hit run one align block past what full attention kept. The state that makes
+# the longer hit can only come from an earlier, longer request (the scheduler caches Mamba state
+# one block short of a prompt's end), so one producer of three blocks' worth opens, consumers
+# sharing two blocks of its prefix follow, and the consumers admitted after the producer's
+# prefill (the shape's later prompts, once rows free up) are the ones that can hit. Block sizes
+# as above (160 tokens with k=3 on bf16 KV).
+PC_PREFIX_LEN = 330
+PC_PRODUCER_LEN = 480
+PC_SUFFIX_LEN = 12
+# Room for the producer, its output and a verify step's lookahead past it.
+PC_MAX_MODEL_LEN = PC_PRODUCER_LEN + max(s.max_tokens for s in SHAPES.values()) + 32
+
+
+def producer_consumer_prompts(count: int, vocab: int, k: int, seed: int = 1) -> list[list[int]]:
+    """One producer (PC_PREFIX_LEN shared + distinct tokens up to PC_PRODUCER_LEN), then
+    consumers (PC_PREFIX_LEN shared + PC_SUFFIX_LEN distinct)."""
+    rng = random.Random(seed)
+    prefix = [rng.randrange(2, vocab) for _ in range(PC_PREFIX_LEN)]
+    out = [prefix + [rng.randrange(2, vocab) for _ in range(PC_PRODUCER_LEN - PC_PREFIX_LEN)]]
+    while len(out) < count:
+        out.append(prefix + _distinct(rng, PC_SUFFIX_LEN, vocab, [q[PC_PREFIX_LEN:] for q in out]))
+    return out
+
+
+# churn (docs/SIBLING-BUGS.md section 1): many short requests, so one finishes every few steps and
+# a waiting prompt takes its freed row ahead of rows still decoding; under async scheduling with
+# speculation in align mode, releases 0.19 .. 0.33 then read a row's accepted count at its old row.
+CHURN_PROMPTS = 64
+CHURN_MAX_TOKENS = 24
+
+
 @dataclass(frozen=True)
 class PromptSet:
     """How prompts are made, and what the engine needs to run them as intended."""
 
     build: Callable[[int, int, int, int], list[list[int]]]  # (count, vocab, k, seed)
+    count: int | None = None  # None: the shape's own number of prompts
+    max_tokens: int | None = None  # None: the shape's own
     max_model_len: int = MAX_MODEL_LEN
     max_num_batched_tokens: int | None = None  # None: the shape's own budget
     requires_prefix_caching: bool = False
@@ -180,8 +214,13 @@ PROMPT_SETS: dict[str, PromptSet] = {
         requires_prefix_caching=True,
         calibrate_on_auto=True,
     ),
+    "producer-consumer": PromptSet(
+        producer_consumer_prompts, max_model_len=PC_MAX_MODEL_LEN, requires_prefix_caching=True
+    ),
+    "churn": PromptSet(random_prompts, count=CHURN_PROMPTS, max_tokens=CHURN_MAX_TOKENS),
 }
 
 
 def prompts(count: int, vocab: int, seed: int = 1, kind: str = "random", k: int = 3) -> list[list[int]]:
-    return PROMPT_SETS[kind].build(count, vocab, k, seed)
+    """The prompt set's own count where it has one, else `count` (the shape's)."""
+    return PROMPT_SETS[kind].build(PROMPT_SETS[kind].count or count, vocab, k, seed)
