@@ -152,6 +152,25 @@ case $step in
       else echo "== $t: running: $(tail -1 "$j")"; fi
     done
     tar -czf "$out/results.tgz" -C "$RES" . && tar -czf "$out/logs.tgz" --exclude=model --exclude='*.out.json' -C /tmp $(cd /tmp && ls -d "v-$REL-"* 2>/dev/null) 2>/dev/null; true ;;
+  collect) # SECONDS HOME...: poll over the results of several releases staged side by side (one
+      # HOME each), in one archive ($OUT/res.tgz) with a line per run
+    deadline=$((SECONDS + $1)); shift
+    while [ $SECONDS -lt $deadline ]; do
+      left=0; for h; do for j in "$h"/verify-results/*.err; do [ -f "$j" ] && [ ! -f "${j%.err}.rc" ] && left=$((left + 1)); done; done
+      [ $left = 0 ] && break; sleep 10
+    done
+    for h; do for j in "$h"/verify-results/*.err; do
+      [ -f "$j" ] || continue; t=${j%.err}
+      if [ -f "$t.rc" ]; then python3 - "$t.json" "$(cat "$t.rc")" <<'PY' 2>/dev/null || echo "$t: exit $(cat "$t.rc"): $(tail -1 "$j")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = [f"{r['scenario']}/{r.get('site', 'target')}:{'dead' if r.get('crashed') else str(r['errors']) + '/' + str(r['tokens'])}"
+        for r in d.get("rows", []) if r["scenario"] != "baseline"]
+print(sys.argv[1], "exit", sys.argv[2], d.get("vllm"), "proof", d.get("proof"), *rows)
+PY
+      else echo "$t: running: $(tail -c 200 "$j" | tr '\n' ' ')"; fi
+    done; done
+    tar -czf "$out/res.tgz" -C / $(for h; do echo "${h#/}/verify-results"; done) 2>/dev/null; true ;;
   bench-tq) # PASSES [ROUNDS]: the first site is the ratios' baseline
     python3 benchmarks/bench_turboquant_mtp.py --site p65="${SITE[p65]}" --site fix="${SITE[fix]}" --passes "${1:-1}" \
       --rounds "${2:-3}" --kv-cache turboquant_k8v4 --out "$out/bench-tq-mtp.json" 2>&1 | tail -40 ;;
