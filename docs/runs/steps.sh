@@ -11,6 +11,8 @@
 #   cand /tmp/site-cand-$REL  the shipped series plus the candidate turboquant-prefill-fastpath fix,
 #        where benchmarks/alternatives/turboquant-prefill-fastpath has it (0.22.0, 0.31.0)
 #   raw  /tmp/site-raw-$REL  pristine: the GDN control
+#   prev /tmp/site-prev-$REL  the shipped series less spec-prefill-decode-graph (vLLM #49918): its
+#        control (not made where a later patch's hunks sit below its own: 0.25.0, 0.26.0)
 # Two releases can share one machine: stage the second with its parts under another HOME
 # (HOME=/root/h2 bash .stage-REL/install.sh) and run its steps with that HOME; every path
 # here is under $HOME or named by $REL.
@@ -25,7 +27,7 @@ set -uo pipefail
 step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
 RES=$HOME/verify-results
 declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl-$REL [p65]=/tmp/site-p65-$REL [raw]=/tmp/site-raw-$REL
-  [cand]=/tmp/site-cand-$REL)
+  [cand]=/tmp/site-cand-$REL [prev]=/tmp/site-prev-$REL)
 P65_PATCH=benchmarks/alternatives/turboquant-cudagraph/$REL/0001-turboquant-cudagraph.patch
 CAND_PATCH=benchmarks/alternatives/turboquant-prefill-fastpath/$REL/0001-turboquant-prefill-fastpath.patch
 # Every file any patch here touches, read off the patches, so a new backport cannot leave a
@@ -63,6 +65,11 @@ case $step in
       python3 -m pip install -q --no-index --no-deps --no-compile --target "${SITE[fix]}" .stage/fi/*.whl; echo "flashinfer: exit $?"
     fi
     site_copy "${SITE[raw]}"; site_copy "${SITE[ctl]}"
+    if grep -q spec-prefill-decode-graph "backports/$REL/series" 2>/dev/null; then
+      site_copy "${SITE[prev]}"
+      PYTHONPATH=${SITE[prev]} python3 apply.py --vllm "$REL" --target "${SITE[prev]}" --skip spec-prefill-decode-graph --json > "$out/apply-prev.json" \
+        || { echo "prev: cannot skip spec-prefill-decode-graph here"; rm -rf "${SITE[prev]}"; }
+    fi
     PYTHONPATH=${SITE[ctl]} python3 apply.py --vllm "$REL" --target "${SITE[ctl]}" --skip turboquant-spec-decode --json > "$out/apply-ctl.json"; echo "ctl: exit $?"
     if [ -f "$P65_PATCH" ]; then
       site_copy "${SITE[p65]}"
@@ -130,12 +137,16 @@ case $step in
       # section 2, a k+1-token prefill replayed in a FULL decode graph
       [kp1-b1]="--preset ngram --prompts k-plus-1 --batch 1 --control ${SITE[raw]}"
       [kp1-mtp]="--preset mtp --prompts k-plus-1 --control ${SITE[raw]}"
+      # the same two against the series less its fix for section 2 (spec-prefill-decode-graph)
+      [kp1-b1-fix]="--preset ngram --prompts k-plus-1 --batch 1 --control ${SITE[prev]}"
+      [kp1-mtp-fix]="--preset mtp --prompts k-plus-1 --control ${SITE[prev]}"
     )
     declare -A TARGETS=([tq-continuation]=cand)
     for name in ${@:-gdn-ngram tq-mtp gdn-ngram-prefix gdn-ngram-kp1 mtp}; do
       [ -n "${PROOFS[$name]:-}" ] || { echo "unknown proof $name"; continue; }
       target=${TARGETS[$name]:-fix}
       [ -d "${SITE[$target]}" ] || { echo "$name: no $target site for $REL"; continue; }
+      [[ "${PROOFS[$name]}" != *"${SITE[prev]}"* ]] || [ -d "${SITE[prev]}" ] || { echo "$name: no prev site for $REL"; continue; }
       # shellcheck disable=SC2086
       batch=(--batch 16); [[ " ${PROOFS[$name]} " == *" --batch "* ]] && batch=()
       TARGET=$target bash "$0" bg "$name" ${PROOFS[$name]} "${batch[@]}" "${common[@]}"
