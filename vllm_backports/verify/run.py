@@ -97,8 +97,10 @@ def check_kv_cache(vllm_version: str, kv_cache: str) -> None:
         )
 
 
-def preflight(model_class: str = model.MODEL_CLASS) -> str:
-    """The vLLM version verify will run; a one-line error when this machine cannot run it."""
+def preflight(model_class: str | None = model.MODEL_CLASS) -> str:
+    """The vLLM version verify will run; a one-line error when this machine cannot run it.
+    `model_class`: the tiny model's class whose transformers model the float32 reference needs
+    (None: no float32 reference)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -110,8 +112,8 @@ def preflight(model_class: str = model.MODEL_CLASS) -> str:
         import transformers
     except ImportError as exc:
         raise UsageError(f"verify needs torch and transformers: {exc}") from None
-    wanted = model.MODEL_CLASSES[model_class].transformers_model
-    if not hasattr(transformers, wanted):
+    wanted = model.MODEL_CLASSES[model_class].transformers_model if model_class else None
+    if wanted and not hasattr(transformers, wanted):
         raise UsageError(
             f"--model-class {model_class} needs transformers' {wanted}; "
             f"transformers {transformers.__version__} has none"
@@ -134,6 +136,13 @@ def site_version(site: Path) -> str:
     if not found:
         raise UsageError(f"--control {site}: no vLLM installed there")
     return found[0]
+
+
+def check_control(control: Path | None, vllm_version: str) -> None:
+    if control is not None and (theirs := site_version(control)) != vllm_version:
+        raise UsageError(
+            f"--control {control} holds vLLM {theirs}, this Python {vllm_version}: a control must be the same release"
+        )
 
 
 def machine() -> dict:
@@ -233,11 +242,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     check_plan(plan)
     vllm_version = preflight(plan.model_class)
     check_kv_cache(vllm_version, plan.kv_cache)
-    if plan.control is not None and (theirs := site_version(plan.control)) != vllm_version:
-        raise UsageError(
-            f"--control {plan.control} holds vLLM {theirs}, this Python {vllm_version}: "
-            "a control must be the same release"
-        )
+    check_control(plan.control, vllm_version)
     ran_on = machine()
     plan.work.mkdir(parents=True, exist_ok=True)
     model_dir = model.write_model(
