@@ -661,13 +661,13 @@ def verify_cmd(
             float32_reference=float32_reference,
             work_dir=work_dir,
         )
-    for name, value in (
-        ("--max-tokens", max_tokens),
-        ("--max-num-batched-tokens", max_num_batched_tokens),
-        ("--float32-reference", float32_reference or None),
+    for name, value, why in (
+        ("--max-tokens", max_tokens, "the tiny model's runs fix their own"),
+        ("--max-num-batched-tokens", max_num_batched_tokens, "the tiny model's runs fix their own"),
+        ("--float32-reference", float32_reference or None, "without it, verify always judges by float32"),
     ):
         if value is not None:
-            raise UsageError(f"{name} goes with --model (the tiny model's runs fix their own)")
+            raise UsageError(f"{name} goes with --model ({why})")
     prompt_set = prompt_set or "random"
     if prompt_set not in PROMPT_SETS:
         raise UsageError(
