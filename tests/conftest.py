@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from fake_checkpoint import checkpoint_dir, tokenizer_dir  # noqa: F401  (verify --model's fixtures)
+
 HEADER = textwrap.dedent("""\
     Description: {desc}
     Origin: other, https://example.invalid/fix

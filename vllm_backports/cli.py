@@ -466,28 +466,29 @@ def _span(versions: list[str], order: list[str]) -> str:
     "batches",
     multiple=True,
     type=click.Choice(["1", "16"]),
-    help="Requests a batch (repeatable; default 1 and 16).",
+    help="Requests a batch (repeatable; default 1 and 16; with --model one, default 16).",
 )
 @click.option(
     "--mode",
     "modes",
     multiple=True,
     type=click.Choice(["eager", "graphs"]),
-    help="Eager or CUDA graphs (repeatable; default both).",
+    help="Eager or CUDA graphs (repeatable; default both; with --model graphs).",
 )
 @click.option(
     "--preset",
     "presets",
     multiple=True,
     type=click.Choice(sorted(PRESETS)),
-    help="Speculative preset (repeatable; default ngram).",
+    help="Speculative preset (repeatable; default ngram, scripted drafts; with --model vLLM's own drafters, "
+    "default ngram, and mtp where the checkpoint has MTP layers).",
 )
 @click.option("--tp", type=click.IntRange(1, 8), default=1, show_default=True, help="Tensor-parallel size.")
 @click.option(
     "--threshold",
     type=click.FloatRange(min=0.0, min_open=True),
     default=None,
-    help="Regret (nats below the float32 reference's best) above which a token is an error "
+    help="Regret (nats below the reference's best) above which a token is an error "
     "[default: twice the plain baseline's worst, at least 1].",
 )
 @click.option(
@@ -505,12 +506,21 @@ def _span(versions: list[str], order: list[str]) -> str:
     help="KV cache dtype for every engine of the run, baselines included (TurboQuant presets: vLLM 0.21+).",
 )
 @click.option(
+    "--model",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A local Hugging Face checkpoint of a hybrid GDN model (Qwen3-Next, Qwen3.5, Qwen3.6) to judge instead of "
+    "the tiny model: its own tokenizer, chat template and prompts; the reference is this vLLM without speculation, "
+    "teacher-forced over each output (docs/VERIFY.md).",
+)
+@click.option(
     "--prompts",
     "prompt_set",
-    type=click.Choice(sorted(PROMPT_SETS)),
-    default="random",
-    show_default=True,
-    help="random; shared-prefix (one long prefix, so prefix caching hits); k-plus-1 (half the prompts "
+    metavar="SET|FILE",
+    default=None,
+    help='With --model: a JSONL file, one {"messages": [...]} or {"prompt": "..."} a line [default: the built-in '
+    "set of code edits, tool calls and a shared system prompt]. Without it, the tiny model's prompt set "
+    "[default: random]: random; shared-prefix (one long prefix, so prefix caching hits); k-plus-1 (half the prompts "
     "exactly k+1 tokens, a verify row's size); tq-continuation (prefix-cache continuations beside longer first "
     "chunks, TurboQuant's prefill fast path: needs --prefix-caching on); producer-consumer (one 480-token "
     "producer, then 342-token consumers of its first 330 tokens: needs --prefix-caching on); churn (64 short "
@@ -548,9 +558,8 @@ def _span(versions: list[str], order: list[str]) -> str:
 @click.option(
     "--gpu-memory-utilization",
     type=click.FloatRange(0.05, 0.95),
-    default=0.35,
-    show_default=True,
-    help="Share of the GPU each engine may take (one engine runs at a time).",
+    default=None,
+    help="Share of the GPU each engine may take (one engine runs at a time) [default: 0.35; with --model 0.90].",
 )
 @click.option(
     "--kv-cache-gib",
@@ -565,6 +574,25 @@ def _span(versions: list[str], order: list[str]) -> str:
     show_default=True,
     help="The tiny model's family: qwen3_next (Qwen3NextForCausalLM, MoE), qwen3_5 (Qwen3_5ForCausalLM, "
     "dense) or qwen3_5_moe (Qwen3_5MoeForCausalLM); the mtp preset drafts with its MTP layer.",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(1, 32768),
+    default=None,
+    help="With --model: tokens generated per prompt at most [default: 256] (each stops at the model's end of turn).",
+)
+@click.option(
+    "--max-num-batched-tokens",
+    type=click.IntRange(16),
+    default=None,
+    help="With --model: vLLM's token budget a step [default: the release's own].",
+)
+@click.option(
+    "--float32-reference",
+    is_flag=True,
+    default=False,
+    help="With --model on the tiny checkpoint (python -m vllm_backports.verify.tokenizer DIR): judge the same "
+    "outputs by transformers in float32 too; the run fails unless both references agree on every verdict.",
 )
 @click.option(
     "--work-dir",
@@ -592,16 +620,60 @@ def verify_cmd(
     gpu_memory_utilization,
     kv_cache_gib,
     model_class,
+    model,
+    max_tokens,
+    max_num_batched_tokens,
+    float32_reference,
     work_dir,
     as_json,
 ) -> int:
-    """Judge this vLLM's greedy speculative decoding against a float32 reference (needs a GPU).
+    """Judge this vLLM's greedy speculative decoding token by token (needs a GPU): on a tiny model
+    against float32 transformers, or with --model on your checkpoint against this vLLM without
+    speculation.
 
     Exit 0: every scenario's tokens are what the model predicts; 1: some are not;
     2: this machine cannot run verify, or the plain baseline itself fails (no calibration).
     """
+    from .verify.report import verdict
     from .verify.run import Plan, execute
 
+    if model is not None:
+        if calibrate_kv is not None:
+            raise UsageError("--calibrate-kv goes with the tiny model's prompt sets, not with --model")
+        return _verify_model(
+            reporter,
+            model=model,
+            prompt_set=prompt_set,
+            batches=batches,
+            modes=modes,
+            presets=presets,
+            tp=tp,
+            threshold=threshold,
+            prefill_backend=prefill_backend,
+            kv_cache=kv_cache,
+            prefix_caching=prefix_caching,
+            async_scheduling=async_scheduling,
+            control=control,
+            gpu_memory_utilization=gpu_memory_utilization,
+            kv_cache_gib=kv_cache_gib,
+            max_tokens=max_tokens,
+            max_num_batched_tokens=max_num_batched_tokens,
+            float32_reference=float32_reference,
+            work_dir=work_dir,
+        )
+    for name, value, why in (
+        ("--max-tokens", max_tokens, "the tiny model's runs fix their own"),
+        ("--max-num-batched-tokens", max_num_batched_tokens, "the tiny model's runs fix their own"),
+        ("--float32-reference", float32_reference or None, "without it, verify always judges by float32"),
+    ):
+        if value is not None:
+            raise UsageError(f"{name} goes with --model ({why})")
+    prompt_set = prompt_set or "random"
+    if prompt_set not in PROMPT_SETS:
+        raise UsageError(
+            f"--prompts {prompt_set}: not one of the tiny model's prompt sets ({', '.join(sorted(PROMPT_SETS))}); "
+            "a JSONL file of prompts goes with --model"
+        )
     plan = Plan(
         batches=tuple(int(b) for b in batches) or (1, 16),
         modes=tuple(modes) or ("eager", "graphs"),
@@ -615,7 +687,7 @@ def verify_cmd(
         prefix_caching=prefix_caching,
         async_scheduling=async_scheduling,
         control=control.resolve() if control else None,
-        gpu_memory_utilization=gpu_memory_utilization,
+        gpu_memory_utilization=0.35 if gpu_memory_utilization is None else gpu_memory_utilization,
         kv_cache_gib=kv_cache_gib,
         model_class=model_class,
         calibrate_kv=calibrate_kv,
@@ -671,22 +743,84 @@ def verify_cmd(
             "-" if hits is None else str(hits),
             f"{r['tokens_per_s']:.0f}",
         )
-    payload = {
+    line, code = verdict(result)
+    reporter.emit(_verify_payload(result), table, [line])
+    return code
+
+
+def _verify_payload(result: dict, **extra) -> dict:
+    return {
         "command": "verify",
         **{k: v for k, v in result.items() if k != "rows"},
         "rows": [{k: v for k, v in r.items() if k != "regrets"} for r in result["rows"]],
+        **extra,
     }
-    if not result["calibrated"]:
-        line = (
-            "calibration failed: the plain baseline itself strays from the reference "
-            f"(worst regret {result['baseline_worst_regret']:.2f}); nothing can be concluded"
-        )
-        code = 2
-    elif result["passed"] and result.get("control_failed") is False:
-        line, code = "verify: passed, but the control passed too: this scenario does not show the bug", 0
-    elif result["passed"]:
-        line, code = "verify: passed" + (" (the control fails)" if result.get("control_failed") else ""), 0
-    else:
-        line, code = "verify: FAILED: speculative output is not what the model predicts", 1
-    reporter.emit(payload, table, [line])
+
+
+def _verify_model(
+    reporter: Reporter,
+    *,
+    model: Path,
+    prompt_set: str | None,
+    batches,
+    modes,
+    presets,
+    tp: int,
+    threshold: float | None,
+    prefill_backend: str,
+    kv_cache: str,
+    prefix_caching: str,
+    async_scheduling: str,
+    control: Path | None,
+    gpu_memory_utilization: float | None,
+    kv_cache_gib: float | None,
+    max_tokens: int | None,
+    max_num_batched_tokens: int | None,
+    float32_reference: bool,
+    work_dir: Path,
+) -> int:
+    """verify --model: the checks of options that do not combine, then the run and its report."""
+    from .verify import report, served
+
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source("model_class") not in (None, click.core.ParameterSource.DEFAULT):
+        raise UsageError("--model-class picks the tiny model's family; with --model the checkpoint decides")
+    if len(set(batches)) > 1:
+        raise UsageError("--model runs one batch size: give --batch once")
+    prompts_file = None
+    if prompt_set is not None:
+        prompts_file = Path(prompt_set)
+        if prompt_set in PROMPT_SETS and not prompts_file.exists():
+            raise UsageError(
+                f"--prompts {prompt_set} is one of the tiny model's prompt sets; with --model, --prompts is a "
+                "JSONL file of prompts"
+            )
+    plan = served.ModelPlan(
+        model=model.resolve(),
+        prompts=prompts_file,
+        presets=tuple(dict.fromkeys(presets)),
+        batch=int(batches[0]) if batches else 16,
+        modes=tuple(dict.fromkeys(modes)) or ("graphs",),
+        tp=tp,
+        threshold=threshold,
+        work=work_dir,
+        additional_config={} if prefill_backend == "default" else {"gdn_prefill_backend": prefill_backend},
+        kv_cache=kv_cache,
+        prefix_caching=prefix_caching,
+        async_scheduling=async_scheduling,
+        control=control.resolve() if control else None,
+        gpu_memory_utilization=served.MODEL_GPU_MEMORY_UTILIZATION
+        if gpu_memory_utilization is None
+        else gpu_memory_utilization,
+        kv_cache_gib=kv_cache_gib,
+        max_tokens=served.MAX_TOKENS if max_tokens is None else max_tokens,
+        max_num_batched_tokens=max_num_batched_tokens,
+        float32_reference=float32_reference,
+    )
+    result = served.execute(plan, reporter.progress)
+    # Kept before anything renders it: the GPU time that made it is the expensive part.
+    (work_dir / "verify.json").write_text(json.dumps(result))
+    head, table, lines = report.model_report(result)
+    line, code = report.verdict(result)
+    reporter.emit(_verify_payload(result, verdict=line), table, lines, before=head)
     return code

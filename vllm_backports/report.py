@@ -38,10 +38,12 @@ class Reporter:
         if not self.as_json:
             self.err.print(f"note: {escape(message)}")
 
-    def emit(self, payload: dict, table: Table | None, lines: list[str]) -> None:
+    def emit(self, payload: dict, table: Table | None, lines: list[str], before: list[str] | None = None) -> None:
         if self.as_json:
             click.echo(json.dumps(payload, indent=2, sort_keys=True))
             return
+        for line in before or []:
+            self.out.print(line)
         if table is not None and table.row_count:
             self.out.print(table)
         for line in lines:

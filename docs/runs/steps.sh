@@ -4,6 +4,8 @@
 #   REL=0.26.0 bash docs/runs/steps.sh setup
 #   REL=0.26.0 bash docs/runs/steps.sh verify fix mtp 16 graphs turboquant_k8v4
 #   REL=0.31.0 bash docs/runs/steps.sh fastpath   (after setup; releases with a #46460 candidate)
+#   REL=0.31.0 bash docs/runs/steps.sh model; ... poll 500; ... model-compare   (verify --model's
+#        teacher-forced reference against the float32 one, on the tiny checkpoint)
 # Sites, all of release $REL:
 #   fix  $HOME/vllm-site  the release's shipped series
 #   ctl  /tmp/site-ctl-$REL  the series without turboquant-spec-decode: TurboQuant as released
@@ -182,6 +184,58 @@ PY
       else echo "$t: running: $(tail -c 200 "$j" | tr '\n' ' ')"; fi
     done; done
     tar -czf "$out/res.tgz" -C / $(for h; do echo "${h#/}/verify-results"; done) 2>/dev/null; true ;;
+  model) # [PRESET...]: `verify --model` on the tiny checkpoint written with a tokenizer (the same
+      # weights as the tiny model's verify), judged by vLLM's own teacher-forced reference and,
+      # on the same outputs, by float32 transformers (--float32-reference); beside it the tiny
+      # model's float32 verify of the same preset. Both on the fix site with the pristine one as
+      # control, started with bg (four at once on one GPU, a fixed KV size each); then poll and
+      # model-compare. 192 tokens a step, as the float32 verify's batch of 16.
+    ck=/tmp/tiny-ck-$REL
+    PYTHONPATH=${SITE[fix]} python3 -m vllm_backports.verify.tokenizer "$ck" --mtp > /dev/null; echo "tiny checkpoint: exit $?"
+    common=(--mode graphs --batch 16 --prefill-backend "${PREFILL:-triton}" --kv-cache-gib 2 --gpu-memory-utilization 0.08
+      --control "${SITE[raw]}")
+    for preset in ${@:-mtp ngram}; do
+      bash "$0" bg "model-$preset" --model "$ck" --float32-reference --max-num-batched-tokens 192 --preset "$preset" "${common[@]}"
+      bash "$0" bg "f32-$preset" --preset "$preset" "${common[@]}"
+    done ;;
+  model-compare) # after model and poll: every verdict of the two references on the same outputs,
+      # and of verify --model beside the float32 verify, per preset and site (target, control)
+    python3 - "$RES" <<'PY'
+import glob, json, os, sys
+res, ok, errors = sys.argv[1], True, False
+def verdicts(d):
+    return {(r["scenario"], r["site"]): "crashed" if r.get("crashed") else ("errors" if r["errors"] else "clean")
+            for r in d.get("rows", []) if r["scenario"] != "baseline"}
+for path in sorted(glob.glob(os.path.join(res, "model-*.json"))):
+    preset = os.path.basename(path)[len("model-"):-len(".json")]
+    try:
+        m = json.load(open(path))
+        f = json.load(open(os.path.join(res, f"f32-{preset}.json")))
+    except (OSError, ValueError) as exc:
+        print(f"{preset}: no result ({exc})"); ok = False; continue
+    cross = m.get("float32") or {}
+    print(f"== {preset}: --model calibrated {m.get('calibrated')} (threshold {m.get('threshold')}, worst "
+          f"{m.get('baseline_worst_regret')}), float32 on the same outputs calibrated {cross.get('calibrated')} "
+          f"(threshold {cross.get('threshold')}, worst {cross.get('baseline_worst_regret')}); float32 verify "
+          f"calibrated {f.get('calibrated')}; proofs: --model {m.get('proof')!r}, float32 verify {f.get('proof')!r}")
+    for p in cross.get("rows", []):
+        print(f"  {p['scenario']}/{p['site']}: vLLM reference {p['errors']} errors (worst {p['worst_regret']}), "
+              f"float32 on the same outputs {p['float32_errors']} (worst {p['float32_worst_regret']}): "
+              + ("agree" if p["agrees"] else "DISAGREE"))
+    mv, fv = verdicts(m), verdicts(f)
+    for key in sorted(set(mv) | set(fv)):
+        same = mv.get(key) == fv.get(key)
+        print(f"  {key[0]}/{key[1]}: --model {mv.get(key)}, float32 verify {fv.get(key)}" + ("" if same else "  (differs)"))
+    ok &= bool(cross.get("agree")) and bool(m.get("calibrated")) and bool(f.get("calibrated"))
+    errors |= any(p["errors"] and p["float32_errors"] for p in cross.get("rows", []))
+if not ok:
+    print("agreement NOT shown (see above)")
+elif not errors:
+    print("the two references agree, on clean runs only: no run had errors to agree on")
+else:
+    print("the two references agree on every verdict, errors and clean runs")
+PY
+    ;;
   bench-tq) # PASSES [ROUNDS]: the first site is the ratios' baseline
     python3 benchmarks/bench_turboquant_mtp.py --site p65="${SITE[p65]}" --site fix="${SITE[fix]}" --passes "${1:-1}" \
       --rounds "${2:-3}" --kv-cache turboquant_k8v4 --out "$out/bench-tq-mtp.json" 2>&1 | tail -40 ;;

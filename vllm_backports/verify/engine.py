@@ -29,10 +29,60 @@ def run(spec: dict) -> dict:
     scripted = drafts.install_from_env()
     from vllm import LLM, SamplingParams
 
+    started = time.perf_counter()
+    llm = LLM(**llm_kwargs(spec))
+    ready = time.perf_counter()
+    if spec.get("teacher_force"):
+        from . import teacher
+
+        forced = spec["teacher_force"]
+        regrets = teacher.teacher_force(llm, SamplingParams, forced["sequences"], forced["starts"])
+        return {
+            "regrets": regrets,
+            "engine": describe_or_error(llm),
+            "start_s": ready - started,
+            "generate_s": time.perf_counter() - ready,
+        }
+    params = SamplingParams(**sampling_kwargs(spec))
+    batch = [{"prompt_token_ids": p} for p in spec["prompts"]]
+    outs = llm.generate(batch, params, use_tqdm=False)
+    done = time.perf_counter()
+    tokens = [list(o.outputs[0].token_ids) for o in outs]
+    # Benchmarks time further identical rounds on the warm engine (the first pays for warm-up).
+    counters = spec_counters(llm)
+    engine = describe_or_error(llm)
+    rounds, accepted, previous = [], [], tokens
+    for _ in range(spec.get("timed_rounds", 0)):
+        if scripted:
+            drafts.reset(previous if spec.get("drafts_follow_own_output") else None)
+        before = spec_counters(llm) or {}
+        t0 = time.perf_counter()
+        again = llm.generate(batch, params, use_tqdm=False)
+        rounds.append(sum(len(o.outputs[0].token_ids) for o in again) / (time.perf_counter() - t0))
+        previous = [list(o.outputs[0].token_ids) for o in again]
+        after = spec_counters(llm) or {}
+        accepted.append(after.get("num_accepted_tokens", 0) - before.get("num_accepted_tokens", 0))
+    return {
+        "tokens": tokens,
+        "scripted": scripted,
+        "spec_counters": counters,
+        "engine": engine,
+        "start_s": ready - started,
+        "generate_s": done - ready,
+        "tokens_per_s": sum(map(len, tokens)) / (done - ready),
+        "timed_rounds_tokens_per_s": rounds,
+        "timed_rounds_accepted": accepted,
+    }
+
+
+def llm_kwargs(spec: dict) -> dict:
+    """vLLM's LLM(...) arguments for an engine spec. Prompts go in as token ids (verify tokenizes,
+    or writes them, itself), so vLLM never loads a tokenizer."""
     kwargs = {
         "model": spec["model"],
         "skip_tokenizer_init": True,
-        "dtype": "bfloat16",
+        # bf16 for the tiny model; "auto" (the checkpoint's own) for a user's model
+        "dtype": spec.get("dtype", "bfloat16"),
         "seed": 0,
         "max_model_len": spec["max_model_len"],
         "max_num_seqs": spec["max_num_seqs"],
@@ -59,42 +109,23 @@ def run(spec: dict) -> dict:
     for key in ("enable_prefix_caching", "async_scheduling"):
         if spec.get(key) is not None:
             kwargs[key] = spec[key]
-    started = time.perf_counter()
-    llm = LLM(**kwargs)
-    ready = time.perf_counter()
-    params = SamplingParams(temperature=0.0, max_tokens=spec["max_tokens"], ignore_eos=True)
-    batch = [{"prompt_token_ids": p} for p in spec["prompts"]]
-    outs = llm.generate(batch, params, use_tqdm=False)
-    done = time.perf_counter()
-    tokens = [list(o.outputs[0].token_ids) for o in outs]
-    # Benchmarks time further identical rounds on the warm engine (the first pays for warm-up).
-    counters = spec_counters(llm)
+    return kwargs
+
+
+def sampling_kwargs(spec: dict) -> dict:
+    """Greedy decoding of max_tokens tokens: past the end of sequence (the tiny model's fixed
+    lengths), or up to one of spec["stop_token_ids"] (a user's model stops where it would)."""
+    stop = spec.get("stop_token_ids")
+    if stop:
+        return {"temperature": 0.0, "max_tokens": spec["max_tokens"], "stop_token_ids": list(stop)}
+    return {"temperature": 0.0, "max_tokens": spec["max_tokens"], "ignore_eos": True}
+
+
+def describe_or_error(llm) -> dict:
     try:
-        engine = describe(llm)
+        return describe(llm)
     except Exception as exc:  # evidence, not a verdict: a release whose config moved still decodes
-        engine = {"error": f"{type(exc).__name__}: {exc}"}
-    rounds, accepted, previous = [], [], tokens
-    for _ in range(spec.get("timed_rounds", 0)):
-        if scripted:
-            drafts.reset(previous if spec.get("drafts_follow_own_output") else None)
-        before = spec_counters(llm) or {}
-        t0 = time.perf_counter()
-        again = llm.generate(batch, params, use_tqdm=False)
-        rounds.append(sum(len(o.outputs[0].token_ids) for o in again) / (time.perf_counter() - t0))
-        previous = [list(o.outputs[0].token_ids) for o in again]
-        after = spec_counters(llm) or {}
-        accepted.append(after.get("num_accepted_tokens", 0) - before.get("num_accepted_tokens", 0))
-    return {
-        "tokens": tokens,
-        "scripted": scripted,
-        "spec_counters": counters,
-        "engine": engine,
-        "start_s": ready - started,
-        "generate_s": done - ready,
-        "tokens_per_s": sum(map(len, tokens)) / (done - ready),
-        "timed_rounds_tokens_per_s": rounds,
-        "timed_rounds_accepted": accepted,
-    }
+        return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def counters_of(llm, prefix: str) -> dict | None:

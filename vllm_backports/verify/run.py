@@ -97,8 +97,10 @@ def check_kv_cache(vllm_version: str, kv_cache: str) -> None:
         )
 
 
-def preflight(model_class: str = model.MODEL_CLASS) -> str:
-    """The vLLM version verify will run; a one-line error when this machine cannot run it."""
+def preflight(model_class: str | None = model.MODEL_CLASS) -> str:
+    """The vLLM version verify will run; a one-line error when this machine cannot run it.
+    `model_class`: the tiny model's class whose transformers model the float32 reference needs
+    (None: no float32 reference)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -110,8 +112,8 @@ def preflight(model_class: str = model.MODEL_CLASS) -> str:
         import transformers
     except ImportError as exc:
         raise UsageError(f"verify needs torch and transformers: {exc}") from None
-    wanted = model.MODEL_CLASSES[model_class].transformers_model
-    if not hasattr(transformers, wanted):
+    wanted = model.MODEL_CLASSES[model_class].transformers_model if model_class else None
+    if wanted and not hasattr(transformers, wanted):
         raise UsageError(
             f"--model-class {model_class} needs transformers' {wanted}; "
             f"transformers {transformers.__version__} has none"
@@ -134,6 +136,13 @@ def site_version(site: Path) -> str:
     if not found:
         raise UsageError(f"--control {site}: no vLLM installed there")
     return found[0]
+
+
+def check_control(control: Path | None, vllm_version: str) -> None:
+    if control is not None and (theirs := site_version(control)) != vllm_version:
+        raise UsageError(
+            f"--control {control} holds vLLM {theirs}, this Python {vllm_version}: a control must be the same release"
+        )
 
 
 def machine() -> dict:
@@ -233,11 +242,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     check_plan(plan)
     vllm_version = preflight(plan.model_class)
     check_kv_cache(vllm_version, plan.kv_cache)
-    if plan.control is not None and (theirs := site_version(plan.control)) != vllm_version:
-        raise UsageError(
-            f"--control {plan.control} holds vLLM {theirs}, this Python {vllm_version}: "
-            "a control must be the same release"
-        )
+    check_control(plan.control, vllm_version)
     ran_on = machine()
     plan.work.mkdir(parents=True, exist_ok=True)
     model_dir = model.write_model(
@@ -335,11 +340,23 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
         )
         for r in runs
     ]
+    rows, noise, threshold = score(scored, plan.threshold)
+    return {**conclude(rows, noise, threshold, plan, vllm_version), "machine": ran_on}
+
+
+def score(
+    scored: list[tuple[dict, list[list[float]] | None]], threshold: float | None
+) -> tuple[list[dict], float, float]:
+    """Judge every run by its regrets (None: an engine that died). The threshold is `threshold`
+    when given, else calibrated on the worst regret of the "baseline" runs (the plain engine).
+    Returns the rows, that worst regret and the threshold used. Shared by both references: the
+    float32 one of the tiny model and the teacher-forced vLLM one of `verify --model`."""
     noise = max(
         (x for r, regrets in scored if r["scenario"] == "baseline" and regrets for seq in regrets for x in seq),
         default=0.0,
     )
-    threshold = plan.threshold if plan.threshold is not None else calibrated_threshold(noise)
+    if threshold is None:
+        threshold = calibrated_threshold(noise)
     rows = []
     for r, regrets in scored:
         if regrets is None:
@@ -362,7 +379,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                 "regrets": [[round(x, 3) for x in s] for s in regrets],
             }
         )
-    return {**conclude(rows, noise, threshold, plan, vllm_version), "machine": ran_on}
+    return rows, noise, threshold
 
 
 def crashed_row(run: dict) -> dict:
@@ -396,10 +413,6 @@ def conclude(rows: list[dict], noise: float, threshold: float, plan: Plan, vllm_
     control, the proof holds only when every one of the control's judged runs (speculative, and
     no-spec where a bf16 baseline calibrates) has errors (a scenario whose control is clean shows
     nothing about the bug)."""
-    calibration = [x for x in rows if x["scenario"] == "baseline"]
-    target = [x for x in rows if x["site"] == "target"]
-    control = [x for x in rows if x["site"] == "control"]
-    passed = all(x["errors"] == 0 for x in target)
     result = {
         "vllm": vllm_version,
         "kv_cache": plan.kv_cache,
@@ -409,8 +422,6 @@ def conclude(rows: list[dict], noise: float, threshold: float, plan: Plan, vllm_
         # when the plain engine on the run's TurboQuant KV is judged as a run (scenario no-spec).
         "calibrated_on": "auto" if calibrates_on_auto(plan) else plan.kv_cache,
         "tp": plan.tp,
-        "calibrated": all(x["errors"] == 0 for x in calibration) and noise <= CALIBRATION_CAP,
-        "passed": passed,
         "scenario": {
             "prompts": plan.prompt_set,
             "prefix_caching": plan.prefix_caching,
@@ -424,12 +435,28 @@ def conclude(rows: list[dict], noise: float, threshold: float, plan: Plan, vllm_
     }
     if plan.control is not None:
         result["control"] = str(plan.control)
-        result["control_failed"] = bool(control) and all(x["errors"] > 0 or x.get("crashed") for x in control)
-        result["proof"] = (
+    return {**result, **verdicts(rows, noise, plan.control is not None)}
+
+
+def verdicts(rows: list[dict], noise: float, with_control: bool) -> dict:
+    """What the rows conclude: calibrated (the plain engine's own tokens pass and its worst regret
+    is under the cap), passed (no target token is an error) and, with a control, whether every
+    judged run of the control failed and what that proves."""
+    calibration = [x for x in rows if x["scenario"] == "baseline"]
+    target = [x for x in rows if x["site"] == "target"]
+    control = [x for x in rows if x["site"] == "control"]
+    passed = all(x["errors"] == 0 for x in target)
+    out: dict[str, Any] = {
+        "calibrated": all(x["errors"] == 0 for x in calibration) and noise <= CALIBRATION_CAP,
+        "passed": passed,
+    }
+    if with_control:
+        out["control_failed"] = bool(control) and all(x["errors"] > 0 or x.get("crashed") for x in control)
+        out["proof"] = (
             "control fails, target passes"
-            if result["control_failed"] and passed
+            if out["control_failed"] and passed
             else "target fails"
             if not passed
             else "weak: the control passes too"
         )
-    return result
+    return out

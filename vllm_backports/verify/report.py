@@ -1,0 +1,121 @@
+"""What a verify run tells a person: the verdict line and exit code of any run, and the one-screen
+report of `verify --model` (release, backports, configuration, per scenario sequences, tokens,
+errors, worst regret and acceptance, then the verdict)."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.table import Table
+
+from .run import CALIBRATION_CAP
+from .served import VLLM_REFERENCE
+
+
+def verdict(result: dict) -> tuple[str, int]:
+    """The run's last line and exit code: 2 when the plain engine does not calibrate (nothing is
+    concluded), 1 when a target token is an error, 0 otherwise. With --float32-reference, two
+    references that disagree fail the run too."""
+    if not result["calibrated"]:
+        own = result.get("reference") == VLLM_REFERENCE
+        return (
+            f"calibration failed: the plain baseline itself strays from "
+            f"{'its own teacher-forced output' if own else 'the reference'} "
+            f"(worst regret {result['baseline_worst_regret']:.2f}"
+            + (f", more than {CALIBRATION_CAP:.0f}" if own else "")
+            + "); nothing can be concluded",
+            2,
+        )
+    cross = result.get("float32")
+    if cross is not None and not cross["agree"]:
+        return "verify: FAILED: the float32 reference and vLLM's own disagree (see float32 above)", 1
+    if result["passed"] and result.get("control_failed") is False:
+        return "verify: passed, but the control passed too: this scenario does not show the bug", 0
+    if result["passed"]:
+        return "verify: passed" + (" (the control fails)" if result.get("control_failed") else ""), 0
+    return "verify: FAILED: speculative output is not what the model predicts", 1
+
+
+def _switch(engine_value, asked: str) -> str:
+    if engine_value is None:
+        return asked
+    return "on" if engine_value else "off"
+
+
+def _acceptance(a: dict | None) -> str:
+    if not a:
+        return "-"
+    mean = f" ({a['mean_accepted_length']:.2f})" if a.get("mean_accepted_length") is not None else ""
+    return f"{100 * a['rate']:.0f}%{mean}"
+
+
+def model_report(result: dict) -> tuple[list[str], Table, list[str]]:
+    """(lines above the table, the table, lines below it) of a `verify --model` result."""
+    s, m = result["scenario"], result["model"]
+    base: dict = next((r for r in result["rows"] if r["scenario"] == "baseline"), {})
+    engine = base.get("engine") or {}
+    backports = result.get("backports")
+    carried = "unknown" if backports is None else ", ".join(backports) or "none (pristine)"
+    mtp = f", {m['mtp_layers']} MTP layer{'s' if m['mtp_layers'] != 1 else ''}" if m["mtp_layers"] else ""
+    groups = ", ".join(f"{g} {n}" for g, n in s["groups"].items())
+    head = [
+        f"vLLM {result['vllm']}, backports: {escape(carried)}",
+        f"model {escape(m['path'])}: {escape(str(m['architecture']))} ({m['family']}{mtp}, {m['weight_gib']} GiB)",
+        f"engines, one at a time: TP {result['tp']}, gpu-memory-utilization {s['gpu_memory_utilization']:.2f}"
+        + (f", KV cache {s['kv_cache_gib']} GiB" if s.get("kv_cache_gib") else "")
+        + f", KV {result['kv_cache']}, prefix caching {_switch(engine.get('prefix_caching'), s['prefix_caching'])}, "
+        f"async scheduling {_switch(engine.get('async_scheduling'), s['async_scheduling'])}, batch {s['batch']}, "
+        f"{'/'.join(s['modes'])}, max_model_len {s['max_model_len']}",
+        f"prompts {escape(s['prompts'])}: {s['prompt_count']} ({escape(groups)}), up to {s['max_tokens']} tokens each",
+        f"reference: the plain engine teacher-forced (eager, no prefix caching); error: regret > "
+        f"{result['threshold']:.2f} nats (plain engine's worst {result['baseline_worst_regret']:.2f})",
+    ]
+    table = Table(show_edge=False, pad_edge=False)
+    several = len(s["modes"]) > 1
+    columns = ["scenario", "site", *(["mode"] if several else []), "seqs", "tokens", "errors", "worst", "first err"]
+    # accepted: of the drafted tokens (and the tokens a speculative step emits on average)
+    for col in [*columns, "accepted", "prefix hits", "tok/s"]:
+        table.add_column(col, no_wrap=True)
+    below = []
+    for r in result["rows"]:
+        style = "green" if r["errors"] == 0 and not r.get("crashed") else "bold red"
+        errors = "crashed" if r.get("crashed") else str(r["errors"])
+        cache = (r.get("engine") or {}).get("prefix_cache") or {}
+        hits = cache.get("hits_total", cache.get("hits")) if isinstance(cache, dict) else None
+        table.add_row(
+            r["scenario"],
+            r["site"],
+            *([r["mode"]] if several else []),
+            str(r["sequences"]),
+            str(r["tokens"]),
+            f"[{style}]{errors}[/]",
+            "-" if r["worst_regret"] is None else f"{r['worst_regret']:.2f}",
+            "-" if r["first_error_at"] is None else str(r["first_error_at"]),
+            _acceptance(r.get("acceptance")),
+            "-" if hits is None else str(hits),
+            f"{r['tokens_per_s']:.0f}",
+        )
+        bad = {g: v for g, v in (r.get("groups") or {}).items() if v["errors"]}
+        if bad:
+            where = ", ".join(
+                f"{escape(g)} ({v['bad_sequences']} of {v['sequences']} sequences)" for g, v in bad.items()
+            )
+            below.append(f"{r['scenario']}/{r['site']} {r['mode']}: errors in {where}")
+        if r.get("crashed"):
+            below.append(f"{r['scenario']}/{r['site']} {r['mode']}: {escape(r['crashed'])}")
+    cross = result.get("float32")
+    if cross is not None:
+        if cross["agree"]:
+            below.append(
+                f"float32: transformers' float32 reference agrees on every verdict (error: regret > "
+                f"{cross['threshold']:.2f}; its plain-engine worst {cross['baseline_worst_regret']:.2f})"
+            )
+        else:
+            off = [f"{p['scenario']}/{p['site']} {p['errors']} vs {p['float32_errors']}" for p in cross["rows"]]
+            off = [o for o, p in zip(off, cross["rows"], strict=True) if not p["agrees"]]
+            below.append(
+                "float32: [bold red]disagrees[/] ("
+                + ("; ".join(off) + " errors, vLLM's vs float32's" if off else "it does not calibrate")
+                + ")"
+            )
+    line, _ = verdict(result)
+    return head, table, [*below, line]
