@@ -371,7 +371,7 @@ def test_rehash_pins_added_files_drops_deleted_ones_and_reads_any_key_form(tmp_p
     assert again.exit_code == 0, again.output  # current now
     import tomllib
 
-    from vllm_backports.catalogue import sha256
+    from vllm_backports.digest import sha256
 
     pins = tomllib.loads(toml.read_text())["series"]
     folder = home / "backports/0.33.0"

@@ -7,7 +7,6 @@ apply is exactly what was reviewed and tested.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import os
 import tomllib
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from .digest import sha256
 from .errors import CatalogueError, PatchError
 from .patchfile import Patch, backport_id_of, parse
 
@@ -63,15 +63,6 @@ def data_home() -> Path | Traversable:
     if shipped.joinpath("versions.toml").is_file():
         return shipped  # a Path wherever the package is installed as files (not zipped)
     return CHECKOUT
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_of(data: bytes | None) -> str | None:
-    """A file's hash, None for a file that is absent (before it is created, after it is removed)."""
-    return None if data is None else sha256(data)
 
 
 def series_files(root: Path | Traversable) -> list[str]:

@@ -15,7 +15,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__, engine, state
-from .catalogue import Catalogue, data_home, sha256_of
+from .catalogue import Catalogue, data_home
+from .digest import sha256_of
 from .errors import BackportError, UsageError
 from .materialize import materialize
 from .report import Reporter, outcome_table

@@ -9,7 +9,8 @@ import time
 from dataclasses import dataclass, field
 
 from . import __version__
-from .catalogue import Series, sha256, sha256_of
+from .catalogue import Series
+from .digest import sha256, sha256_of
 from .errors import StateError, TargetError, UsageError
 from .hunks import Mismatch, apply_file
 from .patchfile import Patch

@@ -15,7 +15,8 @@ from pathlib import Path
 import click
 import requests
 
-from .catalogue import CHECKOUT, Catalogue, series_entry, series_files, series_order, sha256
+from .catalogue import CHECKOUT, Catalogue, series_entry, series_files, series_order
+from .digest import sha256
 from .errors import BackportError, EvidenceError
 from .patchfile import applied_upstream_in, backport_id_of, check_header, header_of, parse
 from .port import port as port_patch

@@ -16,7 +16,7 @@ from urllib.parse import urljoin
 
 import requests
 
-from .catalogue import sha256
+from .digest import sha256, sha256_file
 from .errors import FetchError
 from .record import parse_record
 from .remote_zip import RangeFile
@@ -69,7 +69,7 @@ def release_sdist(session: requests.Session, version: str) -> WheelInfo:
 def download(session: requests.Session, entry: WheelInfo, dest: Path) -> Path:
     """`entry` at `dest`, its sha256 checked against PyPI's before it is put there; a file already
     there with that hash is reused."""
-    if dest.is_file() and _file_sha256(dest) == entry.sha256:
+    if dest.is_file() and sha256_file(dest) == entry.sha256:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + f".{os.getpid()}.tmp")
@@ -91,14 +91,6 @@ def download(session: requests.Session, entry: WheelInfo, dest: Path) -> Path:
         )
     os.replace(tmp, dest)
     return dest
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 @dataclass

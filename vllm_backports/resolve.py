@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from .catalogue import Catalogue, Release, Series, sha256, sha256_of
+from .catalogue import Catalogue, Release, Series
+from .digest import sha256, sha256_of
 from .errors import UsageError
 from .hunks import Mismatch, apply_file
 from .tree import Tree

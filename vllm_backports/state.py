@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .catalogue import sha256, sha256_of
+from .digest import sha256, sha256_of
 from .errors import BackportError, StateError, TargetError
 from .tree import Tree
 
