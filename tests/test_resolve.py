@@ -78,6 +78,29 @@ def test_nightly_matching_no_series(home, tmp_path):
         assert_unchanged(tmp_path, before)
 
 
+def test_nightly_matches_a_series_whose_patches_touch_one_file_in_turn(home):
+    """The second patch fits the file the first one leaves, which no RECORD pins."""
+    from diffs import make_patch
+
+    other = b"".join(b"o %d\n" % i for i in range(1, 21))
+    first = other.replace(b"o 5\n", b"o five\n")
+    files = {
+        "series": b"0001-one.patch\n0002-two.patch\n",
+        "0001-one.patch": make_patch(("vllm/other.py", other, first)),
+        "0002-two.patch": make_patch(("vllm/other.py", first, first.replace(b"o 15\n", b"o fifteen\n"))),
+    }
+    (home.root / "backports/s3").mkdir()
+    for name, data in files.items():
+        (home.root / "backports/s3" / name).write_bytes(data)
+    pins = "".join(f'"{name}" = "{sha(data)}"\n' for name, data in files.items())
+    with open(home.root / "versions.toml", "a") as toml:
+        toml.write(f'\n[series."s3"]\nreleases = []\n[series."s3".files]\n{pins}')
+    site = home.tree(NIGHTLY, files={"vllm/other.py": other})  # no mod.py: s1 and s2 do not fit
+    res = resolve(Catalogue(home.root), open_tree(site), "auto")
+    assert res.series is not None and res.series.name == "s3"
+    assert res.pristine == {"vllm/other.py": sha(other)}
+
+
 def test_nightly_whose_file_differs_from_its_record(home, tmp_path):
     site = home.tree(NIGHTLY, files=home.pristine["0.20.0"])
     (site / "vllm/mod.py").write_bytes(MOD.replace(b"line 1\n", b"line one\n"))  # the hunks would still fit

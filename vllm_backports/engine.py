@@ -12,7 +12,7 @@ from . import __version__
 from .catalogue import Series
 from .digest import sha256, sha256_of
 from .errors import StateError, TargetError, UsageError
-from .hunks import Mismatch, apply_file
+from .hunks import Mismatch, apply_patches
 from .patchfile import Patch
 from .resolve import Resolution
 from .state import Change
@@ -102,16 +102,6 @@ def _contents(
     return contents, manifest
 
 
-def _apply_patch(contents: dict[str, bytes | None], patch: Patch) -> dict[str, bytes | None] | Mismatch:
-    out = dict(contents)
-    for fpatch in patch.files:
-        result = apply_file(out[fpatch.path], fpatch)
-        if isinstance(result, Mismatch):
-            return result
-        out[fpatch.path] = result
-    return out
-
-
 def plan_apply(
     tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str], view: dict[str, bytes | None] | None = None
 ) -> Plan:
@@ -126,13 +116,13 @@ def plan_apply(
         if patch.backport_id not in chosen:
             outcomes.append(Outcome(patch.backport_id, patch.name, SKIPPED))
             continue
-        forward = _apply_patch(contents, patch)
+        forward = apply_patches(contents, patch.files)
         if not isinstance(forward, Mismatch):
             contents = forward
             applied_now.append(patch)
             outcomes.append(Outcome(patch.backport_id, patch.name, APPLIED))
             continue
-        backward = _apply_patch(contents, patch.reversed())
+        backward = apply_patches(contents, patch.reversed().files)
         if isinstance(backward, Mismatch):
             outcomes.append(Outcome(patch.backport_id, patch.name, DRIFT, str(forward)))
         elif patch.name in ours:
@@ -179,7 +169,7 @@ def plan_revert(
                 f"{patch.name} changed since it was applied; revert with the vllm-backports version that "
                 f"applied it, or reinstall vllm=={res.version}"
             )
-        backward = _apply_patch(contents, patch.reversed())
+        backward = apply_patches(contents, patch.reversed().files)
         if isinstance(backward, Mismatch):
             outcomes.append(Outcome(patch.backport_id, patch.name, DRIFT, str(backward)))
             remaining.append(patch)

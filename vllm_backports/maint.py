@@ -99,8 +99,7 @@ def port(series_name: str, version: str, name: str, write: bool) -> None:
     Backports upstream by VERSION (their upstream_in) are left out of the new series."""
     from packaging.version import Version
 
-    from .hunks import Mismatch
-    from .port import advance
+    from .hunks import Mismatch, apply_patches
 
     cat = Catalogue(HOME)
     series = cat.series(series_name)
@@ -108,7 +107,7 @@ def port(series_name: str, version: str, name: str, write: bool) -> None:
     if write and target.exists():
         raise BackportError(f"{target} exists: remove it first, or name the new series with --name")
     info = read_release(version, list(series.paths))
-    contents = dict(info["files"])  # as the patches before the current one leave them
+    contents: dict[str, bytes | None] = dict(info["files"])  # as the patches before the current one leave them
     out: dict[str, bytes] = {}
     left_out: set[str] = set()
     failed = False
@@ -125,7 +124,7 @@ def port(series_name: str, version: str, name: str, write: bool) -> None:
             click.echo(f"hand work: {patch.name}: {p.path} hunk #{p.hunk}: {p.reason}", err=True)
         if new is None:
             continue
-        after = advance(contents, parse(new, patch.name))  # what we write must parse and apply
+        after = apply_patches(contents, parse(new, patch.name).files)  # what we write must parse and apply
         if isinstance(after, Mismatch):
             failed = True
             click.echo(

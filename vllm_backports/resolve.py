@@ -10,7 +10,7 @@ from packaging.version import InvalidVersion, Version
 from .catalogue import Catalogue, Release, Series
 from .digest import sha256, sha256_of
 from .errors import UsageError
-from .hunks import Mismatch, apply_file
+from .hunks import Mismatch, apply_patches
 from .tree import Tree
 
 
@@ -118,20 +118,19 @@ def _match_nightly(cat: Catalogue, tree: Tree) -> Resolution:
     for name in cat.series_names():
         series = cat.series(name)
         contents = {p: tree.read(p) for p in series.paths}
-        problem = None
-        for patch in series.patches:
-            for fpatch in patch.files:
-                content = contents[fpatch.path]
-                if content is not None and sha256(content) != tree.record.get(fpatch.path):
-                    problem = Mismatch(fpatch.path, 0, 0, "differs from this install's RECORD")
-                    break
-                forward = apply_file(content, fpatch)
-                if isinstance(forward, Mismatch):
-                    problem = forward
-                    break
-                contents[fpatch.path] = forward
-            if problem:
-                break
+        # The files as installed, before any hunk: a later patch of the series sees the ones
+        # before it applied, which no RECORD pins.
+        problem: Mismatch | None = next(
+            (
+                Mismatch(path, 0, 0, "differs from this install's RECORD")
+                for path, data in contents.items()
+                if data is not None and sha256(data) != tree.record.get(path)
+            ),
+            None,
+        )
+        if problem is None:
+            patched = apply_patches(contents, (f for patch in series.patches for f in patch.files))
+            problem = patched if isinstance(patched, Mismatch) else None
         if problem:
             nearest.append((name, problem))
         else:
