@@ -392,8 +392,7 @@ def _observe(tree: Tree, res: Resolution) -> tuple[Path | None, dict | None, lis
         for path in res.series.paths:
             data = tree.read(path)
             now = sha256_of(data)
-            expected = None if path in res.series.created else res.pristine.get(path)
-            if now != expected:
+            if now != res.shipped(path):
                 files.append({"path": path, "state": "modified"})
     return journal, manifest, files
 

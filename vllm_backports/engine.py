@@ -91,10 +91,7 @@ def _contents(
                 f"{path}: edited locally (sha256 {now[:12]} is neither pristine nor what vllm-backports "
                 f"wrote{unrecorded}); undo the edit or reinstall vllm=={res.version}"
             )
-    if manifest and all(
-        (contents[p] is None) if p in created else sha256(contents[p] or b"") == res.pristine.get(p)
-        for p in res.series.paths
-    ):
+    if manifest and all(sha256_of(contents[p]) == res.shipped(p) for p in res.series.paths):
         # Typically `pip install --force-reinstall vllm`: files are back to pristine and the
         # manifest left behind no longer describes them.
         notes.append("the manifest was stale (every file is pristine again); starting fresh")
@@ -127,7 +124,7 @@ def plan_apply(
             outcomes.append(Outcome(patch.backport_id, patch.name, DRIFT, str(forward)))
         elif patch.name in ours:
             outcomes.append(Outcome(patch.backport_id, patch.name, ALREADY))
-        elif all(sha256(start[p] or b"") == res.pristine.get(p) for p in patch.paths):
+        elif all(sha256_of(start[p]) == res.shipped(p) for p in patch.paths):
             outcomes.append(Outcome(patch.backport_id, patch.name, UPSTREAM, "the release already carries this change"))
         else:
             outcomes.append(Outcome(patch.backport_id, patch.name, ALREADY, "present, applied outside vllm-backports"))
@@ -181,9 +178,8 @@ def plan_revert(
     for path in res.series.paths:
         if path in touched or start[path] == contents[path]:
             continue
-        expected = None if path in res.series.created else res.pristine.get(path)
-        data = contents[path]
-        got = sha256_of(data)
+        expected = res.shipped(path)
+        got = sha256_of(contents[path])
         if got != expected:
             raise StateError(
                 f"{path}: reverting would not restore the pristine bytes (sha256 {str(got)[:12]}, "

@@ -22,6 +22,12 @@ class Resolution:
     pristine: dict[str, str]  # path -> pristine sha256
     note: str = ""
 
+    def shipped(self, path: str) -> str | None:
+        """The sha256 of `path` as the release ships it: None for a file the series creates."""
+        if self.series is not None and path in self.series.created:
+            return None
+        return self.pristine.get(path)
+
 
 def _known(cat: Catalogue) -> str:
     return f"known releases: {cat.versions[0]} .. {cat.versions[-1]}"
