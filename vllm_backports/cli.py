@@ -15,9 +15,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__, engine, state
+from . import manifest as manifests
 from .catalogue import Catalogue, data_home
 from .digest import sha256_of
 from .errors import BackportError, UsageError
+from .manifest import Manifest
 from .materialize import materialize
 from .report import Reporter, outcome_table
 from .resolve import Resolution, check_requested, resolve
@@ -221,7 +223,7 @@ def _run(command: str, reporter: Reporter, vllm, target, fetch, only, skip) -> i
 
 
 def _plan(
-    command: str, tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str], view: dict | None = None
+    command: str, tree: Tree, res: Resolution, manifest: Manifest | None, chosen: set[str], view: dict | None = None
 ) -> engine.Plan:
     if command == "revert":
         return engine.plan_revert(tree, res, manifest, chosen, view)
@@ -238,10 +240,10 @@ def _dry_run(command: str, reporter: Reporter, tree: Tree, res: Resolution, chos
     interrupted run, which a dry run must not write."""
     rollback = state.rollback_plan(tree)
     if rollback is None:
-        return _plan(command, tree, res, state.load_manifest(tree), chosen)
+        return _plan(command, tree, res, manifests.read(tree), chosen)
     manifest = None
     if rollback.manifest_before is not None:
-        manifest = state.parse_manifest(tree, rollback.manifest_before.encode(), tree.state_dir / state.JOURNAL)
+        manifest = manifests.parse(rollback.manifest_before.encode(), tree.state_dir / state.JOURNAL, tree)
     plan = _plan(command, tree, res, manifest, chosen, rollback.files)
     plan.notes.append(
         f"an interrupted run left {tree.state_dir / state.JOURNAL}; the next apply or revert rolls it back first"
@@ -249,8 +251,8 @@ def _dry_run(command: str, reporter: Reporter, tree: Tree, res: Resolution, chos
     return plan
 
 
-def _needs_commit(plan: engine.Plan, manifest: dict | None) -> bool:
-    return not plan.failed and (bool(plan.changes) or not state.same_manifest(plan.manifest, manifest))
+def _needs_commit(plan: engine.Plan, manifest: Manifest | None) -> bool:
+    return not plan.failed and (bool(plan.changes) or not manifests.same(plan.manifest, manifest))
 
 
 def _write(command: str, reporter: Reporter, tree: Tree, res: Resolution, chosen: set[str]) -> engine.Plan:
@@ -262,7 +264,7 @@ def _write(command: str, reporter: Reporter, tree: Tree, res: Resolution, chosen
         # yet): where one holds the lock, judge again under it once that run is done; where none
         # does (it may have finished since), judge once more before refusing.
         for attempt in (1, 2):
-            manifest = state.load_manifest(tree)
+            manifest = manifests.read(tree)
             try:
                 plan = _plan(command, tree, res, manifest, chosen)
             except BackportError as exc:
@@ -285,7 +287,7 @@ def _write(command: str, reporter: Reporter, tree: Tree, res: Resolution, chosen
         restored = state.recover(tree)
         if restored:
             reporter.note(f"rolled back an interrupted run ({', '.join(restored)} restored)")
-        manifest = state.load_manifest(tree)
+        manifest = manifests.read(tree)
         plan = _plan(command, tree, res, manifest, chosen)
         if restored:
             plan.notes.append(f"rolled back an interrupted earlier run ({len(restored)} files)")
@@ -341,28 +343,28 @@ def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> 
     with state.reading(tree):
         journal, manifest, files = _observe(tree, res)
         left = state.leftovers(tree)  # under the shared lock no run is under way
-    applied = (manifest or {}).get("applied", [])
+    applied = list(manifest.applied) if manifest else []
     expected = [p.backport_id for p in res.series.patches] if res.series else []
-    not_applied = [b for b in expected if b not in {a["id"] for a in applied}]
+    not_applied = [b for b in expected if b not in {a.id for a in applied}]
     ok = not journal and all(f["state"] == "patched" for f in files)
     payload = {
         "command": "status",
         "vllm": res.version,
-        "series": manifest.get("series") if manifest else None,
+        "series": manifest.series if manifest else None,
         "target": str(tree.root),
-        "applied": applied,
+        "applied": [manifests.applied_json(a) for a in applied],
         "files": files,
         "not_applied": not_applied,
         "interrupted_run": str(journal) if journal else None,
         "leftovers": [str(p) for p in left],
         "consistent": ok,
-        "updated": manifest.get("updated") if manifest else None,
+        "updated": manifest.updated if manifest else None,
     }
     table = Table(title=f"vLLM {res.version} at {tree.root}", title_justify="left", show_edge=False)
     table.add_column("backport")
     table.add_column("patch", style="dim")
     for a in applied:
-        table.add_row(a["id"], a["patch"])
+        table.add_row(a.id, a.patch)
     lines = [f"{f['path']}: {f['state']}" for f in files]
     if journal:
         lines.append(f"[red]an interrupted run left {journal}; run apply or revert to roll it back[/red]")
@@ -375,17 +377,14 @@ def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> 
     return 0 if ok else 1
 
 
-def _observe(tree: Tree, res: Resolution) -> tuple[Path | None, dict | None, list[dict]]:
+def _observe(tree: Tree, res: Resolution) -> tuple[Path | None, Manifest | None, list[dict]]:
     """The journal, the manifest and each recorded file's state, read together."""
     journal = state.pending_journal(tree)
-    manifest = state.load_manifest(tree)
+    manifest = manifests.read(tree)
     files = []
-    for path, entry in sorted((manifest or {}).get("files", {}).items()):
-        data = tree.read(path)
-        now = sha256_of(data)
-        verdict = (
-            "patched" if now == entry.get("patched") else "pristine" if now == entry.get("pristine") else "modified"
-        )
+    for path, entry in sorted(manifest.files.items() if manifest else ()):
+        now = sha256_of(tree.read(path))
+        verdict = "patched" if now == entry.patched else "pristine" if now == entry.pristine else "modified"
         files.append({"path": path, "state": verdict})
     if manifest is None and res.series is not None:
         # Nothing recorded: every file the series touches must then be as the release ships it.

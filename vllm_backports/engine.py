@@ -13,6 +13,7 @@ from .catalogue import Series
 from .digest import sha256, sha256_of
 from .errors import StateError, TargetError, UsageError
 from .hunks import Mismatch, apply_patches
+from .manifest import AppliedPatch, FileHashes, Manifest
 from .patchfile import Patch
 from .resolve import Resolution
 from .state import Change
@@ -36,7 +37,7 @@ class Outcome:
 class Plan:
     outcomes: list[Outcome]
     changes: list[Change]
-    manifest: dict | None
+    manifest: Manifest | None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -65,12 +66,16 @@ def select(
 
 
 def _contents(
-    tree: Tree, res: Resolution, manifest: dict | None, notes: list[str], view: dict[str, bytes | None] | None = None
-) -> tuple[dict[str, bytes | None], dict | None]:
+    tree: Tree,
+    res: Resolution,
+    manifest: Manifest | None,
+    notes: list[str],
+    view: dict[str, bytes | None] | None = None,
+) -> tuple[dict[str, bytes | None], Manifest | None]:
     """Current bytes of every series file, each proven to be pristine or our own patched state."""
     assert res.series is not None
     created = res.series.created
-    recorded = (manifest or {}).get("files", {})
+    recorded = manifest.files if manifest else {}
     contents: dict[str, bytes | None] = {}
     for path in res.series.paths:
         data = view[path] if view is not None and path in view else tree.read(path)
@@ -85,7 +90,7 @@ def _contents(
             raise TargetError(
                 f"{path}: this install's RECORD does not match PyPI's vLLM {res.version}; it is another build"
             )
-        if now != pristine and now != recorded.get(path, {}).get("patched"):
+        if now != pristine and (path not in recorded or now != recorded[path].patched):
             unrecorded = "" if manifest else " (no vllm-backports manifest here to tell its own changes by)"
             raise TargetError(
                 f"{path}: edited locally (sha256 {now[:12]} is neither pristine nor what vllm-backports "
@@ -100,13 +105,17 @@ def _contents(
 
 
 def plan_apply(
-    tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str], view: dict[str, bytes | None] | None = None
+    tree: Tree,
+    res: Resolution,
+    manifest: Manifest | None,
+    chosen: set[str],
+    view: dict[str, bytes | None] | None = None,
 ) -> Plan:
     notes: list[str] = []
     assert res.series is not None
     contents, manifest = _contents(tree, res, manifest, notes, view)
     start = dict(contents)
-    ours = {a["patch"]: a for a in (manifest or {}).get("applied", [])}
+    ours = {a.patch: a for a in manifest.applied} if manifest else {}
     outcomes: list[Outcome] = []
     applied_now: list[Patch] = []
     for patch in res.series.patches:
@@ -134,7 +143,11 @@ def plan_apply(
 
 
 def plan_revert(
-    tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str], view: dict[str, bytes | None] | None = None
+    tree: Tree,
+    res: Resolution,
+    manifest: Manifest | None,
+    chosen: set[str],
+    view: dict[str, bytes | None] | None = None,
 ) -> Plan:
     notes: list[str] = []
     assert res.series is not None
@@ -149,7 +162,7 @@ def plan_revert(
             notes + ["this vLLM carries no backports from vllm-backports"],
         )
     start = dict(contents)
-    ours = {a["patch"]: a for a in (manifest or {}).get("applied", [])}
+    ours = {a.patch: a for a in manifest.applied} if manifest else {}
     outcomes: list[Outcome] = []
     remaining: list[Patch] = []
     for patch in reversed(res.series.patches):
@@ -161,7 +174,7 @@ def plan_revert(
             outcomes.append(Outcome(patch.backport_id, patch.name, SKIPPED))
             remaining.append(patch)
             continue
-        if entry.get("sha256") != res.series.pinned[patch.name]:
+        if entry.sha256 != res.series.pinned[patch.name]:
             raise StateError(
                 f"{patch.name} changed since it was applied; revert with the vllm-backports version that "
                 f"applied it, or reinstall vllm=={res.version}"
@@ -190,24 +203,20 @@ def plan_revert(
     return Plan(outcomes, changes, _manifest(res, contents, kept) if kept else None, notes)
 
 
-def _manifest(res: Resolution, contents: dict[str, bytes | None], applied: list[Patch]) -> dict | None:
+def _manifest(res: Resolution, contents: dict[str, bytes | None], applied: list[Patch]) -> Manifest | None:
     if not applied:
         return None
     assert res.series is not None
     paths = {p for patch in applied for p in patch.paths}
-    return {
-        "format": 1,
-        "tool": f"vllm-backports {__version__}",
-        "vllm": res.version,
-        "series": res.series.name,
-        "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "applied": [{"id": p.backport_id, "patch": p.name, "sha256": res.series.pinned[p.name]} for p in applied],
-        "files": {
-            path: {
-                "pristine": res.pristine.get(path),
-                "patched": sha256_of(contents[path]),
-            }
+    return Manifest(
+        tool=f"vllm-backports {__version__}",
+        vllm=res.version,
+        series=res.series.name,
+        updated=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        applied=tuple(AppliedPatch(p.backport_id, p.name, res.series.pinned[p.name]) for p in applied),
+        files={
+            path: FileHashes(res.pristine.get(path), sha256_of(contents[path]))
             for path in res.series.paths
             if path in paths
         },
-    }
+    )

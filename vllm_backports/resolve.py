@@ -11,6 +11,7 @@ from .catalogue import Catalogue, Release, Series
 from .digest import sha256, sha256_of
 from .errors import UsageError
 from .hunks import Mismatch, apply_patches
+from .manifest import read as read_manifest
 from .tree import Tree
 
 
@@ -99,17 +100,13 @@ def resolve(cat: Catalogue, tree: Tree, requested: str) -> Resolution:
 def _recorded_nightly(cat: Catalogue, tree: Tree) -> Resolution | None:
     """A nightly we patched before: the manifest names its series, and every file it lists
     is still what we wrote over what RECORD pins."""
-    from .state import load_manifest  # state imports tree-level helpers only; avoid a cycle at import
-
-    manifest = load_manifest(tree)
-    if not manifest or manifest.get("series") not in cat.series_names():
+    manifest = read_manifest(tree)
+    if manifest is None or manifest.series not in cat.series_names():
         return None
-    series = cat.series(manifest["series"])
+    series = cat.series(manifest.series)
     for path in series.paths:
-        entry = manifest["files"].get(path, {})
-        data = tree.read(path)
-        now = sha256_of(data)
-        if entry and (now != entry.get("patched") or entry.get("pristine") != tree.record.get(path)):
+        entry = manifest.files.get(path)
+        if entry and (sha256_of(tree.read(path)) != entry.patched or entry.pristine != tree.record.get(path)):
             return None
     pristine = {p: tree.record[p] for p in series.paths if p in tree.record}
     note = f"vLLM {tree.version} is a nightly; series {series.name}, as recorded when it was patched"

@@ -21,10 +21,11 @@ from typing import Any
 
 from .digest import sha256, sha256_of
 from .errors import BackportError, StateError, TargetError
+from .manifest import NAME as MANIFEST
+from .manifest import Manifest
 from .tree import Tree
 
 FORMAT = 1
-MANIFEST = "manifest.json"
 JOURNAL = "journal.json"
 
 
@@ -78,51 +79,6 @@ def remove_file(path: Path, top: Path) -> None:
         except OSError:
             if d.name != "__pycache__":
                 break
-
-
-def load_manifest(tree: Tree) -> dict | None:
-    path = tree.state_dir / MANIFEST
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    return parse_manifest(tree, raw, path)
-
-
-def parse_manifest(tree: Tree, raw: bytes, path: Path) -> dict:
-    remedy = f"remove {path} after reinstalling vllm=={tree.version} (pip install --force-reinstall --no-deps)"
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        raise StateError(f"{path}: corrupted manifest (not JSON); {remedy}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("format"), int):
-        raise StateError(f"{path}: corrupted manifest (no format); {remedy}")
-    if data["format"] > FORMAT:
-        raise StateError(
-            f"{path}: manifest format {data['format']} is newer than this tool's ({FORMAT}); upgrade vllm-backports"
-        )
-    applied, files = data.get("applied"), data.get("files")
-    if (
-        not isinstance(applied, list)
-        or not isinstance(files, dict)
-        or not all(
-            isinstance(a, dict) and isinstance(a.get("patch"), str) and isinstance(a.get("id"), str) for a in applied
-        )
-        or not all(isinstance(f, dict) for f in files.values())
-    ):
-        raise StateError(f"{path}: corrupted manifest (bad applied/files); {remedy}")
-    if data.get("vllm") != tree.version:
-        raise StateError(f"{path}: manifest is for vLLM {data.get('vllm')}, but {tree.version} is installed; {remedy}")
-    return data
-
-
-def same_manifest(a: dict | None, b: dict | None) -> bool:
-    """Equal but for when and by which tool version it was written."""
-
-    def strip(m: dict | None) -> dict | None:
-        return None if m is None else {k: v for k, v in m.items() if k not in ("updated", "tool")}
-
-    return strip(a) == strip(b)
 
 
 PROBE = ".vllm-backports-probe"
@@ -420,7 +376,7 @@ def _test_kill_point(n: int) -> None:
         os._exit(137)
 
 
-def commit(tree: Tree, changes: list[Change], manifest: dict | None) -> None:
+def commit(tree: Tree, changes: list[Change], manifest: Manifest | None) -> None:
     """Land every change and the new manifest, or none of them. Call with the lock held."""
     state = tree.state_dir
     backups = state / BACKUPS
@@ -459,7 +415,7 @@ def commit(tree: Tree, changes: list[Change], manifest: dict | None) -> None:
         if manifest is None:
             old_manifest.unlink(missing_ok=True)
         else:
-            write_atomic(old_manifest, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
+            write_atomic(old_manifest, manifest.to_bytes())
     except BaseException as failure:
         # Failed in-process (disk full, Ctrl-C): undo now rather than on the next run.
         try:
