@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__, engine, state
+from . import journal as journals
 from . import manifest as manifests
 from .catalogue import Catalogue, data_home
 from .digest import sha256_of
@@ -243,10 +244,10 @@ def _dry_run(command: str, reporter: Reporter, tree: Tree, res: Resolution, chos
         return _plan(command, tree, res, manifests.read(tree), chosen)
     manifest = None
     if rollback.manifest_before is not None:
-        manifest = manifests.parse(rollback.manifest_before.encode(), tree.state_dir / state.JOURNAL, tree)
+        manifest = manifests.parse(rollback.manifest_before.encode(), tree.state_dir / journals.NAME, tree)
     plan = _plan(command, tree, res, manifest, chosen, rollback.files)
     plan.notes.append(
-        f"an interrupted run left {tree.state_dir / state.JOURNAL}; the next apply or revert rolls it back first"
+        f"an interrupted run left {tree.state_dir / journals.NAME}; the next apply or revert rolls it back first"
     )
     return plan
 
