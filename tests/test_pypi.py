@@ -139,3 +139,37 @@ def test_a_file_that_is_not_a_zip_is_one_fetch_error():
     host = FakePyPI({VERSION: {WHEEL: b"not a zip at all" * 100}})
     with pytest.raises(FetchError, match=f"{WHEEL}: not a zip archive"):
         pypi.WheelReader(host, pypi.release_files(host, VERSION)[0], VERSION)
+
+
+# ---- what maintainers read: published versions and a release's files, unpinned -------------
+
+
+def test_published_lists_every_version_with_files_pre_releases_too():
+    host, _ = _pypi()
+    host.index = lambda: {"releases": {"0.19.0": [], "0.20.0": [{}], "0.21.0rc1": [{}]}}  # 0.19.0: all deleted
+    assert pypi.published(host) == ["0.20.0", "0.21.0rc1"]
+
+
+def test_read_release_takes_the_newest_x86_64_wheel_and_checks_every_member_against_its_record():
+    host, wheel = _pypi()
+    built = f"vllm-{VERSION}-1-cp38-abi3-manylinux_2_31_x86_64.whl"  # a build tag: pip's pick
+    other = make_wheel(VERSION, {"vllm/mod.py": MOD_FIXED})
+    host.wheels[built] = other
+    host.versions[VERSION].append(built)
+    got = pypi.read_release(VERSION, ["vllm/mod.py", "vllm/created.py"], session=host)
+    assert got.wheel.filename == built and got.wheel.sha256 == sha(other)
+    assert got.files == {"vllm/mod.py": MOD_FIXED}  # a path the release lacks is left out
+    assert got.torch == "2.11.0" and got.hashes["vllm/mod.py"] == sha(MOD_FIXED)
+    assert got.record_sha256 == sha(_record(other))
+
+
+def test_read_release_refuses_a_member_its_record_does_not_pin():
+    host, _ = _pypi(record_extra={"vllm/mod.py": MOD_FIXED})
+    with pytest.raises(FetchError, match="vllm/mod.py: sha256 .* does not match the wheel's RECORD"):
+        pypi.read_release(VERSION, ["vllm/mod.py"], session=host)
+
+
+def test_read_release_of_a_release_without_an_x86_64_wheel():
+    host = FakePyPI({VERSION: {f"vllm-{VERSION}-cp38-abi3-manylinux_2_31_aarch64.whl": make_wheel(VERSION, {})}})
+    with pytest.raises(FetchError, match="vLLM 0.20.0 has no x86_64 wheel on PyPI"):
+        pypi.read_release(VERSION, [], session=host)
