@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -20,6 +19,7 @@ from . import manifest as manifests
 from .catalogue import Catalogue, data_home
 from .digest import sha256_of
 from .errors import BackportError, UsageError
+from .guard import main_guarded, run_guarded
 from .manifest import Manifest
 from .materialize import materialize
 from .report import Reporter, outcome_table
@@ -71,19 +71,7 @@ def guarded(fn):
     @functools.wraps(fn)
     def wrapper(**kwargs):
         reporter = Reporter(bool(kwargs.get("as_json")))
-        try:
-            code = fn(reporter=reporter, **kwargs)
-        except BackportError as exc:
-            reporter.error(str(exc), exc.exit_code)
-            sys.exit(exc.exit_code)
-        except OSError as exc:  # outside a commit (which reports its own failures): nothing was written
-            where = f"{exc.filename}: " if exc.filename else ""
-            reporter.error(f"{where}{exc.strerror or exc}", 1)
-            sys.exit(1)
-        except KeyboardInterrupt:
-            reporter.error("interrupted; nothing was left half-written", 1)
-            sys.exit(1)
-        sys.exit(code or 0)
+        run_guarded(reporter, lambda: fn(reporter=reporter, **kwargs))
 
     return wrapper
 
@@ -93,21 +81,9 @@ class _Group(click.Group):
     --json promises, instead of Click's usage text on stderr."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
-        argv = list(sys.argv[1:] if args is None else args)
         if not standalone_mode:
-            return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
-        # Every error is one line (JSON under --json), Click's usage errors too; --help and
-        # --version still print and exit 0.
-        reporter = Reporter("--json" in argv)
-        try:
-            code = super().main(argv, prog_name, complete_var, False, **extra)
-        except click.ClickException as exc:
-            reporter.error(exc.format_message(), exc.exit_code)
-            sys.exit(exc.exit_code)
-        except click.Abort:
-            reporter.error("aborted", 1)
-            sys.exit(1)
-        sys.exit(code or 0)
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        main_guarded(self, args, prog_name, complete_var=complete_var, **extra)
 
 
 @click.group(cls=_Group, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
