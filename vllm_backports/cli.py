@@ -13,7 +13,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from . import __version__, engine, state
+from . import __version__, engine, maint, state
 from . import journal as journals
 from . import manifest as manifests
 from .catalogue import Catalogue, data_home
@@ -78,7 +78,8 @@ def guarded(fn):
 
 class _Group(click.Group):
     """Click's own usage errors (a bad option, a --target that is a file) as the one JSON object
-    --json promises, instead of Click's usage text on stderr."""
+    --json promises, instead of Click's usage text on stderr; and the maintainer commands mounted
+    under `maint` under the same guard."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
@@ -98,6 +99,9 @@ def main(ctx: click.Context, **kwargs) -> None:
     """
     if ctx.invoked_subcommand is None:
         ctx.invoke(apply_cmd)
+
+
+main.add_command(maint.main, "maint")
 
 
 def _open(
