@@ -1,5 +1,5 @@
-"""What a vLLM tree carries, and how changes to it land: a manifest, a journal and a lock in
-vllm/.backports/.
+"""How changes to a vLLM tree land: under a lock in vllm/.backports/, through a journal
+(journal.py), ending with the manifest (manifest.py) that says what the tree carries.
 
 Every run computes all new contents first; `commit` then backs up the old bytes, writes a journal,
 replaces each file through a temporary file, fsync and rename, writes the manifest and drops the
