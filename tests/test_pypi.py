@@ -8,6 +8,7 @@ from conftest import MOD, MOD_FIXED, sha
 from wheel_server import INDEX, FakePyPI, make_wheel
 
 from vllm_backports import pypi
+from vllm_backports.catalogue import Release
 from vllm_backports.errors import FetchError
 
 VERSION = "0.20.0"
@@ -33,10 +34,17 @@ def _record(wheel: bytes) -> bytes:
     return zipfile.ZipFile(io.BytesIO(wheel)).read(f"vllm-{VERSION}.dist-info/RECORD")
 
 
+def _release(wheel: str, wheel_sha: str, record_sha: str, expected: dict[str, str]) -> Release:
+    """What versions.toml pins of the release, as --fetch is handed it."""
+    return Release(version=VERSION, torch="2.11.0", cuda=13, wheel=wheel, wheel_sha256=wheel_sha,
+                   record_sha256=record_sha, series="s1", backports=(), upstream=(), bugs=(), image="",
+                   image_digests={}, files=expected, verified="")
+
+
 def _fetch(host: FakePyPI, wheel: bytes, *, wheel_sha=None, record_sha=None, expected=None, progress=None):
-    return pypi.fetch(VERSION, WHEEL, wheel_sha or sha(wheel), record_sha or sha(_record(wheel)), PATHS,
-                      {"vllm/mod.py": sha(MOD)} if expected is None else expected,
-                      progress=progress or (lambda _m: None), session=host)
+    release = _release(WHEEL, wheel_sha or sha(wheel), record_sha or sha(_record(wheel)),
+                       {"vllm/mod.py": sha(MOD)} if expected is None else expected)
+    return pypi.fetch(release, PATHS, progress=progress or (lambda _m: None), session=host)
 
 
 # ---- the index ------------------------------------------------------------------------------
@@ -98,7 +106,7 @@ def test_a_damaged_cache_entry_is_fetched_again():
 def test_a_wheel_pypi_no_longer_lists(monkeypatch):
     host, wheel = _pypi()
     with pytest.raises(FetchError, match="PyPI no longer lists vllm-0.20.0-other.whl"):
-        pypi.fetch(VERSION, "vllm-0.20.0-other.whl", sha(wheel), "0", PATHS, {}, session=host)
+        pypi.fetch(_release("vllm-0.20.0-other.whl", sha(wheel), "0", {}), PATHS, session=host)
 
 
 def test_a_wheel_hash_other_than_the_pin_is_refused_before_reading_it():
@@ -132,7 +140,7 @@ def test_a_member_that_does_not_match_versions_toml_is_refused():
 def test_a_member_the_wheel_lacks():
     host, wheel = _pypi()
     with pytest.raises(FetchError, match="the wheel has no vllm/gone.py"):
-        pypi.fetch(VERSION, WHEEL, sha(wheel), sha(_record(wheel)), ["vllm/gone.py"], {}, session=host)
+        pypi.fetch(_release(WHEEL, sha(wheel), sha(_record(wheel)), {}), ["vllm/gone.py"], session=host)
 
 
 def test_a_file_that_is_not_a_zip_is_one_fetch_error():

@@ -17,6 +17,7 @@ from urllib.parse import urljoin
 
 import requests
 
+from .catalogue import Release
 from .digest import sha256, sha256_file
 from .errors import FetchError
 from .record import parse_record
@@ -191,17 +192,15 @@ def _members(
 
 
 def fetch(
-    version: str,
-    wheel_name: str,
-    wheel_sha: str,
-    record_sha: str,
+    release: Release,
     paths: list[str],
-    expected: dict[str, str],
     progress: Callable[[str], None] = lambda _msg: None,
     session: requests.Session | None = None,
 ) -> Fetched:
-    """The pristine bytes of ``paths`` in ``version``, from the cache or from PyPI."""
-    cached = _from_cache(version, record_sha, paths, expected)
+    """The pristine bytes of ``paths`` in ``release``, from the cache or from PyPI, each checked
+    against the wheel, RECORD and file hashes versions.toml pins for it."""
+    version, wheel_name = release.version, release.wheel
+    cached = _from_cache(version, release.record_sha256, paths, release.files)
     if cached:
         return cached
     session = session or requests.Session()
@@ -209,17 +208,20 @@ def fetch(
     wheel = next((w for w in release_files(session, version) if w.filename == wheel_name), None)
     if wheel is None:
         raise FetchError(f"PyPI no longer lists {wheel_name}")
-    if wheel.sha256 != wheel_sha:
-        raise FetchError(f"{wheel_name}: PyPI reports sha256 {wheel.sha256[:12]}, versions.toml pins {wheel_sha[:12]}")
+    if wheel.sha256 != release.wheel_sha256:
+        raise FetchError(
+            f"{wheel_name}: PyPI reports sha256 {wheel.sha256[:12]}, versions.toml pins {release.wheel_sha256[:12]}"
+        )
     progress(f"reading the index of {wheel_name} ({wheel.size / 1e6:.0f} MB) by range requests")
     reader = WheelReader(session, wheel, version)
     record = reader.read(f"{reader.dist_info}/RECORD")
-    if sha256(record) != record_sha:
+    if sha256(record) != release.record_sha256:
         raise FetchError(
-            f"{wheel_name}: RECORD sha256 {sha256(record)[:12]} differs from versions.toml ({record_sha[:12]})"
+            f"{wheel_name}: RECORD sha256 {sha256(record)[:12]} differs from versions.toml "
+            f"({release.record_sha256[:12]})"
         )
     metadata = reader.read(f"{reader.dist_info}/METADATA")
-    files = _members(reader, paths, parse_record(record), expected, progress)
+    files = _members(reader, paths, parse_record(record), release.files, progress)
     result = Fetched(version, record, metadata, files, reader.rangefile.bytes_fetched, reader.rangefile.requests)
     _to_cache(result)
     return result
