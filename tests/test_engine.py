@@ -11,7 +11,7 @@ from conftest import KERNEL, MOD, MOD_FIXED, sha
 from vllm_backports import engine
 from vllm_backports.catalogue import Catalogue
 from vllm_backports.errors import StateError, TargetError, UsageError
-from vllm_backports.resolve import resolve
+from vllm_backports.resolve import parse_vllm, resolve
 from vllm_backports.tree import open_tree
 
 KERNEL_PATH = "vllm/kernels/new_kernel.py"
@@ -21,7 +21,7 @@ BOTH = {"fix-thing", "add-kernel"}
 def _setup(home, version="0.20.0", files=None):
     cat = Catalogue(home.root)
     tree = open_tree(home.tree(version, files=files))
-    return cat, tree, resolve(cat, tree, version)
+    return cat, tree, resolve(cat, tree, parse_vllm(cat, version))
 
 
 def _states(plan: engine.Plan) -> list[tuple[str, str]]:
