@@ -1,4 +1,6 @@
-"""The command line: apply (the default), check, status, revert, list.
+"""The command line: apply (the default), check, status, revert, list, verify, and the
+maintainers' commands under maint. Words are parsed into a Request (request.py), the core does
+the work (core.py), and this module renders what comes back.
 
 Exit codes: 0 done; 1 drift or failure; 2 usage or bad input (nothing was changed).
 """

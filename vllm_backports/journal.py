@@ -45,12 +45,8 @@ class Journal:
 
 def read(tree: Tree) -> Journal | None:
     """The journal an interrupted run left; None when no commit is under way or interrupted."""
-    path = tree.state_dir / NAME
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    return parse(raw, path, tree)
+    raw = tree.read_state(NAME)
+    return None if raw is None else parse(raw, tree.state_dir / NAME, tree)
 
 
 def parse(raw: bytes, path: Path, tree: Tree) -> Journal:

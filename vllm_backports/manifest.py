@@ -71,12 +71,8 @@ def same(a: Manifest | None, b: Manifest | None) -> bool:
 
 def read(tree: Tree) -> Manifest | None:
     """The tree's manifest; None where vllm-backports has applied nothing."""
-    path = tree.state_dir / NAME
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    return parse(raw, path, tree)
+    raw = tree.read_state(NAME)
+    return None if raw is None else parse(raw, tree.state_dir / NAME, tree)
 
 
 def parse(raw: bytes, path: Path, tree: Tree) -> Manifest:
