@@ -120,7 +120,7 @@ def test_a_series_file_listing_a_patch_twice_is_refused(tmp_path):
     shutil.copytree(REPO / "backports", tmp_path / "backports")
     series = tmp_path / "backports/0.33.0/series"
     series.write_text(series.read_text() + "0001-turboquant-spec-decode.patch\n")
-    from vllm_backports.maint import repin
+    from vllm_backports.maint.pins import repin
 
     (tmp_path / "versions.toml").write_text(repin((tmp_path / "versions.toml").read_text(), tmp_path / "backports"))
     with pytest.raises(CatalogueError, match="lists 0001-turboquant-spec-decode.patch twice"):

@@ -399,6 +399,15 @@ def test_manifest_from_a_newer_tool(home, applied, tmp_path, command):
     refused(tmp_path, [command, *apply_args(applied)], 1, "format 2", "newer", "upgrade vllm-backports")
 
 
+@pytest.mark.parametrize("command", ["apply", "status", "revert", "check"])
+def test_manifest_of_an_unknown_older_format(home, applied, tmp_path, command):
+    path = applied / "vllm/.backports/manifest.json"
+    data = json.loads(path.read_text())
+    data["format"] = 0
+    path.write_text(json.dumps(data))
+    refused(tmp_path, [command, *apply_args(applied)], 1, "manifest format 0 is unknown", "reads format 1")
+
+
 def test_manifest_for_another_version(home, applied, tmp_path):
     path = applied / "vllm/.backports/manifest.json"
     data = json.loads(path.read_text())

@@ -11,7 +11,7 @@ from conftest import KERNEL, MOD, MOD_FIXED, sha
 from vllm_backports import engine
 from vllm_backports.catalogue import Catalogue
 from vllm_backports.errors import StateError, TargetError, UsageError
-from vllm_backports.resolve import resolve
+from vllm_backports.resolve import parse_vllm, resolve
 from vllm_backports.tree import open_tree
 
 KERNEL_PATH = "vllm/kernels/new_kernel.py"
@@ -21,7 +21,7 @@ BOTH = {"fix-thing", "add-kernel"}
 def _setup(home, version="0.20.0", files=None):
     cat = Catalogue(home.root)
     tree = open_tree(home.tree(version, files=files))
-    return cat, tree, resolve(cat, tree, version)
+    return cat, tree, resolve(cat, tree, parse_vllm(cat, version))
 
 
 def _states(plan: engine.Plan) -> list[tuple[str, str]]:
@@ -70,7 +70,7 @@ def test_apply_on_a_pristine_tree_plans_every_file_and_the_manifest(home):
     assert _states(plan) == [("fix-thing", engine.APPLIED), ("add-kernel", engine.APPLIED)]
     assert _patched(plan) == {"vllm/mod.py": MOD_FIXED, KERNEL_PATH: KERNEL}
     assert {c.path: c.before for c in plan.changes} == {"vllm/mod.py": MOD, KERNEL_PATH: None}
-    m = plan.manifest
+    m = plan.manifest.to_json()  # as manifest.json holds it
     assert (m["format"], m["vllm"], m["series"]) == (1, "0.20.0", "s1")
     pinned = res.series.pinned
     assert m["applied"] == [
@@ -88,8 +88,8 @@ def test_apply_over_its_own_result_is_already_and_changes_nothing(home):
     first = engine.plan_apply(tree, res, None, BOTH)
     again = engine.plan_apply(tree, res, first.manifest, BOTH, view=_patched(first))
     assert _states(again) == [("fix-thing", engine.ALREADY), ("add-kernel", engine.ALREADY)]
-    assert again.changes == [] and [a["patch"] for a in again.manifest["applied"]] == [
-        a["patch"] for a in first.manifest["applied"]]
+    assert again.changes == [] and [a.patch for a in again.manifest.applied] == [
+        a.patch for a in first.manifest.applied]
 
 
 def test_a_skipped_backport_is_left_out_of_the_changes_and_the_manifest(home):
@@ -97,8 +97,8 @@ def test_a_skipped_backport_is_left_out_of_the_changes_and_the_manifest(home):
     plan = engine.plan_apply(tree, res, None, {"add-kernel"})
     assert _states(plan) == [("fix-thing", engine.SKIPPED), ("add-kernel", engine.APPLIED)]
     assert _patched(plan) == {KERNEL_PATH: KERNEL}
-    assert [a["id"] for a in plan.manifest["applied"]] == ["add-kernel"]
-    assert set(plan.manifest["files"]) == {KERNEL_PATH}
+    assert [a.id for a in plan.manifest.applied] == ["add-kernel"]
+    assert set(plan.manifest.files) == {KERNEL_PATH}
 
 
 def test_nothing_chosen_plans_no_manifest(home):
@@ -165,7 +165,7 @@ def test_revert_of_one_keeps_the_other_in_the_manifest(home):
     plan = engine.plan_revert(tree, res, applied.manifest, {"add-kernel"}, view=_patched(applied))
     assert _states(plan) == [("fix-thing", engine.SKIPPED), ("add-kernel", engine.REVERTED)]
     assert _patched(plan) == {KERNEL_PATH: None}
-    assert [a["id"] for a in plan.manifest["applied"]] == ["fix-thing"]
+    assert [a.id for a in plan.manifest.applied] == ["fix-thing"]
 
 
 def test_revert_without_a_manifest_reverts_nothing_and_says_so(home):
@@ -178,6 +178,7 @@ def test_revert_without_a_manifest_reverts_nothing_and_says_so(home):
 def test_revert_refuses_a_patch_that_changed_since_it_was_applied(home):
     _, tree, res = _setup(home)
     applied = engine.plan_apply(tree, res, None, BOTH)
-    manifest = {**applied.manifest, "applied": [{**a, "sha256": "0" * 64} for a in applied.manifest["applied"]]}
+    manifest = dataclasses.replace(
+        applied.manifest, applied=tuple(dataclasses.replace(a, sha256="0" * 64) for a in applied.manifest.applied))
     with pytest.raises(StateError, match="0002-add-kernel.patch changed since it was applied"):
         engine.plan_revert(tree, res, manifest, BOTH, view=_patched(applied))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from diffs import make_patch
-from vllm_backports.hunks import Mismatch, apply_file
+from vllm_backports.hunks import Mismatch, apply_file, apply_patches
 from vllm_backports.patchfile import FilePatch, Hunk, parse
 
 BASE = b"".join(b"line %d\n" % i for i in range(1, 41))
@@ -168,3 +168,36 @@ def test_create_with_two_hunks_is_whole_or_refused():
     except PatchError:
         return  # refusing is fine
     assert apply_file(None, patch.files[0]) == b"a\nb\nc\n"
+
+
+# ---- apply_patches: a series of patches over several files ----------------------------------
+
+FIRST = BASE.replace(b"line 5\n", b"line five\n")
+SECOND = FIRST.replace(b"line 30\n", b"line 30\nadded\n")
+
+
+def _series() -> list[FilePatch]:
+    """Three patches numbered as a series is: each against the files the ones before it leave."""
+    return [
+        *parse(make_patch(("vllm/x.py", BASE, FIRST)), "0001-a.patch").files,
+        *parse(make_patch(("vllm/new.py", None, b"new\n"), ("vllm/gone.py", b"old\n", None)), "0002-b.patch").files,
+        *parse(make_patch(("vllm/x.py", FIRST, SECOND)), "0003-c.patch").files,
+    ]
+
+
+def test_apply_patches_gives_each_patch_the_files_the_ones_before_it_left():
+    start = {"vllm/x.py": BASE, "vllm/gone.py": b"old\n", "vllm/untouched.py": b"u\n"}
+    after = apply_patches(start, _series())
+    assert after == {"vllm/x.py": SECOND, "vllm/new.py": b"new\n", "vllm/gone.py": None, "vllm/untouched.py": b"u\n"}
+    assert start["vllm/x.py"] == BASE and "vllm/new.py" not in start  # the input is left as it was
+    # reversed, in reverse order, the same primitive gives back the start (absent files as None)
+    back = apply_patches(after, [f.reversed() for f in reversed(_series())])
+    assert back == {**start, "vllm/new.py": None}
+
+
+def test_apply_patches_stops_at_the_first_patch_that_does_not_fit():
+    start = {"vllm/x.py": BASE.replace(b"line 30\n", b"line thirty\n"), "vllm/gone.py": b"old\n"}
+    result = apply_patches(start, _series())
+    assert isinstance(result, Mismatch) and result.path == "vllm/x.py" and "line thirty" in result.reason
+    missing = apply_patches({"vllm/x.py": BASE}, _series())
+    assert missing == Mismatch("vllm/gone.py", 1, 1, "file is missing")

@@ -8,6 +8,7 @@ from conftest import MOD, MOD_FIXED, sha
 from wheel_server import INDEX, FakePyPI, make_wheel
 
 from vllm_backports import pypi
+from vllm_backports.catalogue import Release
 from vllm_backports.errors import FetchError
 
 VERSION = "0.20.0"
@@ -33,10 +34,17 @@ def _record(wheel: bytes) -> bytes:
     return zipfile.ZipFile(io.BytesIO(wheel)).read(f"vllm-{VERSION}.dist-info/RECORD")
 
 
+def _release(wheel: str, wheel_sha: str, record_sha: str, expected: dict[str, str]) -> Release:
+    """What versions.toml pins of the release, as --fetch is handed it."""
+    return Release(version=VERSION, torch="2.11.0", cuda=13, wheel=wheel, wheel_sha256=wheel_sha,
+                   record_sha256=record_sha, series="s1", backports=(), upstream=(), bugs=(), image="",
+                   image_digests={}, files=expected, verified="")
+
+
 def _fetch(host: FakePyPI, wheel: bytes, *, wheel_sha=None, record_sha=None, expected=None, progress=None):
-    return pypi.fetch(VERSION, WHEEL, wheel_sha or sha(wheel), record_sha or sha(_record(wheel)), PATHS,
-                      {"vllm/mod.py": sha(MOD)} if expected is None else expected,
-                      progress=progress or (lambda _m: None), session=host)
+    release = _release(WHEEL, wheel_sha or sha(wheel), record_sha or sha(_record(wheel)),
+                       {"vllm/mod.py": sha(MOD)} if expected is None else expected)
+    return pypi.fetch(release, PATHS, progress=progress or (lambda _m: None), session=host)
 
 
 # ---- the index ------------------------------------------------------------------------------
@@ -98,7 +106,7 @@ def test_a_damaged_cache_entry_is_fetched_again():
 def test_a_wheel_pypi_no_longer_lists(monkeypatch):
     host, wheel = _pypi()
     with pytest.raises(FetchError, match="PyPI no longer lists vllm-0.20.0-other.whl"):
-        pypi.fetch(VERSION, "vllm-0.20.0-other.whl", sha(wheel), "0", PATHS, {}, session=host)
+        pypi.fetch(_release("vllm-0.20.0-other.whl", sha(wheel), "0", {}), PATHS, session=host)
 
 
 def test_a_wheel_hash_other_than_the_pin_is_refused_before_reading_it():
@@ -132,10 +140,44 @@ def test_a_member_that_does_not_match_versions_toml_is_refused():
 def test_a_member_the_wheel_lacks():
     host, wheel = _pypi()
     with pytest.raises(FetchError, match="the wheel has no vllm/gone.py"):
-        pypi.fetch(VERSION, WHEEL, sha(wheel), sha(_record(wheel)), ["vllm/gone.py"], {}, session=host)
+        pypi.fetch(_release(WHEEL, sha(wheel), sha(_record(wheel)), {}), ["vllm/gone.py"], session=host)
 
 
 def test_a_file_that_is_not_a_zip_is_one_fetch_error():
     host = FakePyPI({VERSION: {WHEEL: b"not a zip at all" * 100}})
     with pytest.raises(FetchError, match=f"{WHEEL}: not a zip archive"):
         pypi.WheelReader(host, pypi.release_files(host, VERSION)[0], VERSION)
+
+
+# ---- what maintainers read: published versions and a release's files, unpinned -------------
+
+
+def test_published_lists_every_version_with_files_pre_releases_too():
+    host, _ = _pypi()
+    host.index = lambda: {"releases": {"0.19.0": [], "0.20.0": [{}], "0.21.0rc1": [{}]}}  # 0.19.0: all deleted
+    assert pypi.published(host) == ["0.20.0", "0.21.0rc1"]
+
+
+def test_read_release_takes_the_newest_x86_64_wheel_and_checks_every_member_against_its_record():
+    host, wheel = _pypi()
+    built = f"vllm-{VERSION}-1-cp38-abi3-manylinux_2_31_x86_64.whl"  # a build tag: pip's pick
+    other = make_wheel(VERSION, {"vllm/mod.py": MOD_FIXED})
+    host.wheels[built] = other
+    host.versions[VERSION].append(built)
+    got = pypi.read_release(VERSION, ["vllm/mod.py", "vllm/created.py"], session=host)
+    assert got.wheel.filename == built and got.wheel.sha256 == sha(other)
+    assert got.files == {"vllm/mod.py": MOD_FIXED}  # a path the release lacks is left out
+    assert got.torch == "2.11.0" and got.hashes["vllm/mod.py"] == sha(MOD_FIXED)
+    assert got.record_sha256 == sha(_record(other))
+
+
+def test_read_release_refuses_a_member_its_record_does_not_pin():
+    host, _ = _pypi(record_extra={"vllm/mod.py": MOD_FIXED})
+    with pytest.raises(FetchError, match="vllm/mod.py: sha256 .* does not match the wheel's RECORD"):
+        pypi.read_release(VERSION, ["vllm/mod.py"], session=host)
+
+
+def test_read_release_of_a_release_without_an_x86_64_wheel():
+    host = FakePyPI({VERSION: {f"vllm-{VERSION}-cp38-abi3-manylinux_2_31_aarch64.whl": make_wheel(VERSION, {})}})
+    with pytest.raises(FetchError, match="vLLM 0.20.0 has no x86_64 wheel on PyPI"):
+        pypi.read_release(VERSION, [], session=host)

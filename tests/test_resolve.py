@@ -11,7 +11,7 @@ from conftest import KERNEL, MOD, MOD_FIXED, sha
 from tree_snapshot import assert_unchanged, snapshot
 from vllm_backports.catalogue import Catalogue
 from vllm_backports.errors import UsageError
-from vllm_backports.resolve import check_requested, resolve
+from vllm_backports.resolve import Requested, parse_vllm, resolve
 from vllm_backports.tree import open_tree
 
 NIGHTLY = "0.19.2rc1.dev42"
@@ -48,7 +48,7 @@ def test_nightly_note_on_stderr_names_the_series(home, nightly):
 
 
 def test_nightly_resolution_unit(home, nightly):
-    res = resolve(Catalogue(home.root), open_tree(nightly), "auto")
+    res = resolve(Catalogue(home.root), open_tree(nightly), Requested("auto"))
     assert res.release is None
     assert res.series is not None and res.series.name == "s1"
     assert res.version == NIGHTLY
@@ -58,7 +58,7 @@ def test_nightly_resolution_unit(home, nightly):
 def test_nightly_past_every_series_takes_the_latest(home):
     """A nightly after the last release whose files still fit both series takes the newest one."""
     site = home.tree("0.22.0.dev3", files=home.pristine["0.20.0"])
-    res = resolve(Catalogue(home.root), open_tree(site), "auto")
+    res = resolve(Catalogue(home.root), open_tree(site), Requested("auto"))
     assert res.series is not None and res.series.name == "s2"
 
 
@@ -76,6 +76,29 @@ def test_nightly_matching_no_series(home, tmp_path):
         as_json = run("--vllm", requested, "--target", str(site), "--json")
         assert as_json.code == 2 and as_json.json["exit_code"] == 2
         assert_unchanged(tmp_path, before)
+
+
+def test_nightly_matches_a_series_whose_patches_touch_one_file_in_turn(home):
+    """The second patch fits the file the first one leaves, which no RECORD pins."""
+    from diffs import make_patch
+
+    other = b"".join(b"o %d\n" % i for i in range(1, 21))
+    first = other.replace(b"o 5\n", b"o five\n")
+    files = {
+        "series": b"0001-one.patch\n0002-two.patch\n",
+        "0001-one.patch": make_patch(("vllm/other.py", other, first)),
+        "0002-two.patch": make_patch(("vllm/other.py", first, first.replace(b"o 15\n", b"o fifteen\n"))),
+    }
+    (home.root / "backports/s3").mkdir()
+    for name, data in files.items():
+        (home.root / "backports/s3" / name).write_bytes(data)
+    pins = "".join(f'"{name}" = "{sha(data)}"\n' for name, data in files.items())
+    with open(home.root / "versions.toml", "a") as toml:
+        toml.write(f'\n[series."s3"]\nreleases = []\n[series."s3".files]\n{pins}')
+    site = home.tree(NIGHTLY, files={"vllm/other.py": other})  # no mod.py: s1 and s2 do not fit
+    res = resolve(Catalogue(home.root), open_tree(site), Requested("auto"))
+    assert res.series is not None and res.series.name == "s3"
+    assert res.pristine == {"vllm/other.py": sha(other)}
 
 
 def test_nightly_whose_file_differs_from_its_record(home, tmp_path):
@@ -119,16 +142,21 @@ def test_auto_on_an_unknown_release(home):
     assert "vLLM 0.18.0 is not in versions.toml" in result.err
 
 
-def test_check_requested(home):
+def test_parse_vllm(home):
     cat = Catalogue(home.root)
-    for ok in ("auto", "0.19.1", "0.20.0", "0.21.0", "0.19.2"):
-        check_requested(cat, ok)
+    assert parse_vllm(cat, "auto") == Requested("auto")
+    for release in ("0.19.1", "0.20.0", "0.21.0"):
+        assert parse_vllm(cat, release) == Requested(release, release=cat.releases[release])
+        assert parse_vllm(cat, release).published == cat.releases[release]
+    local = parse_vllm(cat, "0.20.0+cu129")  # a local build: checked against the release it was cut from
+    assert local.release == cat.releases["0.20.0"] and local.published is None
+    assert parse_vllm(cat, "0.19.2") == Requested("0.19.2", unpublished=cat.unpublished["0.19.2"])
     with pytest.raises(UsageError, match="not a version"):
-        check_requested(cat, "newest")
+        parse_vllm(cat, "newest")
     with pytest.raises(UsageError, match="did you mean 0.21.0"):
-        check_requested(cat, "0.21.1")
+        parse_vllm(cat, "0.21.1")
     with pytest.raises(UsageError, match=r"did you mean 0\.20\.0\?"):  # a release named short: its first patch release
-        check_requested(cat, "0.20")
+        parse_vllm(cat, "0.20")
 
 
 # ---- nightlies after an apply ---------------------------------------------------------------

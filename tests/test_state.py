@@ -454,6 +454,19 @@ def test_a_run_that_finds_another_mid_commit_waits_for_it_instead_of_refusing(ho
     assert_patched(site)
 
 
+@pytest.mark.parametrize(("version", "says"), [(2, "newer than this tool's (1)"), (0, "unknown to this tool")])
+@pytest.mark.parametrize("command", ["apply", "revert", "check"])
+def test_a_journal_of_an_unknown_format_is_refused_and_rolls_nothing_back(home, site, version, says, command):
+    killed(home, site, "apply", 1)
+    data = json.loads(journal(site).read_text())
+    data["format"] = version
+    journal(site).write_text(json.dumps(data))
+    before = snapshot(site)
+    result = run(command, "--vllm", "0.20.0", "--target", str(site))
+    _one_error_line(result, 1, "journal.json", f"journal of format {version}, {says}", "reinstall vllm==0.20.0")
+    assert_unchanged(site, before)
+
+
 @pytest.mark.parametrize(("field", "value"), [
     ("mode", 1e30), ("mode", -1), ("mode", 0o10000), ("mode", "644"), ("mode", True),
     ("path", "../outside.py"), ("path", "/etc/passwd"), ("path", "vllm/../../outside.py"), ("path", "other/mod.py"),

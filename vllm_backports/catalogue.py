@@ -7,7 +7,6 @@ apply is exactly what was reviewed and tested.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import os
 import tomllib
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from .digest import sha256
 from .errors import CatalogueError, PatchError
 from .patchfile import Patch, backport_id_of, parse
 
@@ -65,15 +65,6 @@ def data_home() -> Path | Traversable:
     return CHECKOUT
 
 
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_of(data: bytes | None) -> str | None:
-    """A file's hash, None for a file that is absent (before it is created, after it is removed)."""
-    return None if data is None else sha256(data)
-
-
 def series_files(root: Path | Traversable) -> list[str]:
     """The files of a series directory that versions.toml pins (and `maint rehash` pins): regular
     files, dotfiles aside (an editor's swap file is not a backport)."""
@@ -91,15 +82,6 @@ def series_entry(line: str) -> str:
 def series_order(data: bytes) -> list[str]:
     """The patch file names a series file lists, in order."""
     return [name for name in map(series_entry, data.decode().splitlines()) if name]
-
-
-def _recorded_order(name: str, raw: dict, data: bytes) -> list[str]:
-    """A series file's patch names, each of which versions.toml must pin."""
-    order = series_order(data)
-    for fname in order:
-        if fname not in raw.get("files", {}):
-            raise CatalogueError(f"backports/{name}/series names {fname}, which is not recorded")
-    return order
 
 
 def _unknown(keys, allowed: set[str], where: str) -> None:
@@ -244,7 +226,7 @@ class Catalogue:
             _field(raw, "releases", list, where)
             _field(raw, "files", dict, where)
         self.backports = {k: self._backport(k, v) for k, v in self.data.get("backports", {}).items()}
-        self._ids_cache: dict[str, tuple[str, ...]] = {}
+        self._order_cache: dict[str, tuple[str, ...]] = {}
         self.releases = {k: self._release(k, v) for k, v in self.data.get("releases", {}).items()}
         self.unpublished = {
             k: Unpublished(
@@ -342,29 +324,41 @@ class Catalogue:
 
     def _series_ids(self, name: str, where: str) -> tuple[str, ...]:
         """The backport ids a series applies, in order, from its pinned series file (the patches
-        themselves are verified when the series is loaded to be applied). Read once a series:
-        several releases share one."""
-        if name not in self._ids_cache:
-            self._ids_cache[name] = self._read_series_ids(name, where)
-        return self._ids_cache[name]
-
-    def _read_series_ids(self, name: str, where: str) -> tuple[str, ...]:
-        raw = self.data.get("series", {}).get(name)
-        if raw is None:
+        themselves are verified when the series is loaded to be applied)."""
+        if name not in self.data.get("series", {}):
             raise CatalogueError(f"versions.toml: {where} names unknown series {name!r}")
-        path = self.home / "backports" / name / "series"
         try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise CatalogueError(f"backports/{name}: no series file") from None
-        want = raw.get("files", {}).get("series")
-        if sha256(data) != want:
-            raise CatalogueError(f"backports/{name}/series: sha256 differs from versions.toml: edited or tampered with")
-        order = _recorded_order(name, raw, data)
-        try:
-            return tuple(backport_id_of(fname) for fname in order)
+            return tuple(backport_id_of(fname) for fname in self._series_order(name))
         except PatchError as exc:
             raise CatalogueError(f"backports/{name}/series: {exc}") from None
+
+    def _series_order(self, name: str) -> tuple[str, ...]:
+        """The patch file names a series file lists, each pinned. Read once a series: several
+        releases share one, and loading the series to apply it needs the order again."""
+        if name not in self._order_cache:
+            order = series_order(self._pinned(name, "series"))
+            for fname in order:
+                if fname not in self.data["series"][name].get("files", {}):
+                    raise CatalogueError(f"backports/{name}/series names {fname}, which is not recorded")
+            self._order_cache[name] = tuple(order)
+        return self._order_cache[name]
+
+    def _pinned(self, name: str, fname: str) -> bytes:
+        """A file of backports/NAME/, refused unless its sha256 is the one versions.toml pins."""
+        want = self.data["series"][name].get("files", {}).get(fname)
+        if want is None:
+            raise CatalogueError(f"backports/{name}/{fname}: not recorded in versions.toml")
+        try:
+            data = (self.home / "backports" / name / fname).read_bytes()
+        except FileNotFoundError:
+            raise CatalogueError(f"backports/{name}/{fname}: missing") from None
+        got = sha256(data)
+        if got != want:
+            raise CatalogueError(
+                f"backports/{name}/{fname}: sha256 differs from versions.toml (file {got[:12]}, pinned "
+                f"{want[:12]}): the backport was edited or tampered with"
+            )
+        return data
 
     @cached_property
     def versions(self) -> list[str]:
@@ -383,23 +377,9 @@ class Catalogue:
         present = set(series_files(root))
         for extra in sorted(present - set(pinned)):
             raise CatalogueError(f"backports/{name}/{extra}: not recorded in versions.toml")
-        contents: dict[str, bytes] = {}
-        for fname, want in pinned.items():
-            path = root / fname
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError:
-                raise CatalogueError(f"backports/{name}/{fname}: missing") from None
-            got = sha256(data)
-            if got != want:
-                raise CatalogueError(
-                    f"backports/{name}/{fname}: sha256 {got[:12]} differs from versions.toml "
-                    f"({want[:12]}): the backport was edited or tampered with"
-                )
-            contents[fname] = data
-        if "series" not in contents:
-            raise CatalogueError(f"backports/{name}: no series file")
-        order = _recorded_order(name, raw, contents["series"])
+        order = self._series_order(name)
+        # Every pinned file is checked, also one the series file does not list.
+        contents = {fname: self._pinned(name, fname) for fname in pinned if fname != "series"}
         for fname in {f for f in order if order.count(f) > 1}:
             raise CatalogueError(f"backports/{name}/series lists {fname} twice")
         patches = []

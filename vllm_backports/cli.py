@@ -1,4 +1,6 @@
-"""The command line: apply (the default), check, status, revert, list.
+"""The command line: apply (the default), check, status, revert, list, verify, and the
+maintainers' commands under maint. Words are parsed into a Request (request.py), the core does
+the work (core.py), and this module renders what comes back.
 
 Exit codes: 0 done; 1 drift or failure; 2 usage or bad input (nothing was changed).
 """
@@ -7,20 +9,21 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 from pathlib import Path
 
 import click
 from rich.markup import escape
 from rich.table import Table
 
-from . import __version__, engine, state
-from .catalogue import Catalogue, data_home, sha256_of
-from .errors import BackportError, UsageError
-from .materialize import materialize
+from . import __version__, core, engine, maint
+from . import manifest as manifests
+from .catalogue import Catalogue, data_home
+from .guard import main_guarded, run_guarded
+from .pypi import Fetched
 from .report import Reporter, outcome_table
-from .resolve import Resolution, check_requested, resolve
-from .tree import Tree, installed_tree, open_tree
+from .request import Command, parse_request
+from .resolve import Resolution
+from .tree import Tree
 from .verify.model import MODEL_CLASS, MODEL_CLASSES
 from .verify.scenarios import PRESETS, PROMPT_SETS, SWITCHES, TURBOQUANT
 
@@ -67,43 +70,20 @@ def guarded(fn):
     @functools.wraps(fn)
     def wrapper(**kwargs):
         reporter = Reporter(bool(kwargs.get("as_json")))
-        try:
-            code = fn(reporter=reporter, **kwargs)
-        except BackportError as exc:
-            reporter.error(str(exc), exc.exit_code)
-            sys.exit(exc.exit_code)
-        except OSError as exc:  # outside a commit (which reports its own failures): nothing was written
-            where = f"{exc.filename}: " if exc.filename else ""
-            reporter.error(f"{where}{exc.strerror or exc}", 1)
-            sys.exit(1)
-        except KeyboardInterrupt:
-            reporter.error("interrupted; nothing was left half-written", 1)
-            sys.exit(1)
-        sys.exit(code or 0)
+        run_guarded(reporter, lambda: fn(reporter=reporter, **kwargs))
 
     return wrapper
 
 
 class _Group(click.Group):
     """Click's own usage errors (a bad option, a --target that is a file) as the one JSON object
-    --json promises, instead of Click's usage text on stderr."""
+    --json promises, instead of Click's usage text on stderr; and the maintainer commands mounted
+    under `maint` under the same guard."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
-        argv = list(sys.argv[1:] if args is None else args)
         if not standalone_mode:
-            return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
-        # Every error is one line (JSON under --json), Click's usage errors too; --help and
-        # --version still print and exit 0.
-        reporter = Reporter("--json" in argv)
-        try:
-            code = super().main(argv, prog_name, complete_var, False, **extra)
-        except click.ClickException as exc:
-            reporter.error(exc.format_message(), exc.exit_code)
-            sys.exit(exc.exit_code)
-        except click.Abort:
-            reporter.error("aborted", 1)
-            sys.exit(1)
-        sys.exit(code or 0)
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        main_guarded(self, args, prog_name, complete_var=complete_var, **extra)
 
 
 @click.group(cls=_Group, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -120,32 +100,7 @@ def main(ctx: click.Context, **kwargs) -> None:
         ctx.invoke(apply_cmd)
 
 
-def _open(
-    cat: Catalogue, reporter: Reporter, vllm: str | None, target: Path | None, fetch: bool | None
-) -> tuple[Tree, Resolution, dict]:
-    if vllm is not None and not vllm.strip():
-        raise UsageError("--vllm needs a version (e.g. 0.20.0) or 'auto'")
-    requested = vllm or "auto"
-    check_requested(cat, requested)
-    info: dict = {}
-    if fetch:
-        if requested in cat.unpublished:
-            raise UsageError(cat.unpublished[requested].message)
-        if requested not in cat.releases:
-            raise UsageError("--fetch needs --vllm with a published release (e.g. --vllm 0.20.0)")
-        tree, fetched = materialize(cat, cat.releases[requested], target, reporter.progress)
-        if fetched is not None:
-            info = {
-                "bytes_fetched": fetched.bytes_fetched,
-                "requests": fetched.requests,
-                "from_cache": fetched.from_cache,
-            }
-    else:
-        tree = open_tree(target) if target else installed_tree()
-    res = resolve(cat, tree, requested)
-    if res.note:
-        reporter.note(res.note)
-    return tree, res, info
+main.add_command(maint.main, "maint")
 
 
 def _payload(command: str, tree: Tree, res: Resolution, plan: engine.Plan | None, summary: dict, extra: dict) -> dict:
@@ -175,133 +130,54 @@ def _nothing_backported(command: str, reporter: Reporter, tree: Tree, res: Resol
     return 0
 
 
-def _fresh_copy_refused(command: str, fetch, target) -> None:
-    """--fetch without --target lays out a fresh pristine copy each run: a revert or status there
-    would report on a tree no apply ever touched."""
-    if fetch and target is None and command in ("revert", "status"):
-        raise UsageError(
-            f"{command} --fetch needs --target DIR: without it every run lays out a fresh pristine copy "
-            "(apply --fetch --target DIR keeps one to come back to)"
-        )
-
-
-def _run(command: str, reporter: Reporter, vllm, target, fetch, only, skip) -> int:
-    _fresh_copy_refused(command, fetch, target)
+def _run(command: Command, reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
     cat = Catalogue(HOME)
-    together = {b.id: b.together_with for b in cat.backports.values()}
-    if fetch and vllm in cat.releases and cat.releases[vllm].series:
-        # Refuse a bad --only/--skip before laying the release's files out in --target.
-        engine.select(cat.series(cat.releases[vllm].series), only, skip, together)
-    tree, res, info = _open(cat, reporter, vllm, target, fetch)
-    if res.series is None:
-        return _nothing_backported(command, reporter, tree, res, info)
-    chosen = engine.select(res.series, only, skip, together)
-    dry = command == "check"
-    plan = _dry_run(command, reporter, tree, res, chosen) if dry else _write(command, reporter, tree, res, chosen)
-    if fetch and target is None and command == "apply":
-        plan.notes.append(f"patched files in {tree.root} (a fresh copy each run; --target DIR keeps one)")
+    request = parse_request(
+        cat, command, vllm=vllm, target=target, fetch=bool(fetch), only=only, skip=skip, as_json=bool(as_json)
+    )
+    done = core.run(cat, request, reporter.progress, reporter.note)
+    tree, res, plan, name = done.tree, done.resolution, done.plan, command.value
+    info = _fetched(done.fetched)
+    if plan is None or res.series is None:
+        return _nothing_backported(name, reporter, tree, res, info)
+    dry = command is Command.CHECK
     summary = _summarise(command, plan)
     for note in plan.notes:
         reporter.note(note)
     lines = [f"[bold]vLLM {res.version}[/bold], series {res.series.name}, {escape(str(tree.root))}"]
     if not plan.failed and not dry and not plan.changes:
         lines.append(
-            "nothing to revert" if command == "revert" else "nothing to do: the tree already carries what was asked"
+            "nothing to revert"
+            if command is Command.REVERT
+            else "nothing to do: the tree already carries what was asked"
         )
     lines.append(_summary_line(summary))
     reporter.emit(
         _payload(
-            command, tree, res, plan, summary, {**info, "dry_run": dry, "changed_files": [c.path for c in plan.changes]}
+            name, tree, res, plan, summary, {**info, "dry_run": dry, "changed_files": [c.path for c in plan.changes]}
         ),
-        outcome_table(f"{command}: {res.series.name}", plan.outcomes),
+        outcome_table(f"{name}: {res.series.name}", plan.outcomes),
         lines,
     )
     return 1 if plan.failed else 0
 
 
-def _plan(
-    command: str, tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str], view: dict | None = None
-) -> engine.Plan:
-    if command == "revert":
-        return engine.plan_revert(tree, res, manifest, chosen, view)
-    plan = engine.plan_apply(tree, res, manifest, chosen, view)
-    if command == "check":
-        plan.outcomes = [
-            engine.Outcome(o.id, o.patch, engine.CLEAN) if o.state == engine.APPLIED else o for o in plan.outcomes
-        ]
-    return plan
+def _fetched(fetched: Fetched | None) -> dict:
+    """What --fetch read from PyPI, for --json."""
+    if fetched is None:
+        return {}
+    return {"bytes_fetched": fetched.bytes_fetched, "requests": fetched.requests, "from_cache": fetched.from_cache}
 
 
-def _dry_run(command: str, reporter: Reporter, tree: Tree, res: Resolution, chosen: set[str]) -> engine.Plan:
-    """Plan against the tree as the next real run would see it: after rolling back any
-    interrupted run, which a dry run must not write."""
-    rollback = state.rollback_plan(tree)
-    if rollback is None:
-        return _plan(command, tree, res, state.load_manifest(tree), chosen)
-    manifest = None
-    if rollback.manifest_before is not None:
-        manifest = state.parse_manifest(tree, rollback.manifest_before.encode(), tree.state_dir / state.JOURNAL)
-    plan = _plan(command, tree, res, manifest, chosen, rollback.files)
-    plan.notes.append(
-        f"an interrupted run left {tree.state_dir / state.JOURNAL}; the next apply or revert rolls it back first"
-    )
-    return plan
-
-
-def _needs_commit(plan: engine.Plan, manifest: dict | None) -> bool:
-    return not plan.failed and (bool(plan.changes) or not state.same_manifest(plan.manifest, manifest))
-
-
-def _write(command: str, reporter: Reporter, tree: Tree, res: Resolution, chosen: set[str]) -> engine.Plan:
-    assert res.series is not None
-    refused: BackportError | None = None
-    if not state.pending_journal(tree):
-        # Validate without touching the tree: refusals and no-op runs must not even create
-        # vllm/.backports. Another run may be mid-commit (its files written, its manifest not
-        # yet): where one holds the lock, judge again under it once that run is done; where none
-        # does (it may have finished since), judge once more before refusing.
-        for attempt in (1, 2):
-            manifest = state.load_manifest(tree)
-            try:
-                plan = _plan(command, tree, res, manifest, chosen)
-            except BackportError as exc:
-                if (tree.state_dir / state.LOCK).exists() or state.pending_journal(tree):
-                    refused = exc
-                    break
-                if attempt == 2:
-                    raise
-            else:
-                if not _needs_commit(plan, manifest) and not state.leftovers(tree):
-                    return plan  # leftovers of a killed run are swept under the lock below
-                break
-    try:
-        state.check_writable(tree, list(res.series.paths))
-    except BackportError:
-        if refused is not None:
-            raise refused from None  # the tree's own problem comes first
-        raise
-    with state.locked(tree, reporter.note):
-        restored = state.recover(tree)
-        if restored:
-            reporter.note(f"rolled back an interrupted run ({', '.join(restored)} restored)")
-        manifest = state.load_manifest(tree)
-        plan = _plan(command, tree, res, manifest, chosen)
-        if restored:
-            plan.notes.append(f"rolled back an interrupted earlier run ({len(restored)} files)")
-        if _needs_commit(plan, manifest):
-            state.commit(tree, plan.changes, plan.manifest)
-        return plan
-
-
-def _summarise(command: str, plan: engine.Plan) -> dict:
-    if command == "revert":
+def _summarise(command: Command, plan: engine.Plan) -> dict:
+    if command is Command.REVERT:
         keys = ["reverted", "not-applied", "skipped", "drift"]
         return {k.replace("-", "_"): plan.count(k) for k in keys}
-    first = "clean" if command == "check" else "applied"
+    first = "clean" if command is Command.CHECK else "applied"
     out = {first: plan.count(first), "already": plan.count("already"), "upstream": plan.count("upstream")}
     if plan.count("skipped"):
         out["skipped"] = plan.count("skipped")
-    out["drift" if command == "check" else "failed"] = plan.count("drift")
+    out["drift" if command is Command.CHECK else "failed"] = plan.count("drift")
     return out
 
 
@@ -310,7 +186,7 @@ def _summarise(command: str, plan: engine.Plan) -> dict:
 @guarded
 def apply_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
     """Apply the series (the default command)."""
-    return _run("apply", reporter, vllm, target, fetch, only, skip)
+    return _run(Command.APPLY, reporter, vllm, target, fetch, only, skip, as_json)
 
 
 @main.command("check")
@@ -318,7 +194,7 @@ def apply_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> i
 @guarded
 def check_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
     """Dry run: what apply would do, and the first mismatching hunk of any drift."""
-    return _run("check", reporter, vllm, target, fetch, only, skip)
+    return _run(Command.CHECK, reporter, vllm, target, fetch, only, skip, as_json)
 
 
 @main.command("revert")
@@ -326,7 +202,7 @@ def check_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> i
 @guarded
 def revert_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
     """Undo applied backports; the files get back their exact pristine bytes."""
-    return _run("revert", reporter, vllm, target, fetch, only, skip)
+    return _run(Command.REVERT, reporter, vllm, target, fetch, only, skip, as_json)
 
 
 @main.command("status")
@@ -334,34 +210,34 @@ def revert_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> 
 @guarded
 def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
     """What this vLLM install carries, from the manifest beside it, checked against the files."""
-    _fresh_copy_refused("status", fetch, target)
     cat = Catalogue(HOME)
-    tree, res, info = _open(cat, reporter, vllm, target, fetch)
-    with state.reading(tree):
-        journal, manifest, files = _observe(tree, res)
-        left = state.leftovers(tree)  # under the shared lock no run is under way
-    applied = (manifest or {}).get("applied", [])
-    expected = [p.backport_id for p in res.series.patches] if res.series else []
-    not_applied = [b for b in expected if b not in {a["id"] for a in applied}]
-    ok = not journal and all(f["state"] == "patched" for f in files)
+    request = parse_request(
+        cat, Command.STATUS, vllm=vllm, target=target, fetch=bool(fetch), only=only, skip=skip, as_json=bool(as_json)
+    )
+    seen = core.status(cat, request, reporter.progress, reporter.note)
+    tree, res, manifest, journal, ok = seen.tree, seen.resolution, seen.manifest, seen.journal, seen.consistent
+    applied = list(manifest.applied) if manifest else []
+    not_applied = seen.not_applied
+    files = [{"path": f.path, "state": f.state} for f in seen.files]
+    left = seen.leftovers
     payload = {
         "command": "status",
         "vllm": res.version,
-        "series": manifest.get("series") if manifest else None,
+        "series": manifest.series if manifest else None,
         "target": str(tree.root),
-        "applied": applied,
+        "applied": [manifests.applied_json(a) for a in applied],
         "files": files,
         "not_applied": not_applied,
         "interrupted_run": str(journal) if journal else None,
         "leftovers": [str(p) for p in left],
         "consistent": ok,
-        "updated": manifest.get("updated") if manifest else None,
+        "updated": manifest.updated if manifest else None,
     }
     table = Table(title=f"vLLM {res.version} at {tree.root}", title_justify="left", show_edge=False)
     table.add_column("backport")
     table.add_column("patch", style="dim")
     for a in applied:
-        table.add_row(a["id"], a["patch"])
+        table.add_row(a.id, a.patch)
     lines = [f"{f['path']}: {f['state']}" for f in files]
     if journal:
         lines.append(f"[red]an interrupted run left {journal}; run apply or revert to roll it back[/red]")
@@ -372,29 +248,6 @@ def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> 
     lines.append(f"applied={len(applied)} not_applied={len(not_applied)} consistent={'yes' if ok else 'no'}")
     reporter.emit(payload, table, lines)
     return 0 if ok else 1
-
-
-def _observe(tree: Tree, res: Resolution) -> tuple[Path | None, dict | None, list[dict]]:
-    """The journal, the manifest and each recorded file's state, read together."""
-    journal = state.pending_journal(tree)
-    manifest = state.load_manifest(tree)
-    files = []
-    for path, entry in sorted((manifest or {}).get("files", {}).items()):
-        data = tree.read(path)
-        now = sha256_of(data)
-        verdict = (
-            "patched" if now == entry.get("patched") else "pristine" if now == entry.get("pristine") else "modified"
-        )
-        files.append({"path": path, "state": verdict})
-    if manifest is None and res.series is not None:
-        # Nothing recorded: every file the series touches must then be as the release ships it.
-        for path in res.series.paths:
-            data = tree.read(path)
-            now = sha256_of(data)
-            expected = None if path in res.series.created else res.pristine.get(path)
-            if now != expected:
-                files.append({"path": path, "state": "modified"})
-    return journal, manifest, files
 
 
 @main.command("list")

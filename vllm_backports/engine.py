@@ -9,9 +9,11 @@ import time
 from dataclasses import dataclass, field
 
 from . import __version__
-from .catalogue import Series, sha256, sha256_of
+from .catalogue import Series
+from .digest import sha256, sha256_of
 from .errors import StateError, TargetError, UsageError
-from .hunks import Mismatch, apply_file
+from .hunks import Mismatch, apply_patches
+from .manifest import AppliedPatch, FileHashes, Manifest
 from .patchfile import Patch
 from .resolve import Resolution
 from .state import Change
@@ -35,7 +37,7 @@ class Outcome:
 class Plan:
     outcomes: list[Outcome]
     changes: list[Change]
-    manifest: dict | None
+    manifest: Manifest | None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -64,12 +66,16 @@ def select(
 
 
 def _contents(
-    tree: Tree, res: Resolution, manifest: dict | None, notes: list[str], view: dict[str, bytes | None] | None = None
-) -> tuple[dict[str, bytes | None], dict | None]:
+    tree: Tree,
+    res: Resolution,
+    manifest: Manifest | None,
+    notes: list[str],
+    view: dict[str, bytes | None] | None = None,
+) -> tuple[dict[str, bytes | None], Manifest | None]:
     """Current bytes of every series file, each proven to be pristine or our own patched state."""
     assert res.series is not None
     created = res.series.created
-    recorded = (manifest or {}).get("files", {})
+    recorded = manifest.files if manifest else {}
     contents: dict[str, bytes | None] = {}
     for path in res.series.paths:
         data = view[path] if view is not None and path in view else tree.read(path)
@@ -84,16 +90,13 @@ def _contents(
             raise TargetError(
                 f"{path}: this install's RECORD does not match PyPI's vLLM {res.version}; it is another build"
             )
-        if now != pristine and now != recorded.get(path, {}).get("patched"):
+        if now != pristine and (path not in recorded or now != recorded[path].patched):
             unrecorded = "" if manifest else " (no vllm-backports manifest here to tell its own changes by)"
             raise TargetError(
                 f"{path}: edited locally (sha256 {now[:12]} is neither pristine nor what vllm-backports "
                 f"wrote{unrecorded}); undo the edit or reinstall vllm=={res.version}"
             )
-    if manifest and all(
-        (contents[p] is None) if p in created else sha256(contents[p] or b"") == res.pristine.get(p)
-        for p in res.series.paths
-    ):
+    if manifest and all(sha256_of(contents[p]) == res.shipped(p) for p in res.series.paths):
         # Typically `pip install --force-reinstall vllm`: files are back to pristine and the
         # manifest left behind no longer describes them.
         notes.append("the manifest was stale (every file is pristine again); starting fresh")
@@ -101,42 +104,36 @@ def _contents(
     return contents, manifest
 
 
-def _apply_patch(contents: dict[str, bytes | None], patch: Patch) -> dict[str, bytes | None] | Mismatch:
-    out = dict(contents)
-    for fpatch in patch.files:
-        result = apply_file(out[fpatch.path], fpatch)
-        if isinstance(result, Mismatch):
-            return result
-        out[fpatch.path] = result
-    return out
-
-
 def plan_apply(
-    tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str], view: dict[str, bytes | None] | None = None
+    tree: Tree,
+    res: Resolution,
+    manifest: Manifest | None,
+    chosen: set[str],
+    view: dict[str, bytes | None] | None = None,
 ) -> Plan:
     notes: list[str] = []
     assert res.series is not None
     contents, manifest = _contents(tree, res, manifest, notes, view)
     start = dict(contents)
-    ours = {a["patch"]: a for a in (manifest or {}).get("applied", [])}
+    ours = {a.patch: a for a in manifest.applied} if manifest else {}
     outcomes: list[Outcome] = []
     applied_now: list[Patch] = []
     for patch in res.series.patches:
         if patch.backport_id not in chosen:
             outcomes.append(Outcome(patch.backport_id, patch.name, SKIPPED))
             continue
-        forward = _apply_patch(contents, patch)
+        forward = apply_patches(contents, patch.files)
         if not isinstance(forward, Mismatch):
             contents = forward
             applied_now.append(patch)
             outcomes.append(Outcome(patch.backport_id, patch.name, APPLIED))
             continue
-        backward = _apply_patch(contents, patch.reversed())
+        backward = apply_patches(contents, patch.reversed().files)
         if isinstance(backward, Mismatch):
             outcomes.append(Outcome(patch.backport_id, patch.name, DRIFT, str(forward)))
         elif patch.name in ours:
             outcomes.append(Outcome(patch.backport_id, patch.name, ALREADY))
-        elif all(sha256(start[p] or b"") == res.pristine.get(p) for p in patch.paths):
+        elif all(sha256_of(start[p]) == res.shipped(p) for p in patch.paths):
             outcomes.append(Outcome(patch.backport_id, patch.name, UPSTREAM, "the release already carries this change"))
         else:
             outcomes.append(Outcome(patch.backport_id, patch.name, ALREADY, "present, applied outside vllm-backports"))
@@ -146,7 +143,11 @@ def plan_apply(
 
 
 def plan_revert(
-    tree: Tree, res: Resolution, manifest: dict | None, chosen: set[str], view: dict[str, bytes | None] | None = None
+    tree: Tree,
+    res: Resolution,
+    manifest: Manifest | None,
+    chosen: set[str],
+    view: dict[str, bytes | None] | None = None,
 ) -> Plan:
     notes: list[str] = []
     assert res.series is not None
@@ -161,7 +162,7 @@ def plan_revert(
             notes + ["this vLLM carries no backports from vllm-backports"],
         )
     start = dict(contents)
-    ours = {a["patch"]: a for a in (manifest or {}).get("applied", [])}
+    ours = {a.patch: a for a in manifest.applied} if manifest else {}
     outcomes: list[Outcome] = []
     remaining: list[Patch] = []
     for patch in reversed(res.series.patches):
@@ -173,12 +174,12 @@ def plan_revert(
             outcomes.append(Outcome(patch.backport_id, patch.name, SKIPPED))
             remaining.append(patch)
             continue
-        if entry.get("sha256") != res.series.pinned[patch.name]:
+        if entry.sha256 != res.series.pinned[patch.name]:
             raise StateError(
                 f"{patch.name} changed since it was applied; revert with the vllm-backports version that "
                 f"applied it, or reinstall vllm=={res.version}"
             )
-        backward = _apply_patch(contents, patch.reversed())
+        backward = apply_patches(contents, patch.reversed().files)
         if isinstance(backward, Mismatch):
             outcomes.append(Outcome(patch.backport_id, patch.name, DRIFT, str(backward)))
             remaining.append(patch)
@@ -190,9 +191,8 @@ def plan_revert(
     for path in res.series.paths:
         if path in touched or start[path] == contents[path]:
             continue
-        expected = None if path in res.series.created else res.pristine.get(path)
-        data = contents[path]
-        got = sha256_of(data)
+        expected = res.shipped(path)
+        got = sha256_of(contents[path])
         if got != expected:
             raise StateError(
                 f"{path}: reverting would not restore the pristine bytes (sha256 {str(got)[:12]}, "
@@ -203,24 +203,20 @@ def plan_revert(
     return Plan(outcomes, changes, _manifest(res, contents, kept) if kept else None, notes)
 
 
-def _manifest(res: Resolution, contents: dict[str, bytes | None], applied: list[Patch]) -> dict | None:
+def _manifest(res: Resolution, contents: dict[str, bytes | None], applied: list[Patch]) -> Manifest | None:
     if not applied:
         return None
     assert res.series is not None
     paths = {p for patch in applied for p in patch.paths}
-    return {
-        "format": 1,
-        "tool": f"vllm-backports {__version__}",
-        "vllm": res.version,
-        "series": res.series.name,
-        "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "applied": [{"id": p.backport_id, "patch": p.name, "sha256": res.series.pinned[p.name]} for p in applied],
-        "files": {
-            path: {
-                "pristine": res.pristine.get(path),
-                "patched": sha256_of(contents[path]),
-            }
+    return Manifest(
+        tool=f"vllm-backports {__version__}",
+        vllm=res.version,
+        series=res.series.name,
+        updated=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        applied=tuple(AppliedPatch(p.backport_id, p.name, res.series.pinned[p.name]) for p in applied),
+        files={
+            path: FileHashes(res.pristine.get(path), sha256_of(contents[path]))
             for path in res.series.paths
             if path in paths
         },
-    }
+    )

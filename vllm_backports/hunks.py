@@ -5,6 +5,7 @@ A hunk that does not match is drift; we report where and never guess.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .patchfile import FilePatch
@@ -50,6 +51,23 @@ def apply_file(content: bytes | None, patch: FilePatch) -> bytes | None | Mismat
     if patch.deletes:
         return None if result == b"" else Mismatch(patch.path, len(patch.hunks), 1, "file has extra lines")
     return result
+
+
+def apply_patches(
+    contents: Mapping[str, bytes | None], patches: Iterable[FilePatch]
+) -> dict[str, bytes | None] | Mismatch:
+    """The files after every file patch in turn, or where the first that does not fit fails.
+
+    A later patch sees what the earlier ones left: a series numbers each patch against the files
+    the ones before it leave, not against the pristine release. None is an absent file (one a
+    patch creates, before it; one it deletes, after it)."""
+    out = dict(contents)
+    for fpatch in patches:
+        result = apply_file(out.get(fpatch.path), fpatch)
+        if isinstance(result, Mismatch):
+            return result
+        out[fpatch.path] = result
+    return out
 
 
 def _first_difference(expected: tuple[bytes, ...], actual: list[bytes], start: int) -> str:

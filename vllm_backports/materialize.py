@@ -19,9 +19,7 @@ def fetch_release(cat: Catalogue, release: Release, progress: Callable[[str], No
     if release.series:
         series = cat.series(release.series)
         needed = [p for p in series.paths if p not in series.created]
-    return fetch(
-        release.version, release.wheel, release.wheel_sha256, release.record_sha256, needed, release.files, progress
-    )
+    return fetch(release, needed, progress)
 
 
 def materialize(

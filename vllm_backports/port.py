@@ -5,9 +5,9 @@ offset, then write an exact diff for that release. Hunks whose context is gone n
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .hunks import Mismatch, apply_file
 from .patchfile import FilePatch, Hunk, Patch
 
 
@@ -86,35 +86,21 @@ def header_of(data: bytes) -> bytes:
     return data[: idx + 1] if idx >= 0 else b""
 
 
-def port(patch_bytes: bytes, patch: Patch, contents: dict[str, bytes]) -> tuple[bytes | None, list[Unported]]:
+def port(patch_bytes: bytes, patch: Patch, contents: Mapping[str, bytes | None]) -> tuple[bytes | None, list[Unported]]:
     files: list[FilePatch] = []
     problems: list[Unported] = []
     for fpatch in patch.files:
         if fpatch.creates:
             files.append(fpatch)
             continue
-        if fpatch.path not in contents:
+        content = contents.get(fpatch.path)
+        if content is None:
             problems.append(Unported(fpatch.path, 0, "file is not in this release"))
             continue
-        moved, issues = relocate(contents[fpatch.path], fpatch)
+        moved, issues = relocate(content, fpatch)
         problems.extend(issues)
         if moved:
             files.append(moved)
     if problems:
         return None, problems
     return format_patch(header_of(patch_bytes), tuple(files)), []
-
-
-def advance(contents: dict[str, bytes], patch: Patch) -> dict[str, bytes] | Mismatch:
-    """The files after `patch`: a series numbers each patch against the files the ones before it
-    left (as the engine applies them), not against the pristine release."""
-    out = dict(contents)
-    for fpatch in patch.files:
-        result = apply_file(out.get(fpatch.path), fpatch)
-        if isinstance(result, Mismatch):
-            return result
-        if result is None:
-            out.pop(fpatch.path, None)
-        else:
-            out[fpatch.path] = result
-    return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,7 +17,8 @@ from urllib.parse import urljoin
 
 import requests
 
-from .catalogue import sha256
+from .catalogue import Release
+from .digest import sha256, sha256_file
 from .errors import FetchError
 from .record import parse_record
 from .remote_zip import RangeFile
@@ -39,14 +41,25 @@ class WheelInfo:
     size: int
 
 
-def _release_entries(session: requests.Session, version: str) -> list[WheelInfo]:
-    """Every file PyPI's JSON lists for `version`, with the sha256 it reports."""
+def _releases(session: requests.Session) -> dict[str, list[dict]]:
+    """PyPI's JSON index of vLLM: version -> the files it lists."""
     try:
         response = session.get(INDEX, timeout=30)
         response.raise_for_status()
         releases = response.json()["releases"]
     except (requests.RequestException, ValueError, KeyError) as exc:
         raise FetchError(f"cannot read the vLLM index {INDEX}: {exc.__class__.__name__}") from None
+    return releases
+
+
+def published(session: requests.Session) -> list[str]:
+    """Every vLLM version on PyPI with files to install (pre-releases too)."""
+    return [version for version, files in _releases(session).items() if files]
+
+
+def _release_entries(session: requests.Session, version: str) -> list[WheelInfo]:
+    """Every file PyPI's JSON lists for `version`, with the sha256 it reports."""
+    releases = _releases(session)
     if version not in releases:
         raise FetchError(f"PyPI has no vLLM {version}")
     return [
@@ -69,7 +82,7 @@ def release_sdist(session: requests.Session, version: str) -> WheelInfo:
 def download(session: requests.Session, entry: WheelInfo, dest: Path) -> Path:
     """`entry` at `dest`, its sha256 checked against PyPI's before it is put there; a file already
     there with that hash is reused."""
-    if dest.is_file() and _file_sha256(dest) == entry.sha256:
+    if dest.is_file() and sha256_file(dest) == entry.sha256:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + f".{os.getpid()}.tmp")
@@ -91,14 +104,6 @@ def download(session: requests.Session, entry: WheelInfo, dest: Path) -> Path:
         )
     os.replace(tmp, dest)
     return dest
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 @dataclass
@@ -130,18 +135,72 @@ class WheelReader:
             raise FetchError(f"the wheel has no {name}") from None
 
 
-def fetch(
-    version: str,
-    wheel_name: str,
-    wheel_sha: str,
-    record_sha: str,
+@dataclass(frozen=True)
+class ReleaseFiles:
+    """What a maintainer reads off a release's wheel to describe, port or watch it."""
+
+    wheel: WheelInfo
+    record_sha256: str
+    torch: str  # the torch release the wheel pins, "" if none
+    hashes: dict[str, str]  # the wheel's RECORD: path -> sha256
+    files: dict[str, bytes]  # the asked-for members RECORD lists, each checked against it
+
+
+def newest_wheel(session: requests.Session, version: str) -> WheelInfo:
+    """The x86_64 wheel pip would pick (highest build tag); python files are arch-independent."""
+    wheels = [w for w in release_files(session, version) if w.filename.endswith("x86_64.whl")]
+    if not wheels:
+        raise FetchError(f"vLLM {version} has no x86_64 wheel on PyPI")
+
+    def build(name: str) -> int:
+        parts = name[:-4].split("-")
+        return int(parts[2]) if len(parts) == 6 else -1
+
+    return max(wheels, key=lambda w: build(w.filename))
+
+
+def read_release(version: str, paths: list[str], session: requests.Session | None = None) -> ReleaseFiles:
+    """A release's RECORD, torch pin and the members of `paths` it ships, read from its newest
+    x86_64 wheel by range requests: nothing pins them yet, so each member is checked against the
+    wheel's own RECORD. Paths the release lacks are left out."""
+    session = session or requests.Session()
+    wheel = newest_wheel(session, version)
+    reader = WheelReader(session, wheel, version)
+    record = reader.read(f"{reader.dist_info}/RECORD")
+    metadata = reader.read(f"{reader.dist_info}/METADATA").decode()
+    hashes = parse_record(record)
+    torch = re.search(r"^Requires-Dist: torch==([\w.]+)", metadata, re.M)
+    files = _members(reader, [p for p in paths if p in hashes], hashes, {})
+    return ReleaseFiles(wheel, sha256(record), torch.group(1) if torch else "", hashes, files)
+
+
+def _members(
+    reader: WheelReader,
     paths: list[str],
+    record: dict[str, str],
     expected: dict[str, str],
+    progress: Callable[[str], None] = lambda _msg: None,
+) -> dict[str, bytes]:
+    """The members at `paths`, each checked against RECORD and, where it pins one, versions.toml."""
+    files: dict[str, bytes] = {}
+    for n, path in enumerate(paths, 1):
+        progress(f"fetching {path} ({n}/{len(paths)})")
+        data = reader.read(path)
+        _verify(path, data, record, expected)
+        files[path] = data
+    return files
+
+
+def fetch(
+    release: Release,
+    paths: list[str],
     progress: Callable[[str], None] = lambda _msg: None,
     session: requests.Session | None = None,
 ) -> Fetched:
-    """The pristine bytes of ``paths`` in ``version``, from the cache or from PyPI."""
-    cached = _from_cache(version, record_sha, paths, expected)
+    """The pristine bytes of ``paths`` in ``release``, from the cache or from PyPI, each checked
+    against the wheel, RECORD and file hashes versions.toml pins for it."""
+    version, wheel_name = release.version, release.wheel
+    cached = _from_cache(version, release.record_sha256, paths, release.files)
     if cached:
         return cached
     session = session or requests.Session()
@@ -149,23 +208,20 @@ def fetch(
     wheel = next((w for w in release_files(session, version) if w.filename == wheel_name), None)
     if wheel is None:
         raise FetchError(f"PyPI no longer lists {wheel_name}")
-    if wheel.sha256 != wheel_sha:
-        raise FetchError(f"{wheel_name}: PyPI reports sha256 {wheel.sha256[:12]}, versions.toml pins {wheel_sha[:12]}")
+    if wheel.sha256 != release.wheel_sha256:
+        raise FetchError(
+            f"{wheel_name}: PyPI reports sha256 {wheel.sha256[:12]}, versions.toml pins {release.wheel_sha256[:12]}"
+        )
     progress(f"reading the index of {wheel_name} ({wheel.size / 1e6:.0f} MB) by range requests")
     reader = WheelReader(session, wheel, version)
     record = reader.read(f"{reader.dist_info}/RECORD")
-    if sha256(record) != record_sha:
+    if sha256(record) != release.record_sha256:
         raise FetchError(
-            f"{wheel_name}: RECORD sha256 {sha256(record)[:12]} differs from versions.toml ({record_sha[:12]})"
+            f"{wheel_name}: RECORD sha256 {sha256(record)[:12]} differs from versions.toml "
+            f"({release.record_sha256[:12]})"
         )
     metadata = reader.read(f"{reader.dist_info}/METADATA")
-    hashes = parse_record(record)
-    files: dict[str, bytes] = {}
-    for n, path in enumerate(paths, 1):
-        progress(f"fetching {path} ({n}/{len(paths)})")
-        data = reader.read(path)
-        _verify(path, data, hashes, expected)
-        files[path] = data
+    files = _members(reader, paths, parse_record(record), release.files, progress)
     result = Fetched(version, record, metadata, files, reader.rangefile.bytes_fetched, reader.rangefile.requests)
     _to_cache(result)
     return result

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from .catalogue import Catalogue, Release, Series, sha256, sha256_of
+from .catalogue import Catalogue, Release, Series, Unpublished
+from .digest import sha256, sha256_of
 from .errors import UsageError
-from .hunks import Mismatch, apply_file
+from .hunks import Mismatch, apply_patches
+from .manifest import read as read_manifest
 from .tree import Tree
 
 
@@ -20,6 +22,12 @@ class Resolution:
     series: Series | None  # None when nothing is backported to this release
     pristine: dict[str, str]  # path -> pristine sha256
     note: str = ""
+
+    def shipped(self, path: str) -> str | None:
+        """The sha256 of `path` as the release ships it: None for a file the series creates."""
+        if self.series is not None and path in self.series.created:
+            return None
+        return self.pristine.get(path)
 
 
 def _known(cat: Catalogue) -> str:
@@ -38,22 +46,41 @@ def local_build_of(cat: Catalogue, version: str) -> str | None:
     return v.public
 
 
-def check_requested(cat: Catalogue, requested: str) -> None:
-    """Refuse a --vllm value that names no release we know, before touching any tree."""
-    if requested == "auto" or requested in cat.releases or local_build_of(cat, requested):
-        return
-    if requested in cat.unpublished:
-        return  # only resolvable against an installed nightly
+@dataclass(frozen=True)
+class Requested:
+    """A --vllm value, checked against versions.toml once: auto, a release, a local build of one
+    (0.20.0+cu129), or a release that was never published (served only to its nightlies)."""
+
+    text: str
+    release: Release | None = None  # the release it names, or the one a local build was cut from
+    unpublished: Unpublished | None = None
+
+    @property
+    def published(self) -> Release | None:
+        """The release it names exactly, one PyPI serves (--fetch needs one)."""
+        return self.release if self.release is not None and self.release.version == self.text else None
+
+
+def parse_vllm(cat: Catalogue, text: str) -> Requested:
+    """A --vllm value as a Requested; one that names no release we know is refused, before any
+    tree is read."""
+    if text == "auto":
+        return Requested(text)
+    base = text if text in cat.releases else local_build_of(cat, text)
+    if base is not None:
+        return Requested(text, release=cat.releases[base])
+    if text in cat.unpublished:
+        return Requested(text, unpublished=cat.unpublished[text])
     try:
-        Version(requested)
+        Version(text)
     except InvalidVersion:
-        raise UsageError(f"--vllm {requested!r} is not a version (use e.g. 0.20.0, or auto)") from None
+        raise UsageError(f"--vllm {text!r} is not a version (use e.g. 0.20.0, or auto)") from None
     # A release named short (0.20) means its first patch release, not the closest spelling (0.32.0).
-    hint = [v for v in cat.versions if v.startswith(requested + ".")][:1] or difflib.get_close_matches(
-        requested, cat.versions, n=1
+    hint = [v for v in cat.versions if v.startswith(text + ".")][:1] or difflib.get_close_matches(
+        text, cat.versions, n=1
     )
     more = f"; did you mean {hint[0]}?" if hint else ""
-    raise UsageError(f"vLLM {requested} is not in versions.toml ({_known(cat)}){more}")
+    raise UsageError(f"vLLM {text} is not in versions.toml ({_known(cat)}){more}")
 
 
 def _is_nightly(version: str) -> bool:
@@ -64,16 +91,15 @@ def _is_nightly(version: str) -> bool:
     return v.is_devrelease or v.is_prerelease or v.local is not None
 
 
-def resolve(cat: Catalogue, tree: Tree, requested: str) -> Resolution:
-    check_requested(cat, requested)
+def resolve(cat: Catalogue, tree: Tree, requested: Requested) -> Resolution:
     installed = tree.version
-    unpublished = cat.unpublished.get(requested)
+    unpublished = requested.unpublished
     if unpublished and not (installed.startswith(unpublished.dev_prefix) and _is_nightly(installed)):
         raise UsageError(unpublished.message + f" (installed here: {installed})")
     base = installed if installed in cat.releases else local_build_of(cat, installed)
-    if requested not in ("auto", installed, base) and not unpublished:
+    if requested.text not in ("auto", installed, base) and not unpublished:
         raise UsageError(
-            f"the vLLM here is {installed}, not {requested}; pass --vllm {base or installed} or --vllm auto"
+            f"the vLLM here is {installed}, not {requested.text}; pass --vllm {base or installed} or --vllm auto"
         )
     if base is not None:
         release = cat.releases[base]
@@ -92,17 +118,13 @@ def resolve(cat: Catalogue, tree: Tree, requested: str) -> Resolution:
 def _recorded_nightly(cat: Catalogue, tree: Tree) -> Resolution | None:
     """A nightly we patched before: the manifest names its series, and every file it lists
     is still what we wrote over what RECORD pins."""
-    from .state import load_manifest  # state imports tree-level helpers only; avoid a cycle at import
-
-    manifest = load_manifest(tree)
-    if not manifest or manifest.get("series") not in cat.series_names():
+    manifest = read_manifest(tree)
+    if manifest is None or manifest.series not in cat.series_names():
         return None
-    series = cat.series(manifest["series"])
+    series = cat.series(manifest.series)
     for path in series.paths:
-        entry = manifest["files"].get(path, {})
-        data = tree.read(path)
-        now = sha256_of(data)
-        if entry and (now != entry.get("patched") or entry.get("pristine") != tree.record.get(path)):
+        entry = manifest.files.get(path)
+        if entry and (sha256_of(tree.read(path)) != entry.patched or entry.pristine != tree.record.get(path)):
             return None
     pristine = {p: tree.record[p] for p in series.paths if p in tree.record}
     note = f"vLLM {tree.version} is a nightly; series {series.name}, as recorded when it was patched"
@@ -117,20 +139,19 @@ def _match_nightly(cat: Catalogue, tree: Tree) -> Resolution:
     for name in cat.series_names():
         series = cat.series(name)
         contents = {p: tree.read(p) for p in series.paths}
-        problem = None
-        for patch in series.patches:
-            for fpatch in patch.files:
-                content = contents[fpatch.path]
-                if content is not None and sha256(content) != tree.record.get(fpatch.path):
-                    problem = Mismatch(fpatch.path, 0, 0, "differs from this install's RECORD")
-                    break
-                forward = apply_file(content, fpatch)
-                if isinstance(forward, Mismatch):
-                    problem = forward
-                    break
-                contents[fpatch.path] = forward
-            if problem:
-                break
+        # The files as installed, before any hunk: a later patch of the series sees the ones
+        # before it applied, which no RECORD pins.
+        problem: Mismatch | None = next(
+            (
+                Mismatch(path, 0, 0, "differs from this install's RECORD")
+                for path, data in contents.items()
+                if data is not None and sha256(data) != tree.record.get(path)
+            ),
+            None,
+        )
+        if problem is None:
+            patched = apply_patches(contents, (f for patch in series.patches for f in patch.files))
+            problem = patched if isinstance(patched, Mismatch) else None
         if problem:
             nearest.append((name, problem))
         else:

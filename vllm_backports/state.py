@@ -1,5 +1,5 @@
-"""What a vLLM tree carries, and how changes to it land: a manifest, a journal and a lock in
-vllm/.backports/.
+"""How changes to a vLLM tree land: under a lock in vllm/.backports/, through a journal
+(journal.py), ending with the manifest (manifest.py) that says what the tree carries.
 
 Every run computes all new contents first; `commit` then backs up the old bytes, writes a journal,
 replaces each file through a temporary file, fsync and rename, writes the manifest and drops the
@@ -11,21 +11,20 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import Any
+from pathlib import Path
 
-from .catalogue import sha256, sha256_of
+from .digest import sha256, sha256_of
 from .errors import BackportError, StateError, TargetError
+from .journal import NAME as JOURNAL
+from .journal import Entry, Journal
+from .journal import read as read_journal
+from .manifest import NAME as MANIFEST
+from .manifest import Manifest
 from .tree import Tree
-
-FORMAT = 1
-MANIFEST = "manifest.json"
-JOURNAL = "journal.json"
 
 
 @dataclass(frozen=True)
@@ -78,51 +77,6 @@ def remove_file(path: Path, top: Path) -> None:
         except OSError:
             if d.name != "__pycache__":
                 break
-
-
-def load_manifest(tree: Tree) -> dict | None:
-    path = tree.state_dir / MANIFEST
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    return parse_manifest(tree, raw, path)
-
-
-def parse_manifest(tree: Tree, raw: bytes, path: Path) -> dict:
-    remedy = f"remove {path} after reinstalling vllm=={tree.version} (pip install --force-reinstall --no-deps)"
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        raise StateError(f"{path}: corrupted manifest (not JSON); {remedy}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("format"), int):
-        raise StateError(f"{path}: corrupted manifest (no format); {remedy}")
-    if data["format"] > FORMAT:
-        raise StateError(
-            f"{path}: manifest format {data['format']} is newer than this tool's ({FORMAT}); upgrade vllm-backports"
-        )
-    applied, files = data.get("applied"), data.get("files")
-    if (
-        not isinstance(applied, list)
-        or not isinstance(files, dict)
-        or not all(
-            isinstance(a, dict) and isinstance(a.get("patch"), str) and isinstance(a.get("id"), str) for a in applied
-        )
-        or not all(isinstance(f, dict) for f in files.values())
-    ):
-        raise StateError(f"{path}: corrupted manifest (bad applied/files); {remedy}")
-    if data.get("vllm") != tree.version:
-        raise StateError(f"{path}: manifest is for vLLM {data.get('vllm')}, but {tree.version} is installed; {remedy}")
-    return data
-
-
-def same_manifest(a: dict | None, b: dict | None) -> bool:
-    """Equal but for when and by which tool version it was written."""
-
-    def strip(m: dict | None) -> dict | None:
-        return None if m is None else {k: v for k, v in m.items() if k not in ("updated", "tool")}
-
-    return strip(a) == strip(b)
 
 
 PROBE = ".vllm-backports-probe"
@@ -286,57 +240,21 @@ class Rollback:
     modes: dict[str, int]  # path -> its permission bits before the run (older journals lack them)
 
 
-# A journal is read back after a crash, so every field is checked before it steers a write: a
-# path must stay inside the package, a mode must be permission bits, a hash a sha256 or null.
-def _journal_path(value: object) -> str:
-    path = PurePosixPath(value) if isinstance(value, str) else None
-    if path is None or path.is_absolute() or ".." in path.parts or path.parts[:1] != ("vllm",):
-        raise ValueError(value)
-    return str(path)
-
-
-def _journal_sha(value: object) -> str | None:
-    if value is None or (isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)):
-        return value
-    raise ValueError(value)
-
-
-def _journal_mode(value: object) -> int:
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 0o7777:
-        return value
-    raise ValueError(value)
-
-
 def rollback_plan(tree: Tree) -> Rollback | None:
     """What undoing an interrupted run would restore, verified but not written."""
-    path = tree.state_dir / JOURNAL
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    journal = read_journal(tree)
+    if journal is None:
         return None
-    unreadable = StateError(
-        f"{path}: interrupted run left an unreadable journal; "
-        f"reinstall vllm=={tree.version} and remove {tree.state_dir}"
-    )
-    try:
-        journal = json.loads(raw)
-        entries = journal["files"]
-        manifest_before = journal["manifest_before"]
-        if not isinstance(entries, list) or not (manifest_before is None or isinstance(manifest_before, str)):
-            raise unreadable
-        checked = [(_journal_path(e["path"]), _journal_sha(e["before"]), _journal_sha(e["after"])) for e in entries]
-        modes = {str(e["path"]): _journal_mode(e["mode"]) for e in entries if e.get("mode") is not None}
-    except (ValueError, KeyError, TypeError):
-        raise unreadable from None
     backups = tree.state_dir / BACKUPS
     files: dict[str, bytes | None] = {}
-    for n, (rel, before_sha, after_sha) in enumerate(checked):
+    for n, entry in enumerate(journal.files):
+        rel, before_sha = entry.path, entry.before
         current = tree.read(rel)
         now = sha256_of(current)
         if now == before_sha:
             files[rel] = current
             continue
-        if now != after_sha:
+        if now != entry.after:
             raise StateError(
                 f"{rel}: changed since the interrupted run (matches neither its old nor new bytes); "
                 f"reinstall vllm=={tree.version}"
@@ -350,7 +268,8 @@ def rollback_plan(tree: Tree) -> Rollback | None:
             if before is None or sha256(before) != before_sha:
                 raise StateError(f"{backups / str(n)}: backup is damaged; reinstall vllm=={tree.version}")
         files[rel] = before
-    return Rollback(files, manifest_before, modes)
+    modes = {e.path: e.mode for e in journal.files if e.mode is not None}
+    return Rollback(files, journal.manifest_before, modes)
 
 
 def recover(tree: Tree) -> list[str]:
@@ -392,10 +311,10 @@ def _where_rollback_stopped(tree: Tree) -> tuple[list[str], list[str]]:
     back: list[str] = []
     not_back: list[str] = []
     try:
-        entries = json.loads((tree.state_dir / JOURNAL).read_bytes())["files"]
-        for e in entries:
-            (back if sha256_of(tree.read(e["path"])) == e["before"] else not_back).append(e["path"])
-    except (OSError, ValueError, KeyError, TypeError, BackportError):
+        journal = read_journal(tree)
+        for e in journal.files if journal else ():
+            (back if sha256_of(tree.read(e.path)) == e.before else not_back).append(e.path)
+    except (OSError, BackportError):
         return [], ["(could not read them back)"]
     return back, not_back
 
@@ -420,31 +339,25 @@ def _test_kill_point(n: int) -> None:
         os._exit(137)
 
 
-def commit(tree: Tree, changes: list[Change], manifest: dict | None) -> None:
+def commit(tree: Tree, changes: list[Change], manifest: Manifest | None) -> None:
     """Land every change and the new manifest, or none of them. Call with the lock held."""
     state = tree.state_dir
     backups = state / BACKUPS
     backups.mkdir(exist_ok=True)
     old_manifest = state / MANIFEST
-    journal: dict[str, Any] = {
-        "format": FORMAT,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "manifest_before": old_manifest.read_text() if old_manifest.exists() else None,
-        "files": [],
-    }
+    entries = []
     for n, change in enumerate(changes):
         if change.before is not None:
             write_atomic(backups / str(n), change.before)
-        target = tree.path(change.path)
-        journal["files"].append(
-            {
-                "path": change.path,
-                "mode": target.stat().st_mode & 0o7777 if change.before is not None else None,
-                "before": sha256_of(change.before),
-                "after": sha256_of(change.after),
-            }
-        )
-    write_atomic(state / JOURNAL, json.dumps(journal, indent=1).encode())
+        target = tree.path(change.path)  # a path that leads out of the package stops here, before the journal
+        mode = target.stat().st_mode & 0o7777 if change.before is not None else None
+        entries.append(Entry(change.path, mode, sha256_of(change.before), sha256_of(change.after)))
+    journal = Journal(
+        started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        manifest_before=old_manifest.read_text() if old_manifest.exists() else None,
+        files=tuple(entries),
+    )
+    write_atomic(state / JOURNAL, journal.to_bytes())
     try:
         for n, change in enumerate(changes, 1):
             target = tree.path(change.path)
@@ -459,7 +372,7 @@ def commit(tree: Tree, changes: list[Change], manifest: dict | None) -> None:
         if manifest is None:
             old_manifest.unlink(missing_ok=True)
         else:
-            write_atomic(old_manifest, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
+            write_atomic(old_manifest, manifest.to_bytes())
     except BaseException as failure:
         # Failed in-process (disk full, Ctrl-C): undo now rather than on the next run.
         try:

@@ -31,6 +31,13 @@ class Tree:
             raise TargetError(f"{path}: is a symlink; the state directory must be a directory inside the package")
         return path
 
+    def read_state(self, name: str) -> bytes | None:
+        """A file of the state directory (the manifest, the journal); None where there is none."""
+        try:
+            return (self.state_dir / name).read_bytes()
+        except FileNotFoundError:
+            return None
+
     def path(self, rel: str) -> Path:
         """The file for a patch path, refused if links lead it out of the vllm tree."""
         full = self.root / rel

@@ -10,7 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from vllm_backports import maint
+from vllm_backports.maint.watch import classify
 from vllm_backports.patchfile import parse
+from vllm_backports.pypi import read_release
 
 from .conftest import CATALOGUE, REPO
 
@@ -41,6 +43,6 @@ CLAIMS = [(name, v) for name in sorted(SERIES) for v in CATALOGUE.series(name).r
 @pytest.mark.parametrize("name, version", CLAIMS, ids=[f"{n}-on-{v}" for n, v in CLAIMS])
 def test_watch_calls_every_series_clean_on_each_release_it_serves(name, version):
     """What `maint watch` would say of a new release whose files are this one's."""
-    files = maint.read_release(version, list(CATALOGUE.series(name).paths))["files"]
-    outcomes = maint.classify(CATALOGUE.series(name), files)
+    files = read_release(version, list(CATALOGUE.series(name).paths)).files
+    outcomes = classify(CATALOGUE.series(name), files)
     assert {o["id"]: o["state"] for o in outcomes} == {p.backport_id: "clean" for p in CATALOGUE.series(name).patches}

@@ -9,8 +9,7 @@ import pytest
 import requests
 
 from cli_runner import run
-from vllm_backports.maint import read_release
-from vllm_backports.pypi import release_files
+from vllm_backports.pypi import read_release, release_files
 
 from .conftest import CATALOGUE
 
@@ -82,7 +81,7 @@ def test_every_turboquant_release_gets_one_turboquant_fix_read_back_from_the_pat
         fixes = [p.backport_id for p in series.patches if p.backport_id in expected]
         if not fixes:
             for version in series.releases:
-                assert backend not in read_release(version, [])["hashes"], (name, version)
+                assert backend not in read_release(version, []).hashes, (name, version)
             continue
         assert len(fixes) == 1, name
         version = series.releases[0]
@@ -102,7 +101,7 @@ def test_every_turboquant_release_gets_one_turboquant_fix_read_back_from_the_pat
 def test_versions_toml_pins_match_pypi(version):
     release = CATALOGUE.releases[version]
     info = read_release(version, list(release.files))
-    assert info["wheel"].filename == release.wheel
-    assert info["wheel"].sha256 == release.wheel_sha256
-    assert info["record_sha256"] == release.record_sha256
-    assert info["torch"] == release.torch
+    assert info.wheel.filename == release.wheel
+    assert info.wheel.sha256 == release.wheel_sha256
+    assert info.record_sha256 == release.record_sha256
+    assert info.torch == release.torch

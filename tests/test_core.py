@@ -1,0 +1,71 @@
+"""The core: a checked Request in, a Run or a Status out; the tree found, planned, locked and
+committed there, every word to the user through the callbacks it is handed."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import KERNEL, MOD, MOD_FIXED
+
+from vllm_backports import core, engine
+from vllm_backports.catalogue import Catalogue
+from vllm_backports.request import Command, parse_request
+
+KERNEL_PATH = "vllm/kernels/new_kernel.py"
+
+
+@pytest.fixture
+def cat(home) -> Catalogue:
+    return Catalogue(home.root)
+
+
+def _request(cat, command, site, vllm="0.20.0", **words):
+    return parse_request(cat, command, vllm=vllm, target=site, fetch=False, **words)
+
+
+def _do(cat, command, site, vllm="0.20.0", **words):
+    said: list[str] = []
+    request = _request(cat, command, site, vllm, **words)
+    go = core.status if command is Command.STATUS else core.run
+    return go(cat, request, said.append, said.append), said
+
+
+def test_apply_then_status_then_revert(home, cat):
+    site = home.tree("0.20.0")
+    applied, said = _do(cat, Command.APPLY, site)
+    assert [o.state for o in applied.plan.outcomes] == [engine.APPLIED, engine.APPLIED] and said == []
+    assert (site / "vllm/mod.py").read_bytes() == MOD_FIXED and (site / KERNEL_PATH).read_bytes() == KERNEL
+    seen, _ = _do(cat, Command.STATUS, site)
+    assert seen.consistent and seen.not_applied == [] and seen.journal is None and seen.leftovers == ()
+    assert [(f.path, f.state) for f in seen.files] == [(KERNEL_PATH, "patched"), ("vllm/mod.py", "patched")]
+    reverted, _ = _do(cat, Command.REVERT, site)
+    assert {o.state for o in reverted.plan.outcomes} == {engine.REVERTED}
+    assert (site / "vllm/mod.py").read_bytes() == MOD and not (site / KERNEL_PATH).exists()
+    pristine, _ = _do(cat, Command.STATUS, site)
+    assert pristine.consistent and pristine.manifest is None and pristine.not_applied == ["fix-thing", "add-kernel"]
+
+
+def test_check_plans_clean_and_writes_nothing(home, cat):
+    site = home.tree("0.20.0")
+    checked, _ = _do(cat, Command.CHECK, site, only=("fix-thing",))
+    assert [(o.id, o.state) for o in checked.plan.outcomes] == [("fix-thing", engine.CLEAN),
+                                                               ("add-kernel", engine.SKIPPED)]
+    assert (site / "vllm/mod.py").read_bytes() == MOD and not (site / "vllm/.backports").exists()
+
+
+def test_a_release_without_a_series_has_no_plan(home, cat):
+    done, _ = _do(cat, Command.APPLY, home.tree("0.19.1"), vllm="0.19.1")
+    assert done.plan is None and done.resolution.release is cat.releases["0.19.1"]
+
+
+def test_notes_go_through_the_callback(home, cat):
+    site = home.tree("0.19.2rc1.dev42", files=home.pristine["0.20.0"])
+    _, said = _do(cat, Command.APPLY, site, vllm="auto")
+    assert len(said) == 1 and "is a nightly; series s1" in said[0]
+
+
+def test_status_judges_a_file_edited_after_the_apply(home, cat):
+    site = home.tree("0.20.0")
+    _do(cat, Command.APPLY, site)
+    (site / "vllm/mod.py").write_bytes(MOD_FIXED + b"# mine\n")
+    seen, _ = _do(cat, Command.STATUS, site)
+    assert not seen.consistent and ("vllm/mod.py", "modified") in [(f.path, f.state) for f in seen.files]

@@ -1,0 +1,67 @@
+"""The command line's words as one frozen Request, refused in full before any tree is read."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from vllm_backports.catalogue import Catalogue
+from vllm_backports.errors import UsageError
+from vllm_backports.request import Command, Request, parse_request
+
+
+@pytest.fixture
+def cat(home) -> Catalogue:
+    return Catalogue(home.root)
+
+
+def _parse(cat, command=Command.APPLY, *, vllm="0.20.0", target=None, fetch=False, only=(), skip=()):
+    return parse_request(cat, command, vllm=vllm, target=target, fetch=fetch, only=only, skip=skip)
+
+
+def test_a_request_is_frozen_data_naming_its_release(cat, tmp_path):
+    request = _parse(cat, Command.CHECK, target=tmp_path, only=("fix-thing",))
+    assert request.command is Command.CHECK and request.command.value == "check"
+    assert request.vllm.release is cat.releases["0.20.0"] and request.target == tmp_path
+    assert (request.only, request.skip, request.fetch, request.as_json) == (("fix-thing",), (), False, False)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        request.fetch = True  # type: ignore[misc]
+    assert _parse(cat, vllm=None).vllm.text == "auto" and _parse(cat, vllm=None).vllm.release is None
+
+
+@pytest.mark.parametrize(("words", "message"), [
+    (dict(vllm=" "), "--vllm needs a version"),
+    (dict(vllm="newest"), "--vllm 'newest' is not a version"),
+    (dict(vllm="0.21.1"), "vLLM 0.21.1 is not in versions.toml"),
+    (dict(vllm="0.19.2", fetch=True), "vLLM 0.19.2 was never published"),
+    (dict(vllm="0.20.0+cu129", fetch=True), "--fetch needs --vllm with a published release"),
+    (dict(vllm="auto", fetch=True), "--fetch needs --vllm with a published release"),
+    (dict(only=("fix-thin",)), "no backport 'fix-thin' in series s1 (did you mean fix-thing?)"),
+])
+def test_bad_words_are_one_usage_error(cat, words, message):
+    with pytest.raises(UsageError) as caught:
+        _parse(cat, **words)
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("command", [Command.REVERT, Command.STATUS])
+def test_revert_and_status_refuse_a_fresh_copy(cat, command):
+    with pytest.raises(UsageError, match=f"^{command.value} --fetch needs --target DIR"):
+        _parse(cat, command, fetch=True)
+    assert _parse(cat, Command.APPLY, fetch=True).fresh_copy
+
+
+def test_a_selection_is_checked_against_the_series_of_the_release_named(cat):
+    assert _parse(cat, only=("add-kernel",), fetch=True, target=Path("/nowhere/yet")).only == ("add-kernel",)
+    # 0.19.1 has no series and auto has none until the tree is read: the core checks those
+    assert _parse(cat, vllm="0.19.1", only=("anything",)).only == ("anything",)
+    assert _parse(cat, vllm="auto", only=("anything",)).only == ("anything",)
+    # status takes no selection
+    assert _parse(cat, Command.STATUS, only=("anything",)).command is Command.STATUS
+
+
+def test_request_holds_what_the_core_needs_and_nothing_of_the_command_line(cat):
+    assert {f.name for f in dataclasses.fields(Request)} == {
+        "command", "vllm", "target", "fetch", "only", "skip", "as_json"}

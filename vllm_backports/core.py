@@ -1,0 +1,198 @@
+"""The core of a run, as pypa/installer's is: a checked Request in, a result out. It finds the
+tree, plans in memory, takes the lock and commits, and judges what status sees; the CLI only
+parses, wires the progress and note callbacks, and renders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import engine, state
+from . import journal as journals
+from . import manifest as manifests
+from .catalogue import Catalogue
+from .digest import sha256_of
+from .errors import BackportError
+from .manifest import Manifest
+from .materialize import materialize
+from .pypi import Fetched
+from .request import Command, Request, together
+from .resolve import Resolution, resolve
+from .tree import Tree, installed_tree, open_tree
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Run:
+    """What apply, check or revert did (check: would do)."""
+
+    tree: Tree
+    resolution: Resolution
+    fetched: Fetched | None  # what --fetch read from PyPI; None without it, or for a reused --target
+    plan: engine.Plan | None  # None: nothing is backported to this release
+
+
+@dataclass(frozen=True)
+class FileState:
+    path: str
+    state: str  # patched, pristine or modified
+
+
+@dataclass(frozen=True)
+class Status:
+    """What a tree carries, read under the shared lock, with the verdict on it."""
+
+    tree: Tree
+    resolution: Resolution
+    manifest: Manifest | None
+    files: tuple[FileState, ...]  # each recorded file's state; without a manifest, the series' modified ones
+    journal: Path | None  # an interrupted run's journal
+    leftovers: tuple[Path, ...]  # what killed runs left that no run needs
+
+    @property
+    def not_applied(self) -> list[str]:
+        expected = [p.backport_id for p in self.resolution.series.patches] if self.resolution.series else []
+        applied = {a.id for a in self.manifest.applied} if self.manifest else set()
+        return [b for b in expected if b not in applied]
+
+    @property
+    def consistent(self) -> bool:
+        """No interrupted run, and every file as vllm-backports wrote it (or pristine, none written)."""
+        return not self.journal and all(f.state == "patched" for f in self.files)
+
+
+def run(cat: Catalogue, request: Request, progress: Say, note: Say) -> Run:
+    """Apply, check or revert the series of the vLLM the request names."""
+    assert request.command is not Command.STATUS
+    tree, res, fetched = _open(cat, request, progress, note)
+    if res.series is None:
+        return Run(tree, res, fetched, None)
+    chosen = engine.select(res.series, request.only, request.skip, together(cat))
+    if request.command is Command.CHECK:
+        plan = _dry_run(request.command, tree, res, chosen)
+    else:
+        plan = _write(request.command, tree, res, chosen, note)
+    if request.fresh_copy and request.command is Command.APPLY:
+        plan.notes.append(f"patched files in {tree.root} (a fresh copy each run; --target DIR keeps one)")
+    return Run(tree, res, fetched, plan)
+
+
+def status(cat: Catalogue, request: Request, progress: Say, note: Say) -> Status:
+    """What the tree carries, from the manifest beside it, checked against the files."""
+    tree, res, _ = _open(cat, request, progress, note)
+    with state.reading(tree):
+        journal = state.pending_journal(tree)
+        manifest = manifests.read(tree)
+        files = _file_states(tree, res, manifest)
+        left = state.leftovers(tree)  # under the shared lock no run is under way
+    return Status(tree, res, manifest, files, journal, tuple(left))
+
+
+def _open(cat: Catalogue, request: Request, progress: Say, note: Say) -> tuple[Tree, Resolution, Fetched | None]:
+    fetched = None
+    if request.fetch:
+        release = request.vllm.published
+        assert release is not None  # parse_request refuses --fetch without one
+        tree, fetched = materialize(cat, release, request.target, progress)
+    else:
+        tree = open_tree(request.target) if request.target else installed_tree()
+    res = resolve(cat, tree, request.vllm)
+    if res.note:
+        note(res.note)
+    return tree, res, fetched
+
+
+def _file_states(tree: Tree, res: Resolution, manifest: Manifest | None) -> tuple[FileState, ...]:
+    files = []
+    for path, entry in sorted(manifest.files.items() if manifest else ()):
+        now = sha256_of(tree.read(path))
+        verdict = "patched" if now == entry.patched else "pristine" if now == entry.pristine else "modified"
+        files.append(FileState(path, verdict))
+    if manifest is None and res.series is not None:
+        # Nothing recorded: every file the series touches must then be as the release ships it.
+        for path in res.series.paths:
+            if sha256_of(tree.read(path)) != res.shipped(path):
+                files.append(FileState(path, "modified"))
+    return tuple(files)
+
+
+def _plan(
+    command: Command,
+    tree: Tree,
+    res: Resolution,
+    manifest: Manifest | None,
+    chosen: set[str],
+    view: dict[str, bytes | None] | None = None,
+) -> engine.Plan:
+    if command is Command.REVERT:
+        return engine.plan_revert(tree, res, manifest, chosen, view)
+    plan = engine.plan_apply(tree, res, manifest, chosen, view)
+    if command is Command.CHECK:
+        plan.outcomes = [
+            engine.Outcome(o.id, o.patch, engine.CLEAN) if o.state == engine.APPLIED else o for o in plan.outcomes
+        ]
+    return plan
+
+
+def _dry_run(command: Command, tree: Tree, res: Resolution, chosen: set[str]) -> engine.Plan:
+    """Plan against the tree as the next real run would see it: after rolling back any
+    interrupted run, which a dry run must not write."""
+    rollback = state.rollback_plan(tree)
+    if rollback is None:
+        return _plan(command, tree, res, manifests.read(tree), chosen)
+    journal = tree.state_dir / journals.NAME
+    manifest = None
+    if rollback.manifest_before is not None:
+        manifest = manifests.parse(rollback.manifest_before.encode(), journal, tree)
+    plan = _plan(command, tree, res, manifest, chosen, rollback.files)
+    plan.notes.append(f"an interrupted run left {journal}; the next apply or revert rolls it back first")
+    return plan
+
+
+def _needs_commit(plan: engine.Plan, manifest: Manifest | None) -> bool:
+    return not plan.failed and (bool(plan.changes) or not manifests.same(plan.manifest, manifest))
+
+
+def _write(command: Command, tree: Tree, res: Resolution, chosen: set[str], note: Say) -> engine.Plan:
+    """Plan, and commit under the lock what the plan changes."""
+    assert res.series is not None
+    refused: BackportError | None = None
+    if not state.pending_journal(tree):
+        # Validate without touching the tree: refusals and no-op runs must not even create
+        # vllm/.backports. Another run may be mid-commit (its files written, its manifest not
+        # yet): where one holds the lock, judge again under it once that run is done; where none
+        # does (it may have finished since), judge once more before refusing.
+        for attempt in (1, 2):
+            manifest = manifests.read(tree)
+            try:
+                plan = _plan(command, tree, res, manifest, chosen)
+            except BackportError as exc:
+                if (tree.state_dir / state.LOCK).exists() or state.pending_journal(tree):
+                    refused = exc
+                    break
+                if attempt == 2:
+                    raise
+            else:
+                if not _needs_commit(plan, manifest) and not state.leftovers(tree):
+                    return plan  # leftovers of a killed run are swept under the lock below
+                break
+    try:
+        state.check_writable(tree, list(res.series.paths))
+    except BackportError:
+        if refused is not None:
+            raise refused from None  # the tree's own problem comes first
+        raise
+    with state.locked(tree, note):
+        restored = state.recover(tree)
+        if restored:
+            note(f"rolled back an interrupted run ({', '.join(restored)} restored)")
+        manifest = manifests.read(tree)
+        plan = _plan(command, tree, res, manifest, chosen)
+        if restored:
+            plan.notes.append(f"rolled back an interrupted earlier run ({len(restored)} files)")
+        if _needs_commit(plan, manifest):
+            state.commit(tree, plan.changes, plan.manifest)
+        return plan

@@ -1,0 +1,48 @@
+"""How every generator ends: print the drift as a diff, and write only when asked (--write). In
+check mode, which CI runs, drift exits 1."""
+
+from __future__ import annotations
+
+import difflib
+import sys
+import tomllib
+from pathlib import Path
+
+import click
+
+from ..errors import BackportError
+from ..state import write_atomic
+
+
+def write_or_diff(
+    path: Path, old: str, new: str, write: bool, current: str, label: str = "", exit_on_drift: bool = True
+) -> bool:
+    """Whether `path` drifted from `new`; the drift is printed, and written with `write`. In check
+    mode drift exits 1, or is returned when `exit_on_drift` is off. `label` names the file in
+    messages (default: its name)."""
+    label = label or path.name
+    if new == old:
+        click.echo(f"{label}: {current}")
+        return False
+    click.echo("".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), label, label)))
+    if not write:
+        if exit_on_drift:
+            sys.exit(1)
+        return True
+    if path.suffix == ".toml":
+        try:
+            tomllib.loads(new)
+        except tomllib.TOMLDecodeError as exc:
+            raise BackportError(f"{path.name}: the rewrite would not parse ({exc}); nothing written") from None
+    target = path.resolve()  # through a symlink, keeping the file's mode
+    if not target.exists():  # a generated file's first write
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, new.encode(), 0o644)
+        return True
+    write_atomic(target, new.encode(), target.stat().st_mode & 0o7777)  # a full disk must not leave half a file
+    return True
+
+
+def current_text(path: Path) -> str:
+    """A generated file's text, "" before its first write."""
+    return path.read_text() if path.exists() else ""

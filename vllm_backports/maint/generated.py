@@ -1,0 +1,187 @@
+"""The generated files: README's support matrix and arch table, docs/SUPPORT.md, the GPU evidence
+page, images/bake-data.json and docs/UPSTREAM-TESTS.md, each from versions.toml and the results
+kept in docs/; and the CI matrices, printed as JSON. CI runs each generator in check mode."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from packaging.version import Version
+
+from ..catalogue import Catalogue
+from ..errors import BackportError, EvidenceError
+from ..evidence import EVIDENCE_DIR, PAGE, heading, load, matrix_status, render_page, slug
+from ..images import BAKE_DATA, ci_matrix, gdn_builder_matrix, publish_matrices, render_bake_data, smoke_targets
+from ..upstream_tests import markdown
+from .drift import current_text, write_or_diff
+
+MATRIX_BEGIN, MATRIX_END = "<!-- support-matrix:begin -->", "<!-- support-matrix:end -->"
+# The long verification notes live on their own generated page, so the README's matrix stays a
+# table a reader takes in at a glance.
+NOTES = Path("docs/SUPPORT.md")
+
+
+def _known_evidence(cat: Catalogue, evidence: dict) -> None:
+    for release in evidence:
+        if release not in cat.releases:
+            raise EvidenceError(
+                f"{EVIDENCE_DIR.as_posix()}/{release}: vLLM {release} is not a release in versions.toml"
+            )
+
+
+def status(cat: Catalogue, version: str, evidence: dict) -> str:
+    """A release's short status for the README: its GPU evidence counted, else whether it ran on
+    a GPU at all, with a link to its notes."""
+    r = cat.releases[version]
+    notes = f"[notes]({NOTES.as_posix()}#{slug(heading(version))})"
+    if version in evidence:
+        return f"{matrix_status(evidence[version])}; {notes}"
+    if not r.series:
+        return "-"
+    return f"{'ran on a GPU' if r.ran_on_gpu else 'CPU-tested'}; {notes}"
+
+
+def render_matrix(cat: Catalogue, evidence: dict | None = None) -> str:
+    """The README's support matrix: one short status cell a release (evidence.load: release ->
+    summaries)."""
+    evidence = evidence or {}
+    _known_evidence(cat, evidence)
+    rows = [
+        "| vLLM | torch / CUDA | series | backports | fixed upstream | known bugs, no backport yet | status |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for v in cat.versions:
+        r = cat.releases[v]
+        rows.append(
+            f"| {v} | {r.torch} / {r.cuda} | {r.series or '-'} | {', '.join(r.backports) or '-'} | "
+            f"{', '.join(r.upstream) or '-'} | {', '.join(r.bugs) or '-'} | {status(cat, v, evidence)} |"
+        )
+    return "\n".join(rows)
+
+
+def render_notes(cat: Catalogue, evidence: dict | None = None) -> str:
+    """docs/SUPPORT.md: how far each release is proven, the hand-written `verified` text after a
+    status generated from its GPU evidence."""
+    evidence = evidence or {}
+    _known_evidence(cat, evidence)
+    page = PAGE.relative_to(NOTES.parent).as_posix()  # links resolve from this page's folder
+    lines = [
+        "# Support notes",
+        "",
+        "Generated from `versions.toml` and `docs/evidence/` by `python -m vllm_backports.maint matrix --write`",
+        '(CI fails on drift); the README\'s support matrix links here. "CPU-tested" means: the series',
+        "applies exactly to the release's real pristine files from PyPI, the patched files compile, a",
+        "second run changes nothing, and revert restores the RECORD hashes. Where a release has GPU",
+        f"evidence, its notes start with counts generated from it, listed run by run on [its page]({page}).",
+        "",
+    ]
+    for v in cat.versions:
+        r = cat.releases[v]
+        verified = r.verified
+        if v in evidence:
+            verified = f"{matrix_status(evidence[v], page)}; {verified}"
+        lines += [f"## {heading(v)}", "", f"Series {r.series or '-'}, torch {r.torch}, CUDA {r.cuda}.", ""]
+        lines += [verified, ""]
+    return "\n".join(lines)
+
+
+@click.command()
+@click.option(
+    "--write", is_flag=True, help="Rewrite README.md and docs/SUPPORT.md (otherwise show the diff, exit 1 on drift)."
+)
+@click.pass_obj
+def matrix(home: Path, write: bool) -> None:
+    """Regenerate the support matrix in README.md and the notes in docs/SUPPORT.md from
+    versions.toml and docs/evidence/."""
+    path = home / "README.md"
+    text = path.read_text()
+    start, end = text.index(MATRIX_BEGIN) + len(MATRIX_BEGIN), text.index(MATRIX_END)
+    cat = Catalogue(home)
+    evidence = load(home)  # a bad file stops here, before anything is written
+    new = text[:start] + "\n" + render_matrix(cat, evidence) + "\n" + text[end:]
+    a, b = new.index(ARCH_BEGIN) + len(ARCH_BEGIN), new.index(ARCH_END)
+    new = new[:a] + "\n" + render_arches(cat) + "\n" + new[b:]
+    notes_path = home / NOTES
+    notes = render_notes(cat, evidence)
+    old_notes = current_text(notes_path)
+    # Both files are checked before either check exits, so one run shows all the drift.
+    drift = write_or_diff(path, text, new, write, "support matrix is current", exit_on_drift=False)
+    drift |= write_or_diff(
+        notes_path, old_notes, notes, write, "support notes are current", NOTES.as_posix(), exit_on_drift=False
+    )
+    if drift and not write:
+        sys.exit(1)
+
+
+@click.command()
+@click.option(
+    "--write", is_flag=True, help="Rewrite docs/evidence/README.md (otherwise show the diff, exit 1 on drift)."
+)
+@click.pass_obj
+def evidence(home: Path, write: bool) -> None:
+    """Regenerate docs/evidence/README.md from the verify JSON files in docs/evidence/<release>/."""
+    path = home / PAGE
+    page = render_page(load(home))  # a bad file stops here, before anything is written
+    write_or_diff(path, current_text(path), page, write, "evidence page is current", PAGE.as_posix())
+
+
+ARCH_BEGIN, ARCH_END = "<!-- arch-table:begin -->", "<!-- arch-table:end -->"
+
+
+def render_arches(cat: Catalogue) -> str:
+    rows = ["| arch | platforms | GPUs | GDN prefill default | why it differs |", "|---|---|---|---|---|"]
+    for a in cat.arches.values():
+        rows.append(f"| {a.name} | {', '.join(a.platforms)} | {a.gpus} | {a.gdn_prefill_backend} | {a.why} |")
+    return "\n".join(rows)
+
+
+@click.command()
+@click.option("--write", is_flag=True, help="Rewrite images/bake-data.json (otherwise show the diff, exit 1 on drift).")
+@click.pass_obj
+def bake(home: Path, write: bool) -> None:
+    """Regenerate images/bake-data.json, the releases, variants and arches images/docker-bake.hcl
+    crosses, from versions.toml."""
+    path = home / BAKE_DATA
+    new = render_bake_data(Catalogue(home))
+    write_or_diff(path, current_text(path), new, write, "bake data is current", BAKE_DATA)
+
+
+@click.command("matrix-json")
+@click.argument("kind", type=click.Choice(["releases", "images", "builds", "smoke", "gdn-builder"]))
+@click.pass_obj
+def matrix_json(home: Path, kind: str) -> None:
+    """Print a GitHub Actions matrix as JSON (for fromJSON)."""
+    cat = Catalogue(home)
+    if kind == "releases":
+        data = ci_matrix(cat)
+    elif kind == "gdn-builder":
+        data = gdn_builder_matrix(cat)
+    elif kind in ("images", "builds"):
+        data = publish_matrices(cat)[kind]
+    else:
+        data = {"include": smoke_targets(cat)}
+    click.echo(json.dumps(data, separators=(",", ":")))
+
+
+@click.command("upstream-tests-doc")
+@click.option(
+    "--write", is_flag=True, help="Rewrite docs/UPSTREAM-TESTS.md (otherwise show the diff, exit 1 on drift)."
+)
+@click.pass_obj
+def upstream_tests_doc(home: Path, write: bool) -> None:
+    """Regenerate docs/UPSTREAM-TESTS.md from docs/upstream-tests/<release>.json."""
+    files = sorted((home / "docs" / "upstream-tests").glob("*.json"), key=lambda p: Version(p.stem))
+    reports = []
+    for f in files:
+        try:
+            reports.append(json.loads(f.read_text()))
+        except ValueError as exc:
+            raise BackportError(f"{f.name}: not JSON ({exc})") from None
+    path = home / "docs" / "UPSTREAM-TESTS.md"
+    write_or_diff(path, current_text(path), markdown(reports), write, "upstream test results are current")
+
+
+COMMANDS = (matrix, evidence, bake, matrix_json, upstream_tests_doc)

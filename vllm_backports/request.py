@@ -1,0 +1,73 @@
+"""What a run is asked to do, parsed once from the command line into frozen data and checked in
+full before any tree is read, fetched or written."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from pathlib import Path
+
+from .catalogue import Catalogue
+from .engine import select
+from .errors import UsageError
+from .resolve import Requested, parse_vllm
+
+
+class Command(enum.Enum):
+    APPLY = "apply"
+    CHECK = "check"  # a dry run of apply
+    REVERT = "revert"
+    STATUS = "status"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    command: Command
+    vllm: Requested
+    target: Path | None  # None: this Python's vLLM, or with fetch a fresh copy in the cache
+    fetch: bool  # work on the release's pristine files from PyPI
+    only: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+    as_json: bool = False
+
+    @property
+    def fresh_copy(self) -> bool:
+        """--fetch without --target: a new pristine copy each run, which no earlier run touched."""
+        return self.fetch and self.target is None
+
+
+def together(cat: Catalogue) -> dict[str, tuple[str, ...]]:
+    """Each backport's partners, which every selection must take or leave with it."""
+    return {b.id: b.together_with for b in cat.backports.values()}
+
+
+def parse_request(
+    cat: Catalogue,
+    command: Command,
+    *,
+    vllm: str | None,
+    target: Path | None,
+    fetch: bool,
+    only: tuple[str, ...] = (),
+    skip: tuple[str, ...] = (),
+    as_json: bool = False,
+) -> Request:
+    """The command line's words as a Request, or the one usage error that refuses them."""
+    if fetch and target is None and command in (Command.REVERT, Command.STATUS):
+        raise UsageError(
+            f"{command.value} --fetch needs --target DIR: without it every run lays out a fresh pristine copy "
+            "(apply --fetch --target DIR keeps one to come back to)"
+        )
+    if vllm is not None and not vllm.strip():
+        raise UsageError("--vllm needs a version (e.g. 0.20.0) or 'auto'")
+    requested = parse_vllm(cat, vllm or "auto")
+    if fetch and requested.unpublished is not None:
+        raise UsageError(requested.unpublished.message)
+    if fetch and requested.published is None:
+        raise UsageError("--fetch needs --vllm with a published release (e.g. --vllm 0.20.0)")
+    if command is not Command.STATUS and requested.release is not None and requested.release.series:
+        # Against the series the named release gets: a bad --only/--skip is refused before --fetch
+        # lays the release's files out in --target. With auto the series is known once the tree
+        # is read, and the core checks the selection then.
+        select(cat.series(requested.release.series), only, skip, together(cat))
+    return Request(command=command, vllm=requested, target=target, fetch=fetch, only=only, skip=skip, as_json=as_json)
