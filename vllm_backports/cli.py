@@ -18,6 +18,7 @@ from rich.table import Table
 from . import __version__, core, engine, maint
 from . import manifest as manifests
 from .catalogue import Catalogue, data_home
+from .errors import UsageError
 from .guard import main_guarded, run_guarded
 from .pypi import Fetched
 from .report import Reporter, outcome_table
