@@ -46,7 +46,7 @@ REPO = Path(__file__).resolve().parent.parent
         ),
         ('since = "0.20.0"\n', 'since = "0.2o.0"\n', "'0.2o.0' is not a version"),
         (
-            'series = "0.33.0"\nbugs = ["turboquant-prefill-fastpath"]',
+            'series = "0.33.0"\nbugs = []',
             'series = "0.33.0"\nbugs = "turboquant-prefill-fastpath"',
             "bugs must be a list of strings",
         ),
@@ -86,8 +86,10 @@ def test_a_releases_backports_are_what_its_series_applies_less_what_is_upstream(
         applied = tuple(p.backport_id for p in CAT.series(release.series).patches)
         assert release.backports == tuple(b for b in applied if b not in release.upstream), version
     assert CAT.releases["0.31.0"].backports == (
-        "turboquant-spec-decode", "gdn-spec-state", "gdn-spec-state-v2-runner", "spec-prefill-decode-graph")
-    assert CAT.releases["0.33.0"].backports == ("turboquant-spec-decode", "spec-prefill-decode-graph")
+        "turboquant-spec-decode", "gdn-spec-state", "gdn-spec-state-v2-runner", "spec-prefill-decode-graph",
+        "turboquant-prefill-fastpath")
+    assert CAT.releases["0.33.0"].backports == (
+        "turboquant-spec-decode", "spec-prefill-decode-graph", "turboquant-prefill-fastpath")
     assert (
         "gdn-spec-state" in CAT.releases["0.33.0"].upstream and "gdn-spec-state" not in CAT.releases["0.31.0"].upstream
     )

@@ -30,12 +30,15 @@ def _watch_with(monkeypatch, files: dict[str, bytes]) -> dict:
 
 
 def _pristine_like_0_33() -> dict[str, bytes]:
-    """Files holding exactly the 0.33.0 series' old lines where its hunks expect them."""
+    """Files holding exactly the 0.33.0 series' old lines where its hunks expect them: those of the
+    first patch that touches each file (a later one's are what the earlier ones leave)."""
     from vllm_backports.catalogue import Catalogue
 
     files: dict[str, bytes] = {}
     for patch in Catalogue(REPO).series("0.33.0").patches:
         for fpatch in patch.files:
+            if fpatch.path in files:
+                continue
             lines: list[bytes] = []
             for hunk in fpatch.hunks:
                 lines += [b"# filler\n"] * (hunk.old_start - 1 - len(lines))
@@ -58,7 +61,9 @@ def test_watch_classifies_a_new_release(monkeypatch):
     assert _state(report) == "clean"
     first = next(iter(pristine))
     assert _state(_watch_with(monkeypatch, {**pristine, first: b"# one more line\n" + pristine[first]})) == "port"
-    fixed = {f.path: apply_file(pristine[f.path], f) for p in Catalogue(REPO).series("0.33.0").patches for f in p.files}
+    # the first backport's own fix, upstream
+    first_fix = Catalogue(REPO).series("0.33.0").patches[0]
+    fixed = {**pristine, **{f.path: apply_file(pristine[f.path], f) for f in first_fix.files}}
     assert _state(_watch_with(monkeypatch, fixed)) == "upstream"
     drift = {
         **pristine,

@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import ast
 
-import pytest
-
 from cli_runner import run
 from benchmarks.alternatives.created import MIGRATE_PATCH
 from vllm_backports.hunks import Mismatch, apply_file
 from vllm_backports.patchfile import parse
-
-from .conftest import CATALOGUE, REPO
 
 
 def test_gdn_state_migrate_applies_after_the_0_20_0_series_without_gdn_spec_state(tmp_path):
@@ -24,7 +20,7 @@ def test_gdn_state_migrate_applies_after_the_0_20_0_series_without_gdn_spec_stat
                   "--skip", "spec-prefill-decode-graph", "--json")
     assert applied.code == 0, applied.out + applied.err
     assert [b["id"] for b in applied.json["backports"] if b["state"] == "applied"] == [
-        "turboquant-spec-decode", "gdn-mixed-batch-gates"]
+        "turboquant-spec-decode", "gdn-mixed-batch-gates", "turboquant-prefill-fastpath"]
     patch = parse(MIGRATE_PATCH.read_bytes(), MIGRATE_PATCH.name)
     assert patch.header["Origin"].startswith("other, https://github.com/vllm-project/vllm/pull/40738")
     for fpatch in patch.files:
@@ -37,28 +33,3 @@ def test_gdn_state_migrate_applies_after_the_0_20_0_series_without_gdn_spec_stat
         if fpatch.path.endswith("gdn_linear_attn.py"):
             assert "migrate_gdn_state" in {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
 
-
-FASTPATH = REPO / "benchmarks/alternatives/turboquant-prefill-fastpath"
-
-
-@pytest.mark.parametrize("version", sorted(d.name for d in FASTPATH.iterdir() if d.is_dir()))
-def test_turboquant_prefill_fastpath_applies_after_the_whole_series(version, tmp_path):
-    """The candidate for vLLM #46460 goes on top of the release's shipped series and moves no line
-    above the series' hunks in the same file: the series still reads as applied afterwards."""
-    site = tmp_path / "site"
-    applied = run("--vllm", version, "--fetch", "--target", str(site), "--json")
-    assert applied.code == 0, applied.out + applied.err
-    assert [b["id"] for b in applied.json["backports"]] == list(CATALOGUE.releases[version].backports)
-    candidate = FASTPATH / version / "0001-turboquant-prefill-fastpath.patch"
-    assert (FASTPATH / version / "series").read_text().splitlines()[-1] == candidate.name
-    patch = parse(candidate.read_bytes(), candidate.name)
-    assert patch.header["Bug"] == "https://github.com/vllm-project/vllm/issues/46460"
-    assert "46461" in patch.header["Origin"]
-    for fpatch in patch.files:
-        after = apply_file((site / fpatch.path).read_bytes(), fpatch)
-        assert not isinstance(after, Mismatch), after
-        ast.parse(after)
-        for earlier in CATALOGUE.series(CATALOGUE.releases[version].series).patches:
-            for efile in earlier.files:
-                if efile.path == fpatch.path:
-                    assert not isinstance(apply_file(after, efile.reversed()), Mismatch), earlier.name
