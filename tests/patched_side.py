@@ -1,7 +1,8 @@
 """One vLLM module of the installed release in three versions, loaded beside the installed
-original so that its imports resolve there: as released, with the release's series, and with
-the series and a candidate patch on top. Read from the installed file, which must be the
-release's pristine one (`not_pristine` decides what then happens: a skip, or a failure)."""
+original so that its imports resolve there: as released, with the release's series less
+turboquant-prefill-fastpath (vLLM #46460), and with the whole shipped series, that fix included.
+Read from the installed file, which must be the release's pristine one (`not_pristine` decides
+what then happens: a skip, or a failure)."""
 
 from __future__ import annotations
 
@@ -11,19 +12,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vllm_backports.hunks import Mismatch, apply_file
-from vllm_backports.patchfile import parse
 
+FIX = "turboquant-prefill-fastpath"
+# released: the pristine file; series: the shipped series less FIX, which is last in it (what its
+# users ran before FIX shipped); candidate: the shipped series
 SIDES = ("released", "series", "candidate")
 
 
-def source(path: str, side: str, catalogue, release, candidate: Path, not_pristine: Callable[[str], object]) -> bytes:
+def source(path: str, side: str, catalogue, release, not_pristine: Callable[[str], object]) -> bytes:
     package = Path(importlib.util.find_spec("vllm").submodule_search_locations[0])
     content = (package / path.removeprefix("vllm/")).read_bytes()
     if hashlib.sha256(content).hexdigest() != release.files[path]:
         not_pristine(path)
-    patches = [] if side == "released" else list(catalogue.series(release.series).patches)
-    if side == "candidate":
-        patches.append(parse(candidate.read_bytes(), candidate.name))
+    shipped = list(catalogue.series(release.series).patches)
+    assert shipped[-1].backport_id == FIX, f"{FIX} is not last in series {release.series}"
+    patches = {"released": [], "series": shipped[:-1], "candidate": shipped}[side]
     for patch in patches:
         for fpatch in patch.files:
             if fpatch.path == path:
@@ -32,9 +35,9 @@ def source(path: str, side: str, catalogue, release, candidate: Path, not_pristi
     return content
 
 
-def load(tmp: Path, path: str, side: str, catalogue, release, candidate: Path, not_pristine: Callable[[str], object]):
+def load(tmp: Path, path: str, side: str, catalogue, release, not_pristine: Callable[[str], object]):
     stem = f"{Path(path).stem}_fastpath_{side}"
-    (tmp / f"{stem}.py").write_bytes(source(path, side, catalogue, release, candidate, not_pristine))
+    (tmp / f"{stem}.py").write_bytes(source(path, side, catalogue, release, not_pristine))
     package = ".".join(Path(path).with_suffix("").parts[:-1])
     spec = importlib.util.spec_from_file_location(f"{package}.{stem}", tmp / f"{stem}.py")
     module = importlib.util.module_from_spec(spec)

@@ -339,17 +339,18 @@ def test_builder_matrix_runs_each_release_s_builder_tests_with_its_torch():
     gdn, tq = "tests/release/test_gdn_routing.py", "tests/release/test_turboquant_spec_decode.py"
     kernel = "tests/release/test_turboquant_interpreted.py"
     shape = "tests/release/test_turboquant_kv_shape.py"
+    fastpath = "tests/release/test_turboquant_prefill_fastpath.py"
     assert rows["0.20.0"] == {
         "vllm": "0.20.0",
         "torch": "2.11.0",
-        "tests": f"{gdn} {tq} {kernel}",
+        "tests": f"{gdn} {tq} {kernel} {fastpath}",
         "upstream_tests": False,  # no results recorded in docs/upstream-tests/ for it
     }
     assert rows["0.26.0"]["upstream_tests"] is True
     assert rows["0.19.0"]["tests"] == gdn  # no TurboQuant backend before 0.20.0
-    assert rows["0.21.0"]["tests"].split() == [gdn, tq, kernel]
-    assert rows["0.26.0"]["tests"].split() == [gdn, tq, kernel, shape]
-    assert rows["0.33.0"]["tests"].split() == [tq, kernel]  # upstream carries the GDN fix from 0.32.0
+    assert rows["0.21.0"]["tests"].split() == [gdn, tq, kernel, fastpath]
+    assert rows["0.26.0"]["tests"].split() == [gdn, tq, kernel, shape, fastpath]
+    assert rows["0.33.0"]["tests"].split() == [tq, kernel, fastpath]  # upstream carries the GDN fix from 0.32.0
 
 
 def test_ci_builds_images_for_two_served_releases_one_of_them_0_27_or_newer():

@@ -204,6 +204,7 @@ BUILDER_TESTS = {
         "tests/release/test_turboquant_interpreted.py",
     ),
     "turboquant-kv-shape": ("tests/release/test_turboquant_kv_shape.py",),
+    "turboquant-prefill-fastpath": ("tests/release/test_turboquant_prefill_fastpath.py",),
 }
 
 

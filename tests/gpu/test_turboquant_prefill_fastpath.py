@@ -1,10 +1,11 @@
 """vLLM #46460 measured: one mixed batch through the TurboQuant backend's real forward(), as
-released, with the release's series and with the candidate fix on top
-(benchmarks/alternatives/turboquant-prefill-fastpath/<release>/), each loaded from the installed
-pristine file plus patches, as tests/release/test_turboquant_prefill_fastpath.py loads them for
-its routing checks. Here nothing is stubbed but the attention layer: the real metadata builder,
-TurboQuant's store kernel filling the cache, its decode kernel for verify rows and continuation
-chunks, and FlashAttention for first chunks and the one-call fast path.
+released ("released"), with the release's series less turboquant-prefill-fastpath ("series": what
+its users ran before the fix shipped) and with the whole shipped series ("candidate": the fix on
+top), each loaded from the installed pristine file plus patches (tests/patched_side.py), as
+tests/release/test_turboquant_prefill_fastpath.py loads them for its routing checks. Here nothing
+is stubbed but the attention layer: the real metadata builder, TurboQuant's store kernel filling
+the cache, its decode kernel for verify rows and continuation chunks, and FlashAttention for first
+chunks and the one-call fast path.
 
 The batch: verify rows V (k+1 queries, context T), a continuation chunk C (8 new queries after
 CACHED tokens already in the cache, sequence S) and a first chunk F (q = s = L, L >= S). The
@@ -12,7 +13,7 @@ output of C is compared to float32 attention over its whole sequence (causal) an
 tokens alone. Cases: (a) T > L: as released V keep max_seq_len above max_query_len and C is
 right; the series makes V decodes and C loses its context. (b) no V (the release's own #46460
 case): released and series lose it. (c) T <= L: released loses C's and V's context, the series
-C's. The candidate must be right everywhere; released and series are asserted wrong where the
+C's. The shipped fix must be right everywhere; released and series are asserted wrong where the
 bug applies, so the test fails if the bug does not reproduce.
 
 On a GPU (the point of the test): vLLM's flash_attn_varlen_func (FA2 as staged) and the Triton
@@ -21,7 +22,7 @@ is built from it. Without CUDA, with TRITON_INTERPRET=1 CUDA_VISIBLE_DEVICES= se
 imported: the same Triton kernels under the interpreter, and a float32 PyTorch attention standing
 in for flash_attn_varlen_func (there is no FlashAttention on the CPU), so that mode checks the
 backend's routing with real TurboQuant kernels, not FlashAttention. Skipped otherwise, and for
-releases without a candidate (0.22.0 and 0.31.0 have one).
+releases whose series does not carry turboquant-prefill-fastpath.
 """
 
 from __future__ import annotations
@@ -58,8 +59,6 @@ BACKEND = "vllm/v1/attention/backends/turboquant_attn.py"
 DECODE = "vllm/v1/attention/ops/triton_turboquant_decode.py"
 VERSION = importlib.metadata.version("vllm")
 RELEASE = CATALOGUE.releases.get(VERSION)
-CANDIDATES = REPO / "benchmarks/alternatives/turboquant-prefill-fastpath"
-CANDIDATE = CANDIDATES / VERSION / "0001-turboquant-prefill-fastpath.patch"
 # steps.sh sets it: on the staged GPU machine a skip would hide that nothing was measured.
 REQUIRED = bool(os.environ.get("VLLM_BACKPORTS_REQUIRE_VLLM"))
 
@@ -70,8 +69,8 @@ def _skip(message: str):
     pytest.skip(message, allow_module_level=True)
 
 
-if RELEASE is None or not CANDIDATE.exists():
-    _skip(f"vLLM {VERSION} has no turboquant-prefill-fastpath candidate")
+if RELEASE is None or patched_side.FIX not in RELEASE.backports:
+    _skip(f"vLLM {VERSION} is not a release {patched_side.FIX} serves")
 if DEVICE == "cpu":
     from vllm.triton_utils import HAS_TRITON
 
@@ -100,7 +99,7 @@ def _not_pristine(path: str):
 
 
 def _load(tmp: Path, path: str, side: str):
-    return patched_side.load(tmp, path, side, CATALOGUE, RELEASE, CANDIDATE, _not_pristine)
+    return patched_side.load(tmp, path, side, CATALOGUE, RELEASE, _not_pristine)
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,8 @@
-"""The candidate fix for turboquant-prefill-fastpath (vLLM #46460), kept in
-benchmarks/alternatives/turboquant-prefill-fastpath/<release>/ and not shipped yet, against the
-installed vLLM release's real TurboQuant backend on the CPU: its metadata builder, then its
-forward() down to the choice the prefill path makes (kernels stubbed, recording what each row
-attends to). Three versions of the backend: as released, with the release's series applied (what
-users run now) and with the candidate on top of the series.
+"""turboquant-prefill-fastpath (vLLM #46460) against the installed vLLM release's real
+TurboQuant backend on the CPU: its metadata builder, then its forward() down to the choice the
+prefill path makes (kernels stubbed, recording what each row attends to). Three versions of the
+backend (tests/patched_side.py): as released, with the release's series less the fix ("series":
+what its users ran before it shipped) and with the whole shipped series ("candidate").
 
 The fast path hands the whole prefill part to one flash_attn_varlen call over this step's keys,
 with the query offsets as key offsets: a row with tokens already in the cache (a continuation
@@ -12,39 +11,27 @@ it when max_query_len == max_seq_len, which a first chunk at least as long as a 
 whole sequence satisfies. turboquant-spec-decode makes verify rows decodes, so their lengths no
 longer keep max_seq_len above max_query_len in the prefill part.
 
-Needs torch and a vLLM release that has a candidate directory (its pristine turboquant_attn.py,
+Needs torch and a vLLM release whose series carries the fix (its pristine turboquant_attn.py,
 checked against versions.toml); skipped elsewhere, like the other builder tests.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
-import importlib.util
 from functools import partial
 from types import SimpleNamespace
 
 import pytest
 
-from . import installed
-from .conftest import CATALOGUE, REPO
+import patched_side
 
-CANDIDATES = REPO / "benchmarks/alternatives/turboquant-prefill-fastpath"
+from . import installed
+from .conftest import CATALOGUE
+
 BACKEND = "vllm/v1/attention/backends/turboquant_attn.py"
 
-if installed.REQUIRED:
-    import torch
-else:
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("vllm")
-VERSION = importlib.metadata.version("vllm")
-RELEASE = CATALOGUE.releases.get(VERSION)
-PATCH = CANDIDATES / VERSION / "0001-turboquant-prefill-fastpath.patch"
-if RELEASE is None or not PATCH.exists():
-    if installed.REQUIRED:
-        raise RuntimeError(f"vLLM {VERSION} has no turboquant-prefill-fastpath candidate")
-    pytest.skip(f"vLLM {VERSION} has no turboquant-prefill-fastpath candidate", allow_module_level=True)
-import patched_side  # noqa: E402
+torch, RELEASE = installed.served(patched_side.FIX)
+VERSION = RELEASE.version
 import turboquant_case  # noqa: E402  (imports torch: after the skip)
 
 K = turboquant_case.K  # MTP drafts: verify rows carry K + 1 query tokens
@@ -61,7 +48,7 @@ def _not_pristine(path: str):
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("tq_fastpath")
-    return {side: patched_side.load(tmp, BACKEND, side, CATALOGUE, RELEASE, PATCH, _not_pristine)
+    return {side: patched_side.load(tmp, BACKEND, side, CATALOGUE, RELEASE, _not_pristine)
             for side in patched_side.SIDES}
 
 
@@ -93,9 +80,11 @@ def _routes(module, query_lens: list[int], seq_lens: list[int], monkeypatch) -> 
 
     def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k):
         # Both paths pass the query offsets as key offsets: the keys are this step's only. The
-        # loop passes one row's, in a buffer it keeps on the backend (_cu_2).
+        # loop passes one row's, in a buffer it keeps on the backend (_cu_2; a local of the loop
+        # before 0.21.0: two offsets, where every fast-path call here covers two or more rows).
         assert cu_seqlens_k is cu_seqlens_q
-        if cu_seqlens_q is getattr(impl, "_cu_2", None):
+        if cu_seqlens_q is getattr(impl, "_cu_2", None) or (
+                not hasattr(impl, "_cu_2") and cu_seqlens_q.numel() == 2):
             calls.append(("first", int(cu_seqlens_q[1])))
         else:
             calls.append(("fast", cu_seqlens_q.tolist()))
