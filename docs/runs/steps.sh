@@ -3,18 +3,20 @@
 # install of ../shared/gpu/stage-vllm.sh; one step per call, each under the 600 s limit):
 #   REL=0.26.0 bash docs/runs/steps.sh setup
 #   REL=0.26.0 bash docs/runs/steps.sh verify fix mtp 16 graphs turboquant_k8v4
-#   REL=0.31.0 bash docs/runs/steps.sh fastpath   (after setup; releases with a #46460 candidate)
+#   REL=0.31.0 bash docs/runs/steps.sh fastpath   (after setup; releases whose series carries
+#        turboquant-prefill-fastpath, vLLM #46460)
 #   REL=0.31.0 bash docs/runs/steps.sh model; ... poll 500; ... model-compare   (verify --model's
 #        teacher-forced reference against the float32 one, on the tiny checkpoint)
 # Sites, all of release $REL:
 #   fix  $HOME/vllm-site  the release's shipped series
-#   ctl  /tmp/site-ctl-$REL  the series without turboquant-spec-decode: TurboQuant as released
+#   ctl  /tmp/site-ctl-$REL  the series without turboquant-spec-decode (and without
+#        turboquant-prefill-fastpath, which applies only after it): TurboQuant as released
 #   p65  /tmp/site-p65-$REL  ctl plus P65, where benchmarks/alternatives/turboquant-cudagraph has it
-#   cand /tmp/site-cand-$REL  the shipped series plus the candidate turboquant-prefill-fastpath fix,
-#        where benchmarks/alternatives/turboquant-prefill-fastpath has it (0.22.0, 0.31.0)
 #   raw  /tmp/site-raw-$REL  pristine: the GDN control
-#   prev /tmp/site-prev-$REL  the shipped series less spec-prefill-decode-graph (vLLM #49918): its
-#        control (not made where a later patch's hunks sit below its own: 0.25.0, 0.26.0)
+#   less-ID /tmp/site-less-ID-$REL  the shipped series less backport ID, for each ID in LESS that
+#        the series carries: the control that proves ID alone, the rest of the series being on
+#        both sides (not made where a later patch's hunks sit below ID's: spec-prefill-decode-graph
+#        on 0.25.0, 0.26.0, where turboquant-kv-shape follows it in the runner)
 # Two releases can share one machine: stage the second with its parts under another HOME
 # (HOME=/root/h2 bash .stage-REL/install.sh) and run its steps with that HOME; every path
 # here is under $HOME or named by $REL.
@@ -28,10 +30,14 @@ set -uo pipefail
 : "${REL:?set REL to the staged release}"
 step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
 RES=$HOME/verify-results
-declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl-$REL [p65]=/tmp/site-p65-$REL [raw]=/tmp/site-raw-$REL
-  [cand]=/tmp/site-cand-$REL [prev]=/tmp/site-prev-$REL)
+declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl-$REL [p65]=/tmp/site-p65-$REL [raw]=/tmp/site-raw-$REL)
+# spec-prefill-decode-graph: vLLM #49918; turboquant-prefill-fastpath: vLLM #46460
+LESS=(spec-prefill-decode-graph turboquant-prefill-fastpath)
+for id in "${LESS[@]}"; do SITE[less-$id]=/tmp/site-less-$id-$REL; done
+carries() { grep -q -- "-$1.patch\$" "backports/$REL/series" 2>/dev/null; }
+# TurboQuant as released: turboquant-prefill-fastpath is written on turboquant-spec-decode's lines
+TQ_SKIP=(--skip turboquant-spec-decode); carries turboquant-prefill-fastpath && TQ_SKIP+=(--skip turboquant-prefill-fastpath)
 P65_PATCH=benchmarks/alternatives/turboquant-cudagraph/$REL/0001-turboquant-cudagraph.patch
-CAND_PATCH=benchmarks/alternatives/turboquant-prefill-fastpath/$REL/0001-turboquant-prefill-fastpath.patch
 # Every file any patch here touches, read off the patches, so a new backport cannot leave a
 # site sharing a hard-linked file with the others.
 TOUCHED=$(grep -h '^+++ b/vllm/' backports/*/*.patch benchmarks/alternatives/*/*/*.patch | sed 's#^+++ b/vllm/##' | sort -u)
@@ -67,21 +73,17 @@ case $step in
       python3 -m pip install -q --no-index --no-deps --no-compile --target "${SITE[fix]}" .stage/fi/*.whl; echo "flashinfer: exit $?"
     fi
     site_copy "${SITE[raw]}"; site_copy "${SITE[ctl]}"
-    if grep -q spec-prefill-decode-graph "backports/$REL/series" 2>/dev/null; then
-      site_copy "${SITE[prev]}"
-      PYTHONPATH=${SITE[prev]} python3 apply.py --vllm "$REL" --target "${SITE[prev]}" --skip spec-prefill-decode-graph --json > "$out/apply-prev.json" \
-        || { echo "prev: cannot skip spec-prefill-decode-graph here"; rm -rf "${SITE[prev]}"; }
-    fi
-    PYTHONPATH=${SITE[ctl]} python3 apply.py --vllm "$REL" --target "${SITE[ctl]}" --skip turboquant-spec-decode --json > "$out/apply-ctl.json"; echo "ctl: exit $?"
+    for id in "${LESS[@]}"; do
+      carries "$id" || continue
+      site=${SITE[less-$id]}; site_copy "$site"
+      PYTHONPATH=$site python3 apply.py --vllm "$REL" --target "$site" --skip "$id" --json > "$out/apply-less-$id.json" \
+        && echo "less-$id: exit 0" || { echo "less-$id: the series does not apply without $id here"; rm -rf "$site"; }
+    done
+    PYTHONPATH=${SITE[ctl]} python3 apply.py --vllm "$REL" --target "${SITE[ctl]}" "${TQ_SKIP[@]}" --json > "$out/apply-ctl.json"; echo "ctl: exit $?"
     if [ -f "$P65_PATCH" ]; then
       site_copy "${SITE[p65]}"
-      PYTHONPATH=${SITE[p65]} python3 apply.py --vllm "$REL" --target "${SITE[p65]}" --skip turboquant-spec-decode --json > "$out/apply-p65.json"; echo "p65 base: exit $?"
+      PYTHONPATH=${SITE[p65]} python3 apply.py --vllm "$REL" --target "${SITE[p65]}" "${TQ_SKIP[@]}" --json > "$out/apply-p65.json"; echo "p65 base: exit $?"
       patch -p1 -d "${SITE[p65]}" --no-backup-if-mismatch < "$P65_PATCH"; echo "p65 patch: exit $?"
-    fi
-    if [ -f "$CAND_PATCH" ]; then  # the candidate applies after the whole shipped series
-      site_copy "${SITE[cand]}"
-      PYTHONPATH=${SITE[cand]} python3 apply.py --vllm "$REL" --target "${SITE[cand]}" --json > "$out/apply-cand.json"; echo "cand base: exit $?"
-      patch -p1 -d "${SITE[cand]}" --no-backup-if-mismatch < "$CAND_PATCH"; echo "cand patch: exit $?"
     fi
     PYTHONPATH=${SITE[fix]} python3 apply.py --vllm "$REL" --json > "$out/apply-fix.json"; echo "fix: exit $?"
     PYTHONPATH=${SITE[fix]} python3 apply.py status --vllm "$REL" --json > "$out/status-fix.json"; echo "status: exit $?"
@@ -93,7 +95,8 @@ case $step in
     [ -n "$tests" ] && [ "${RELEASE_TESTS:-1}" != 0 ] && PYTHONPATH=${SITE[raw]}:.gpu-pytest VLLM_BACKPORTS_REQUIRE_VLLM=1 python3 -m pytest -q -p no:cacheprovider --tb=short \
       $tests > "$out/release-tests.txt" 2>&1; tail -3 "$out/release-tests.txt" ;;
   fastpath) # vLLM #46460 on this release's real backend and kernels: tests/gpu/test_turboquant_prefill_fastpath.py
-      # builds the released, series and candidate backends from the pristine site itself
+      # builds the released, series-less-the-fix ("series") and shipped ("candidate") backends
+      # from the pristine site itself
     PYTHONPATH=${SITE[raw]}:.gpu-pytest VLLM_BACKPORTS_REQUIRE_VLLM=1 python3 -m pytest -q -s -p no:cacheprovider --tb=short \
       tests/gpu/test_turboquant_prefill_fastpath.py > "$out/fastpath.txt" 2>&1; echo "fastpath: exit $?"
     grep -E '^[0-9.]+ cuda |passed|failed|FAILED|Error' "$out/fastpath.txt" | tail -20 ;;
@@ -103,7 +106,7 @@ case $step in
       --kv-cache "$kv" --preset "$preset" --batch "$batch" --mode "$mode" > "$out/$tag.json"
     echo "$tag: exit $?"; summary "$out/$tag.json"
     tar -czf "$out/$tag-logs.tgz" --exclude=model -C /tmp "v-$REL-$tag" 2>/dev/null; true ;;
-  bg) # TAG VERIFY-OPTIONS...: one verify of the fix site (TARGET=cand: another site) in a process
+  bg) # TAG VERIFY-OPTIONS...: one verify of the fix site (TARGET=raw: another site) in a process
       # session of its own, so that it outlives the call (a graphs verify with a control runs past
       # one call's 600 s); several may share the GPU when each takes a fixed --kv-cache-gib
     tag=$1; shift; mkdir -p "$RES"
@@ -112,9 +115,9 @@ case $step in
     (cd "$src" && setsid nohup bash -c 'PYTHONPATH=$0 python3 apply.py verify --work-dir "/tmp/v-$REL-$1" --json "${@:3}" > "$2/$1.json" 2> "$2/$1.err"; echo $? > "$2/$1.rc"' \
       "${SITE[${TARGET:-fix}]}" "$tag" "$RES" "$@" < /dev/null > /dev/null 2>&1 &)
     echo "started $tag: verify $*" ;;
-  proofs) # [NAME...]: the proof set, each a verify of the fix site (or of TARGETS' site) with its
-      # control, all at once on one GPU (fixed KV size each); names from PROOFS below, default all
-      # that this release carries
+  proofs) # [NAME...]: the proof set, each a verify of the fix site with its control, all at once
+      # on one GPU (fixed KV size each); names from PROOFS below, default the GDN and TurboQuant
+      # set; a proof whose control site this release lacks is left out, saying so
     common=(--mode graphs --prefill-backend "${PREFILL:-triton}" --kv-cache-gib 2 --gpu-memory-utilization 0.08)
     declare -A PROOFS=(
       [gdn-ngram]="--preset ngram --control ${SITE[raw]}"
@@ -125,10 +128,10 @@ case $step in
       [qwen3_5-gdn-ngram]="--model-class qwen3_5 --preset ngram --control ${SITE[raw]}"
       [qwen3_5-mtp]="--model-class qwen3_5 --preset mtp --control ${SITE[raw]}"
       [qwen3_5_moe-gdn-ngram]="--model-class qwen3_5_moe --preset ngram --control ${SITE[raw]}"
-      # #46460 (docs/SIBLING-BUGS.md section 3): the bug is the release's own and the series moves
-      # its exposure, so the control is the shipped series and the target the series plus the
-      # candidate fix; verify judges the plain TurboQuant engine of both too (bf16 calibration)
-      [tq-continuation]="--preset ngram --kv-cache turboquant_k8v4 --prompts tq-continuation --prefix-caching on --control ${SITE[fix]}"
+      # #46460 (docs/SIBLING-BUGS.md section 3): the bug is the release's own and the rest of the
+      # series moves its exposure, so the control is the series less turboquant-prefill-fastpath;
+      # verify judges the plain TurboQuant engine of both too (bf16 calibration)
+      [tq-continuation]="--preset ngram --kv-cache turboquant_k8v4 --prompts tq-continuation --prefix-caching on --control ${SITE[less-turboquant-prefill-fastpath]}"
       # Sibling bugs the series leaves alone (docs/SIBLING-BUGS.md): an affected release fails on
       # both sites; each is a positive control to look for, not a proof of the series.
       # section 1, async count read at moved rows; the async-off run attributes it
@@ -140,18 +143,17 @@ case $step in
       [kp1-b1]="--preset ngram --prompts k-plus-1 --batch 1 --control ${SITE[raw]}"
       [kp1-mtp]="--preset mtp --prompts k-plus-1 --control ${SITE[raw]}"
       # the same two against the series less its fix for section 2 (spec-prefill-decode-graph)
-      [kp1-b1-fix]="--preset ngram --prompts k-plus-1 --batch 1 --control ${SITE[prev]}"
-      [kp1-mtp-fix]="--preset mtp --prompts k-plus-1 --control ${SITE[prev]}"
+      [kp1-b1-fix]="--preset ngram --prompts k-plus-1 --batch 1 --control ${SITE[less-spec-prefill-decode-graph]}"
+      [kp1-mtp-fix]="--preset mtp --prompts k-plus-1 --control ${SITE[less-spec-prefill-decode-graph]}"
     )
-    declare -A TARGETS=([tq-continuation]=cand)
     for name in ${@:-gdn-ngram tq-mtp gdn-ngram-prefix gdn-ngram-kp1 mtp}; do
       [ -n "${PROOFS[$name]:-}" ] || { echo "unknown proof $name"; continue; }
-      target=${TARGETS[$name]:-fix}
-      [ -d "${SITE[$target]}" ] || { echo "$name: no $target site for $REL"; continue; }
-      [[ "${PROOFS[$name]}" != *"${SITE[prev]}"* ]] || [ -d "${SITE[prev]}" ] || { echo "$name: no prev site for $REL"; continue; }
+      [ -d "${SITE[fix]}" ] || { echo "$name: no fix site for $REL"; continue; }
+      control=$(sed -n 's/.*--control \([^ ]*\).*/\1/p' <<< "${PROOFS[$name]}")
+      [ -d "$control" ] || { echo "$name: no control site $control for $REL"; continue; }
       # shellcheck disable=SC2086
       batch=(--batch 16); [[ " ${PROOFS[$name]} " == *" --batch "* ]] && batch=()
-      TARGET=$target bash "$0" bg "$name" ${PROOFS[$name]} "${batch[@]}" "${common[@]}"
+      bash "$0" bg "$name" ${PROOFS[$name]} "${batch[@]}" "${common[@]}"
     done ;;
   poll) # SECONDS: wait until every verify started by bg has ended, or SECONDS; bring back what there is
     deadline=$((SECONDS + ${1:-500}))
