@@ -344,9 +344,10 @@ def test_builder_matrix_runs_each_release_s_builder_tests_with_its_torch():
         "vllm": "0.20.0",
         "torch": "2.11.0",
         "tests": f"{gdn} {tq} {kernel} {fastpath}",
-        "upstream_tests": False,  # no results recorded in docs/upstream-tests/ for it
+        "upstream_tests": True,  # results recorded in docs/upstream-tests/0.20.0.json
     }
     assert rows["0.26.0"]["upstream_tests"] is True
+    assert rows["0.21.0"]["upstream_tests"] is (REPO / "docs/upstream-tests/0.21.0.json").is_file()
     assert rows["0.19.0"]["tests"] == gdn  # no TurboQuant backend before 0.20.0
     assert rows["0.21.0"]["tests"].split() == [gdn, tq, kernel, fastpath]
     assert rows["0.26.0"]["tests"].split() == [gdn, tq, kernel, shape, fastpath]
