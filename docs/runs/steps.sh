@@ -118,12 +118,14 @@ case $step in
   proofs) # [NAME...]: the proof set, each a verify of the fix site with its control, all at once
       # on one GPU (fixed KV size each); names from PROOFS below, default the GDN and TurboQuant
       # set; a proof whose control site this release lacks is left out, saying so
-    common=(--mode graphs --prefill-backend "${PREFILL:-triton}" --kv-cache-gib 2 --gpu-memory-utilization 0.08)
+    common=(--prefill-backend "${PREFILL:-triton}" --kv-cache-gib 2 --gpu-memory-utilization 0.08)
     declare -A PROOFS=(
       [gdn-ngram]="--preset ngram --control ${SITE[raw]}"
       [gdn-ngram-prefix]="--preset ngram --prompts shared-prefix --prefix-caching on --control ${SITE[raw]}"
       [gdn-ngram-kp1]="--preset ngram --prompts k-plus-1 --control ${SITE[raw]}"
       [mtp]="--preset mtp --control ${SITE[raw]}"
+      [gdn-ngram-b1]="--preset ngram --batch 1 --control ${SITE[raw]}"
+      [gdn-ngram-eager]="--preset ngram --mode eager --control ${SITE[raw]}"
       [tq-mtp]="--preset mtp --kv-cache turboquant_k8v4 --control ${SITE[ctl]}"
       [qwen3_5-gdn-ngram]="--model-class qwen3_5 --preset ngram --control ${SITE[raw]}"
       [qwen3_5-mtp]="--model-class qwen3_5 --preset mtp --control ${SITE[raw]}"
@@ -153,7 +155,8 @@ case $step in
       [ -d "$control" ] || { echo "$name: no control site $control for $REL"; continue; }
       # shellcheck disable=SC2086
       batch=(--batch 16); [[ " ${PROOFS[$name]} " == *" --batch "* ]] && batch=()
-      bash "$0" bg "$name" ${PROOFS[$name]} "${batch[@]}" "${common[@]}"
+      mode=(--mode graphs); [[ " ${PROOFS[$name]} " == *" --mode "* ]] && mode=()
+      bash "$0" bg "$name" ${PROOFS[$name]} "${batch[@]}" "${mode[@]}" "${common[@]}"
     done ;;
   poll) # SECONDS: wait until every verify started by bg has ended, or SECONDS; bring back what there is
     deadline=$((SECONDS + ${1:-500}))
