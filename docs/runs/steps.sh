@@ -112,13 +112,16 @@ case $step in
     tag=$1; shift; mkdir -p "$RES"
     # its own copy of the tool: the next call may refresh this working tree under a running job
     src=/tmp/vb-$REL-$tag && rm -rf "$src" && mkdir -p "$src" && cp -r apply.py vllm_backports backports versions.toml "$src"/
-    (cd "$src" && setsid nohup bash -c 'PYTHONPATH=$0 python3 apply.py verify --work-dir "/tmp/v-$REL-$1" --json "${@:3}" > "$2/$1.json" 2> "$2/$1.err"; echo $? > "$2/$1.rc"' \
+    # FlashInfer (docs/runs/stage-flashinfer.sh) lives in a site of its own, $HOME/fi-site, on the
+    # path of FlashInfer runs only: importable, it changes the sampler of every other run too
+    extra=; [[ " $* " == *" --prefill-backend flashinfer "* ]] && extra=$HOME/fi-site
+    (cd "$src" && EXTRA=$extra setsid nohup bash -c 'PYTHONPATH=$0${EXTRA:+:$EXTRA} python3 apply.py verify --work-dir "/tmp/v-$REL-$1" --json "${@:3}" > "$2/$1.json" 2> "$2/$1.err"; echo $? > "$2/$1.rc"' \
       "${SITE[${TARGET:-fix}]}" "$tag" "$RES" "$@" < /dev/null > /dev/null 2>&1 &)
     echo "started $tag: verify $*" ;;
   proofs) # [NAME...]: the proof set, each a verify of the fix site with its control, all at once
       # on one GPU (fixed KV size each); names from PROOFS below, default the GDN and TurboQuant
       # set; a proof whose control site this release lacks is left out, saying so
-    common=(--prefill-backend "${PREFILL:-triton}" --kv-cache-gib 2 --gpu-memory-utilization 0.08)
+    common=(--kv-cache-gib 2 --gpu-memory-utilization 0.08)
     declare -A PROOFS=(
       [gdn-ngram]="--preset ngram --control ${SITE[raw]}"
       [gdn-ngram-prefix]="--preset ngram --prompts shared-prefix --prefix-caching on --control ${SITE[raw]}"
@@ -126,6 +129,7 @@ case $step in
       [mtp]="--preset mtp --control ${SITE[raw]}"
       [gdn-ngram-b1]="--preset ngram --batch 1 --control ${SITE[raw]}"
       [gdn-ngram-eager]="--preset ngram --mode eager --control ${SITE[raw]}"
+      [gdn-ngram-flashinfer]="--preset ngram --prefill-backend flashinfer --control ${SITE[raw]}"
       [tq-mtp]="--preset mtp --kv-cache turboquant_k8v4 --control ${SITE[ctl]}"
       [qwen3_5-gdn-ngram]="--model-class qwen3_5 --preset ngram --control ${SITE[raw]}"
       [qwen3_5-mtp]="--model-class qwen3_5 --preset mtp --control ${SITE[raw]}"
@@ -156,7 +160,8 @@ case $step in
       # shellcheck disable=SC2086
       batch=(--batch 16); [[ " ${PROOFS[$name]} " == *" --batch "* ]] && batch=()
       mode=(--mode graphs); [[ " ${PROOFS[$name]} " == *" --mode "* ]] && mode=()
-      bash "$0" bg "$name" ${PROOFS[$name]} "${batch[@]}" "${mode[@]}" "${common[@]}"
+      prefill=(--prefill-backend "${PREFILL:-triton}"); [[ " ${PROOFS[$name]} " == *" --prefill-backend "* ]] && prefill=()
+      bash "$0" bg "$name" ${PROOFS[$name]} "${batch[@]}" "${mode[@]}" "${prefill[@]}" "${common[@]}"
     done ;;
   poll) # SECONDS: wait until every verify started by bg has ended, or SECONDS; bring back what there is
     deadline=$((SECONDS + ${1:-500}))
