@@ -113,8 +113,11 @@ case $step in
     # its own copy of the tool: the next call may refresh this working tree under a running job
     src=/tmp/vb-$REL-$tag && rm -rf "$src" && mkdir -p "$src" && cp -r apply.py vllm_backports backports versions.toml "$src"/
     # FlashInfer (docs/runs/stage-flashinfer.sh) lives in a site of its own, $HOME/fi-site, on the
-    # path of FlashInfer runs only: importable, it changes the sampler of every other run too
-    extra=; [[ " $* " == *" --prefill-backend flashinfer "* ]] && extra=$HOME/fi-site
+    # path of FlashInfer runs only: importable, it changes the sampler of every other run too.
+    # nvidia-cutlass-dsl puts `cutlass` on sys.path from a .pth file, which Python reads in site
+    # directories only, not in a --target install on PYTHONPATH (2026-11-25, 0.33.0: "No module
+    # named 'cutlass'"), so its dsl_packages joins the path here.
+    extra=; [[ " $* " == *" --prefill-backend flashinfer "* ]] && extra=$HOME/fi-site:$HOME/fi-site/nvidia_cutlass_dsl/dsl_packages
     (cd "$src" && EXTRA=$extra setsid nohup bash -c 'PYTHONPATH=$0${EXTRA:+:$EXTRA} python3 apply.py verify --work-dir "/tmp/v-$REL-$1" --json "${@:3}" > "$2/$1.json" 2> "$2/$1.err"; echo $? > "$2/$1.rc"' \
       "${SITE[${TARGET:-fix}]}" "$tag" "$RES" "$@" < /dev/null > /dev/null 2>&1 &)
     echo "started $tag: verify $*" ;;
