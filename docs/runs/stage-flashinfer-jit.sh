@@ -90,15 +90,12 @@ tar -C "$work/pkg" -cJf "$out/fi-aot-sampling-sm90a.tar.xz" flashinfer
   echo "so sha256: $(sha256sum "$so" | cut -d' ' -f1)"
   readelf -d "$so" | grep NEEDED; } > "$out/MANIFEST.txt"
 cat "$out/MANIFEST.txt"
-echo "staged in $(du -sh "$out" | cut -f1): $out (one piece; carry it with .stage/fi)"
+echo "staged in $(du -sh "$out" | cut -f1): $out; docs/runs/stage-flashinfer.sh $release packs it with FlashInfer"
 cat <<EOF
-GPU side, after 'REL=$release bash docs/runs/steps.sh setup' installed .stage/fi into \$HOME/vllm-site
-(the other sites are hard-linked copies made in setup; extract into each site you run):
-  (cd $(basename "$out") && sha256sum -c fi-aot-sampling-sm90a.tar.xz.sha256)
-  for s in \$HOME/vllm-site /tmp/site-ctl-$release /tmp/site-raw-$release; do [ -d \$s/flashinfer ] && tar -xJf $(basename "$out")/fi-aot-sampling-sm90a.tar.xz -C \$s; done
+GPU side, 'REL=$release bash docs/runs/steps.sh fi-site' extracts it into \$HOME/fi-site/flashinfer.
 No env var is needed (FLASHINFER_WORKSPACE_BASE does not matter for this path). To confirm it is
 used without a build (FLASHINFER_DISABLE_JIT=1 makes any build raise MissingJITCacheError):
-  PYTHONPATH=\$HOME/vllm-site FLASHINFER_DISABLE_JIT=1 python3 -c "import torch, flashinfer
+  PYTHONPATH=\$HOME/vllm-site:\$HOME/fi-site FLASHINFER_DISABLE_JIT=1 python3 -c "import torch, flashinfer
 from flashinfer.jit.sampling import gen_sampling_module as g; s = g(); print('aot', s.is_aot, s.get_library_path())
 x = torch.randn(4, 151936, device='cuda')
 print(flashinfer.sampling.top_k_top_p_sampling_from_logits(x, torch.full((4,), 20, device='cuda', dtype=torch.int32), torch.full((4,), 0.9, device='cuda'), deterministic=True))"

@@ -1,30 +1,38 @@
 #!/usr/bin/env bash
 # The slim bundle of ../shared/gpu/stage-vllm.sh has no FlashInfer, so verify runs there on the
-# Triton GDN prefill only; Hopper's default is FlashInfer's. This stages the FlashInfer the release
-# resolves to and the two packages it imports that the bundle lacks, without flashinfer-cubin
-# (295 MiB) and without nvidia-cutlass-dsl. `steps.sh setup` installs .stage/fi into the site
-# before copying it. Enough for FlashInfer's nvcc-built modules (the sampler's: prebuilt by
-# docs/runs/stage-flashinfer-jit.sh), not for the sm90 GDN prefill from flashinfer-python 0.6.18
-# (vLLM 0.29 on): that is a CuTe-DSL kernel compiled in-process by nvidia-cutlass-dsl, whose
-# `import cutlass` is unguarded (`import flashinfer.gdn_prefill` fails without it, seen on the
-# H100 2026-11-25), and it also imports cuda-bindings. Staging those (the cu13 cutlass-dsl wheel
-# alone is 84 MiB: two carries) is still to do.
-#   ../shared/gpu/stage-vllm.sh 0.20.0 && bash docs/runs/stage-flashinfer.sh 0.20.0
+# Triton GDN prefill unless FlashInfer is brought. This stages, for one release, what FlashInfer's
+# GDN prefill imports and the bundle lacks, at the versions vLLM's own resolution chose:
+# flashinfer-python, cuda-tile, nvidia-cudnn-frontend and, from flashinfer-python 0.6.18 on
+# (vLLM 0.29+), the CuTe DSL that compiles its sm90 chunk kernel in the engine's process
+# (nvidia-cutlass-dsl and its libs for CUDA 13, cuda-bindings, cuda-pathfinder); plus the
+# sampler module pre-built by docs/runs/stage-flashinfer-jit.sh when it is there. Not
+# flashinfer-cubin (295 MiB). It comes as one tar cut into parts under one call's 64 MiB carry:
+#   ../shared/gpu/stage-vllm.sh 0.33.0 && bash docs/runs/stage-flashinfer.sh 0.33.0
+#   -> .stage-fi-0.33.0/p0 .. pN; on the GPU machine copy each part to $HOME/fi (one call a part),
+#      then `REL=0.33.0 bash docs/runs/steps.sh fi-site` installs it into $HOME/fi-site.
+# FlashInfer stays out of the release's sites: importable, it changes the sampler of every run.
 set -euo pipefail
 release=$1
 resolved=$HOME/.cache/vllm-stage/$release/resolved.txt
 [ -f "$resolved" ] || { echo "no resolved.txt for vLLM $release under ~/.cache/vllm-stage: run ../shared/gpu/stage-vllm.sh $release first" >&2; exit 2; }
-# The versions vLLM's own resolution chose. stage-vllm.sh drops every flashinfer, cuda- and nvidia-
-# package from its bundle (the GPU image has its own CUDA packages); of those, FlashInfer imports
-# these two besides itself. apache-tvm-ffi, its JIT's other need, is in the bundle already.
-pins=$(grep -iE '^(flashinfer-python|cuda-tile|nvidia-cudnn-frontend)==' "$resolved" || true)
-[ "$(echo "$pins" | grep -c ==)" = 3 ] || { echo "vLLM $release's resolution lacks flashinfer-python, cuda-tile or nvidia-cudnn-frontend: $pins" >&2; exit 2; }
-out=.stage/fi
-rm -rf "$out" && mkdir -p "$out"
+# stage-vllm.sh drops every flashinfer, cuda- and nvidia- package from its bundle (the GPU image
+# has its own CUDA packages); of those, these are what FlashInfer's GDN prefill imports
+want='flashinfer-python|cuda-tile|nvidia-cudnn-frontend|nvidia-cutlass-dsl|nvidia-cutlass-dsl-libs-base|nvidia-cutlass-dsl-libs-core|nvidia-cutlass-dsl-libs-cu13|cuda-bindings|cuda-pathfinder'
+pins=$(grep -iE "^($want)==" "$resolved" || true)
+grep -qi '^flashinfer-python==' <<< "$pins" || { echo "vLLM $release's resolution has no flashinfer-python" >&2; exit 2; }
+work=$(mktemp -d) && trap 'rm -rf "$work"' EXIT
 # shellcheck disable=SC2086
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 \
-  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any -d "$out" $pins 2>&1 | grep -v '^WARNING: Location' || true
-[ "$(ls "$out"/*.whl | wc -l)" = 3 ] || { echo "expected 3 wheels in $out" >&2; exit 1; }
-echo "staged $(echo $pins) for vLLM $release: $(du -sm "$out" | cut -f1) MiB in $out"
-echo "Carry it in the setup call: run  carry=[\"$out\", \".gpu-pytest\"]  command: REL=$release ... bash docs/runs/steps.sh setup"
+  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any -d "$work/w" $pins 2>&1 | grep -v '^WARNING: Location' || true
+[ "$(ls "$work"/w/*.whl | wc -l)" = "$(grep -c == <<< "$pins")" ] || { echo "not every pin downloaded: $pins" >&2; exit 1; }
+prebuilt=.stage-fi-prebuilt-$release/fi-aot-sampling-sm90a.tar.xz
+[ -f "$prebuilt" ] && cp "$prebuilt" "$work/w/" || echo "no pre-built sampler ($prebuilt): FlashInfer will JIT-build it at engine start"
+out=.stage-fi-$release
+rm -rf "$out" && mkdir -p "$out"
+tar -cf "$work/fi.tar" -C "$work/w" .
+(cd "$work" && sha256sum fi.tar) > "$out/fi.tar.sha256"
+split -b 60000000 -d -a 1 "$work/fi.tar" "$work/fi.tar."
+for f in "$work"/fi.tar.[0-9]; do i=${f##*.}; mkdir -p "$out/p$i" && mv "$f" "$out/p$i/"; done
+cp "$out/fi.tar.sha256" "$out/p0/"
+echo "staged $(echo $pins) for vLLM $release: $(du -sm "$out" | cut -f1) MiB in $(ls -d "$out"/p* | wc -l) parts under $out"

@@ -17,15 +17,15 @@
 #        the series carries: the control that proves ID alone, the rest of the series being on
 #        both sides (not made where a later patch's hunks sit below ID's: spec-prefill-decode-graph
 #        on 0.25.0, 0.26.0, where turboquant-kv-shape follows it in the runner)
-# Two releases can share one machine: stage the second with its parts under another HOME
-# (HOME=/root/h2 bash .stage-REL/install.sh) and run its steps with that HOME; every path
-# here is under $HOME or named by $REL.
+# Several releases can share one machine: stage each with its parts under its own HOME
+# (HOME=/root/h2 bash .stage-REL/install.sh, or `chain`) and run its steps with that HOME; every
+# path here is under $HOME or named by $REL. `chain` and `collect` do that for five releases at a
+# time (2026-11-25: 0.21.0, 0.23.0, 0.24.0, 0.25.0 and 0.26.0, eleven verifies in about 11 minutes).
 # `setup` installs FA2 (carry .stage/fa2, from docs/runs/stage-fa2.sh; FA2_XZ and FA2_SHA point
 # elsewhere when it came in pieces, as 0.26.0's 82 MiB one does) and .gpu-pytest. Carry
 # .gpu-pytest in the setup call, not with the last bundle part: the two pass the 64 MiB a call
 # may carry. TP=2 in the environment runs verify at tensor parallel 2 (the two-GPU kind);
-# PREFILL=flashinfer runs it on FlashInfer's GDN prefill, which setup installs when .stage/fi
-# (docs/runs/stage-flashinfer.sh) was carried.
+# PREFILL=flashinfer runs it on FlashInfer's GDN prefill, from $HOME/fi-site (step fi-site).
 set -uo pipefail
 : "${REL:?set REL to the staged release}"
 step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
@@ -61,6 +61,7 @@ case $step in
   setup)
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     m=vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so
+    [ -f "$HOME/fa2.sha256" ] && : "${FA2_SHA:=$HOME/fa2.sha256}"  # copied there with the pieces
     sha=$(realpath "${FA2_SHA:-.stage/fa2/fa2.so.sha256}")
     # FA2 comes in one piece (.stage/fa2) or, when over one call's carry, as pieces copied to
     # ~/fa2 by earlier calls (docs/runs/stage-fa2.sh says which)
@@ -69,9 +70,6 @@ case $step in
     if [ -f "$fa2" ]; then  # without it, no TurboQuant; an empty library would break vLLM's import
       xz -dc "$fa2" > "${SITE[fix]}/$m" && (cd "${SITE[fix]}/vllm/vllm_flash_attn" && sed 's/fa2.so/_vllm_fa2_C.abi3.so/' "$sha" | sha256sum -c)
     else echo "no FA2 staged: TurboQuant proofs cannot run"; fi
-    if ls .stage/fi/*.whl >/dev/null 2>&1; then  # before the copies, so every site has it
-      python3 -m pip install -q --no-index --no-deps --no-compile --target "${SITE[fix]}" .stage/fi/*.whl; echo "flashinfer: exit $?"
-    fi
     site_copy "${SITE[raw]}"; site_copy "${SITE[ctl]}"
     for id in "${LESS[@]}"; do
       carries "$id" || continue
@@ -94,6 +92,23 @@ case $step in
     tests=$(python3 -m vllm_backports.maint matrix-json gdn-builder | python3 -c "import json, sys; print(*[t for r in json.load(sys.stdin)['include'] if r['vllm'] == sys.argv[1] for t in r['tests'].split() if 'interpreted' not in t])" "$REL")
     [ -n "$tests" ] && [ "${RELEASE_TESTS:-1}" != 0 ] && PYTHONPATH=${SITE[raw]}:.gpu-pytest VLLM_BACKPORTS_REQUIRE_VLLM=1 python3 -m pytest -q -p no:cacheprovider --tb=short \
       $tests > "$out/release-tests.txt" 2>&1; tail -3 "$out/release-tests.txt" ;;
+  chain) # PROOF...: install.sh (carried as .stage-$REL/install.sh with the last bundle part), setup
+      # and the proofs, detached, from a copy of this tree under $HOME/repo, so that the call returns
+      # at once and the next release can be staged while this one runs. The machine goes back
+      # 30 s after a call ends: keep a `collect` call in flight while the runs go on.
+    mkdir -p "$HOME/repo" "$out" && cp ".stage-$REL/install.sh" "$HOME/install.sh" || exit 1
+    tar --exclude='./.stage-*' -cf - . | tar -xf - -C "$HOME/repo"
+    (cd "$HOME/repo" && OUT=$HOME/out setsid nohup bash -c 'bash "$HOME/install.sh" && bash docs/runs/steps.sh setup && bash docs/runs/steps.sh proofs "$@"' \
+      chain "$@" > "$HOME/chain.log" 2>&1 < /dev/null &)
+    echo "chain of $REL started under $HOME: $*" ;;
+  fi-site) # FlashInfer into $HOME/fi-site, from the parts of docs/runs/stage-flashinfer.sh copied
+      # to $HOME/fi (p0 brings fi.tar.sha256)
+    (cd "$HOME/fi" && cat fi.tar.[0-9] > fi.tar && sha256sum -c fi.tar.sha256) || exit 1
+    rm -rf "$HOME/fi-w" && mkdir -p "$HOME/fi-w" && tar -xf "$HOME/fi/fi.tar" -C "$HOME/fi-w" && rm -f "$HOME/fi/fi.tar"
+    python3 -m pip install -q --no-index --no-deps --no-compile --target "$HOME/fi-site" "$HOME"/fi-w/*.whl || exit 1
+    for a in "$HOME"/fi-w/fi-aot-*.tar.xz; do [ -f "$a" ] && tar -xJf "$a" -C "$HOME/fi-site"; done
+    PYTHONPATH=${SITE[fix]}:$HOME/fi-site:$HOME/fi-site/nvidia_cutlass_dsl/dsl_packages python3 -c \
+      "import flashinfer, cutlass; import flashinfer.gdn_prefill; print('flashinfer', flashinfer.__version__, 'with cutlass dsl: importable')" ;;
   fastpath) # vLLM #46460 on this release's real backend and kernels: tests/gpu/test_turboquant_prefill_fastpath.py
       # builds the released, series-less-the-fix ("series") and shipped ("candidate") backends
       # from the pristine site itself
