@@ -463,6 +463,31 @@ def test_unknown_backport_id_lists_the_series(home, site, tmp_path):
     refused(tmp_path, ["revert", *apply_args(site), "--only", "zzz"], 2, "series s1 has: fix-thing, add-kernel")
 
 
+# s1's second patch rewritten to sit on the first one's output line
+STACKED = (HEADER.format(desc="edit line 11, on top of fix-thing") + "--- a/vllm/mod.py\n+++ b/vllm/mod.py\n"
+           "@@ -9,3 +9,3 @@\n line 9\n line 10 fixed\n-line 11\n+line 11 edited\n").encode()
+
+
+@pytest.mark.parametrize("command", ["apply", "check"])
+@pytest.mark.parametrize("selection", [("--skip", "fix-thing"), ("--only", "add-kernel")])
+def test_leaving_out_a_patch_another_is_written_on(home, site, tmp_path, command, selection):
+    repin(home, "s1", "0002-add-kernel.patch", STACKED)
+    refused(tmp_path, [command, *apply_args(site), *selection], 2,
+            "add-kernel applies only on top of fix-thing in series s1", "select it too, or leave add-kernel out")
+    whole = run(*apply_args(site), "--json")
+    assert whole.code == 0 and whole.json["summary"]["applied"] == 2
+    assert (site / "vllm/mod.py").read_bytes() == MOD.replace(b"line 10\n", b"line 10 fixed\n").replace(
+        b"line 11\n", b"line 11 edited\n")
+
+
+def test_a_patch_that_fits_neither_way_stays_a_drift(home, site):
+    repin(home, "s1", "0002-add-kernel.patch", STACKED.replace(b" line 9\n", b" line nine\n"))
+    result = run(*apply_args(site), "--skip", "fix-thing", "--json")
+    assert result.code == 1, result.out + result.err
+    outcomes = {b["id"]: b["state"] for b in result.json["backports"]}
+    assert outcomes == {"fix-thing": "skipped", "add-kernel": "drift"}
+
+
 # --------------------------------------------------------------------------------------------
 # --fetch
 

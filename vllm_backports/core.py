@@ -14,7 +14,7 @@ from . import journal as journals
 from . import manifest as manifests
 from .catalogue import Catalogue
 from .digest import sha256_of
-from .errors import BackportError
+from .errors import BackportError, UsageError
 from .manifest import Manifest
 from .materialize import materialize
 from .pypi import Fetched
@@ -71,6 +71,8 @@ def run(cat: Catalogue, request: Request, progress: Say, note: Say) -> Run:
     if res.series is None:
         return Run(tree, res, fetched, None)
     chosen = engine.select(res.series, request.only, request.skip, together(cat))
+    if request.command is not Command.REVERT:
+        _refuse_unstacked(tree, res, chosen)
     if request.command is Command.CHECK:
         plan = _dry_run(request.command, tree, res, chosen)
     else:
@@ -150,6 +152,34 @@ def _dry_run(command: Command, tree: Tree, res: Resolution, chosen: set[str]) ->
     plan = _plan(command, tree, res, manifest, chosen, rollback.files)
     plan.notes.append(f"an interrupted run left {journal}; the next apply or revert rolls it back first")
     return plan
+
+
+def _refuse_unstacked(tree: Tree, res: Resolution, chosen: set[str]) -> None:
+    """A later patch may be written on an earlier one's lines (its hunks' context is the earlier
+    patch's output), so leaving the earlier one out makes it fail as if the release had drifted.
+    Which patches stack so is derived here, by planning the whole series beside the selection,
+    and turned into a usage error before anything is touched."""
+    assert res.series is not None
+    ids = [p.backport_id for p in res.series.patches]
+    if chosen >= set(ids):
+        return
+    partial = _dry_run(Command.CHECK, tree, res, chosen)
+    if not partial.failed:
+        return
+    whole = {o.id: o.state for o in _dry_run(Command.CHECK, tree, res, set(ids)).outcomes}
+    paths: dict[str, set[str]] = {}
+    for p in res.series.patches:
+        paths.setdefault(p.backport_id, set()).update(p.paths)
+    for o in partial.outcomes:
+        if o.state != engine.DRIFT or whole.get(o.id) == engine.DRIFT:
+            continue
+        left_out = [bid for bid in ids[: ids.index(o.id)] if bid not in chosen]
+        # name the left-out patches that touch the same files; any left-out one if none does
+        under = [bid for bid in left_out if paths[bid] & paths[o.id]] or left_out
+        raise UsageError(
+            f"{o.id} applies only on top of {', '.join(under)} in series {res.series.name}, which this "
+            f"selection leaves out: select {'them' if len(under) > 1 else 'it'} too, or leave {o.id} out"
+        )
 
 
 def _needs_commit(plan: engine.Plan, manifest: Manifest | None) -> bool:
