@@ -51,7 +51,25 @@ REPO = Path(__file__).resolve().parent.parent
             "bugs must be a list of strings",
         ),
         ('[series."0.33.0".files]\n', '[series."0.33.0".fils]\n', "unknown key 'fils'"),
-        ("ran_on_gpu = true\n", 'ran_on_gpu = "yes"\n', "ran_on_gpu must be bool, not 'yes'"),
+        ('owed = ["gdn-ngram-flashinfer", "tq-continuation"]\n', 'owed = ["flashinfer"]\n',
+         "owed names unknown scenario 'flashinfer' (did you mean 'gdn-ngram-flashinfer'?)"),
+        ('owed = ["gdn-ngram-flashinfer", "tq-continuation"]\n', 'owed = ["tp2", "tp2"]\n',
+         "owed lists a scenario twice"),
+        ('owed = ["gdn-ngram-flashinfer", "tq-continuation"]\n', 'owed = "tp2"\n', "owed must be a list of strings"),
+        ('notes = [\n  "2026-11-25: gdn-ngram-flashinfer', 'notes = [\n  "2026-11-25 gdn-ngram-flashinfer',
+         'is not one line "YYYY-MM-DD: what"'),
+        ('notes = [\n  "2026-11-25: gdn-ngram-flashinfer', 'notes = [\n  "2026-11-31: gdn-ngram-flashinfer',
+         "2026-11-31 is not a date"),
+        ('notes = [\n  "2026-11-25: gdn-ngram-flashinfer', 'notes = [\n  "2026-11-25: ' + "x" * 120,
+         "characters, over 120"),
+        ('notes = [\n  "2026-11-25: gdn-ngram-flashinfer', 'notes = [\n  2026-11-25, "gdn-ngram-flashinfer',
+         "notes must be a list of strings"),
+        ('owed = ["gdn-ngram-flashinfer", "tq-continuation"]\n', 'verified = "applies cleanly"\n',
+         "'verified' is replaced by owed and notes"),
+        ('owed = ["gdn-ngram-flashinfer", "tq-continuation"]\n', "ran_on_gpu = true\n",
+         "'ran_on_gpu' is replaced by docs/evidence/<release>/"),
+        ('owed = ["gdn-ngram-flashinfer", "tq-continuation"]\n', 'covered_by = "0.32.0"\n',
+         "'covered_by' is replaced by the pinned hashes"),
     ],
     ids=[
         "missing-key",
@@ -61,7 +79,16 @@ REPO = Path(__file__).resolve().parent.parent
         "variant-since",
         "string-not-list",
         "series-table",
-        "gpu-flag",
+        "owed-unknown",
+        "owed-twice",
+        "owed-not-list",
+        "note-form",
+        "note-date",
+        "note-long",
+        "note-not-string",
+        "retired-verified",
+        "retired-ran-on-gpu",
+        "retired-covered-by",
     ],
 )
 def test_a_typo_in_versions_toml_is_one_line(tmp_path, old, new, message):
@@ -74,8 +101,39 @@ def test_a_typo_in_versions_toml_is_one_line(tmp_path, old, new, message):
     assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
-def test_ran_on_gpu_defaults_to_false():
-    assert CAT.releases["0.20.0"].ran_on_gpu and not CAT.releases["0.20.1"].ran_on_gpu
+def test_owed_and_notes_default_to_empty():
+    assert CAT.releases["0.33.0"].owed == ("gdn-ngram-flashinfer", "tq-continuation")
+    assert CAT.releases["0.20.2"].owed == () and CAT.releases["0.20.2"].notes == ()
+
+
+def test_every_proof_of_steps_sh_is_a_scenario_a_release_may_owe():
+    """docs/runs/steps.sh's `proofs` table and SCENARIOS name the same runs: a proof added there
+    can be owed here."""
+    import re
+
+    from vllm_backports.catalogue import SCENARIOS
+
+    steps = (REPO / "docs/runs/steps.sh").read_text()
+    table = steps[steps.index("declare -A PROOFS=(") : steps.index("    )\n", steps.index("declare -A PROOFS=("))]
+    proofs = set(re.findall(r"^\s+\[([\w-]+)\]=", table, re.M))
+    assert len(proofs) > 15 and proofs <= set(SCENARIOS), proofs - set(SCENARIOS)
+
+
+def test_twins_are_the_same_series_on_the_same_pristine_files():
+    assert CAT.twins("0.22.1") == ["0.22.0"] and CAT.twins("0.22.0") == ["0.22.1"]
+    assert CAT.twins("0.23.0") == []  # its own series
+    assert CAT.twins("0.17.0") == []  # 0.17.1 has a series of its own
+
+
+def test_a_twin_with_one_pristine_file_different_is_none(tmp_path):
+    text = (REPO / "versions.toml").read_text()
+    start = text.index('[releases."0.22.1".files]')
+    old = text[start:].split("\n")[1]  # the first pinned file of 0.22.1
+    path, _, digest = old.partition(" = ")
+    (tmp_path / "versions.toml").write_text(text[:start] + text[start:].replace(old, f'{path} = "{"0" * 64}"', 1))
+    shutil.copytree(REPO / "backports", tmp_path / "backports")
+    cat = Catalogue(tmp_path)
+    assert cat.twins("0.22.1") == [] and cat.twins("0.22.0") == [] and digest != f'"{"0" * 64}"'
 
 
 def test_a_releases_backports_are_what_its_series_applies_less_what_is_upstream():

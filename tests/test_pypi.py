@@ -38,7 +38,7 @@ def _release(wheel: str, wheel_sha: str, record_sha: str, expected: dict[str, st
     """What versions.toml pins of the release, as --fetch is handed it."""
     return Release(version=VERSION, torch="2.11.0", cuda=13, wheel=wheel, wheel_sha256=wheel_sha,
                    record_sha256=record_sha, series="s1", backports=(), upstream=(), bugs=(), image="",
-                   image_digests={}, files=expected, verified="")
+                   image_digests={}, files=expected)
 
 
 def _fetch(host: FakePyPI, wheel: bytes, *, wheel_sha=None, record_sha=None, expected=None, progress=None):

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 from dataclasses import dataclass
+from datetime import date
 from functools import cached_property
 from importlib.resources import files
 from importlib.resources.abc import Traversable
@@ -33,8 +35,14 @@ RELEASE_KEYS = {
     "image",
     "image_digests",
     "files",
-    "verified",
-    "ran_on_gpu",
+    "owed",
+    "notes",
+}
+# Keys of an earlier shape of a release's verification, refused with what replaced them.
+RETIRED_RELEASE_KEYS = {
+    "verified": "owed and notes (docs/MAINTAINING.md)",
+    "ran_on_gpu": "docs/evidence/<release>/ (a release ran on a GPU when it has evidence there)",
+    "covered_by": "the pinned hashes (a release is covered by one with the same series and pristine files)",
 }
 # Derived, never written: a release's backports are what its series applies, its upstream list
 # the backports whose upstream_in it has reached.
@@ -43,6 +51,34 @@ SERIES_KEYS = {"releases", "files"}
 BACKPORT_KEYS = {"title", "bug", "origin", "upstream_in", "releases", "together_with"}
 ARCH_KEYS = {"platforms", "gpus", "gdn_prefill_backend", "why"}
 VARIANT_KEYS = {"tag_suffix", "since", "why"}
+# The GPU scenarios a release may owe, each once: the proofs of docs/runs/steps.sh (its `proofs`
+# names; a test keeps the two in step) and the runs that are no single proof there.
+SCENARIOS = {
+    "gdn-ngram": "GDN, ngram, 16 a batch, CUDA graphs",
+    "gdn-ngram-prefix": "GDN, ngram, shared prefixes with prefix caching",
+    "gdn-ngram-kp1": "GDN, ngram, (k+1)-token prompts",
+    "gdn-ngram-b1": "GDN, ngram, 1 a batch",
+    "gdn-ngram-eager": "GDN, ngram, eager",
+    "gdn-ngram-flashinfer": "GDN, ngram, FlashInfer GDN prefill",
+    "mtp": "MTP without TurboQuant",
+    "tq-mtp": "MTP + turboquant_k8v4, the released TurboQuant backend as control",
+    "tq-presets": "TurboQuant presets other than turboquant_k8v4",
+    "tq-continuation": "turboquant-prefill-fastpath alone, the series less it as control (vLLM #46460)",
+    "qwen3_5-gdn-ngram": "Qwen3.5 dense, ngram",
+    "qwen3_5-mtp": "Qwen3.5 dense, MTP",
+    "qwen3_5_moe-gdn-ngram": "Qwen3.5 MoE, ngram",
+    "kp1-b1": "(k+1)-token prompts, ngram, 1 a batch, pristine control",
+    "kp1-mtp": "(k+1)-token prompts, MTP, pristine control",
+    "kp1-b1-fix": "spec-prefill-decode-graph alone, ngram, 1 a batch",
+    "kp1-mtp-fix": "spec-prefill-decode-graph alone, MTP",
+    "churn-mtp-async": "sibling bug: churn prompts, MTP, async scheduling",
+    "churn-mtp-sync": "sibling bug: churn prompts, MTP, async scheduling off",
+    "pc-mtp": "sibling bug: producer-consumer prompts, MTP, prefix caching",
+    "tp2": "tensor parallel 2, with its control",
+}
+# A note is one dated fact the verify JSON cannot hold: "YYYY-MM-DD: what".
+NOTE_MAX = 120
+NOTE_FORM = re.compile(r"(\d{4}-\d{2}-\d{2}): \S.*")
 # The docker platforms an arch may build, each with the GitHub runner architecture its GPU smoke
 # test runs on.
 RUNNER_ARCH = {"linux/amd64": "X64", "linux/arm64": "ARM64"}
@@ -119,6 +155,32 @@ def _version(value: str, where: str) -> str:
     return value
 
 
+def _owed(names: tuple[str, ...], where: str) -> tuple[str, ...]:
+    for name in names:
+        if name not in SCENARIOS:
+            hint = difflib.get_close_matches(name, SCENARIOS, n=1)
+            extra = f" (did you mean {hint[0]!r}?)" if hint else ""
+            raise CatalogueError(f"versions.toml: {where}: owed names unknown scenario {name!r}{extra}")
+    if len(set(names)) != len(names):
+        raise CatalogueError(f"versions.toml: {where}: owed lists a scenario twice")
+    return names
+
+
+def _notes(notes: tuple[str, ...], where: str) -> tuple[str, ...]:
+    for note in notes:
+        shown = note if len(note) <= 40 else note[:40] + "..."
+        match = NOTE_FORM.fullmatch(note)
+        if not match or "\n" in note:
+            raise CatalogueError(f'versions.toml: {where}: note {shown!r} is not one line "YYYY-MM-DD: what"')
+        try:
+            date.fromisoformat(match[1])
+        except ValueError:
+            raise CatalogueError(f"versions.toml: {where}: note {shown!r}: {match[1]} is not a date") from None
+        if len(note) > NOTE_MAX:
+            raise CatalogueError(f"versions.toml: {where}: note {shown!r} is {len(note)} characters, over {NOTE_MAX}")
+    return notes
+
+
 @dataclass(frozen=True, kw_only=True)
 class Backport:
     id: str
@@ -165,10 +227,12 @@ class Release:
     image: str
     image_digests: dict[str, str]
     files: dict[str, str]  # pristine sha256 of every file the series touches
-    verified: str  # how far the series is proven on this release, for the support notes
-    # Whether the series has run on a GPU for this release, with or without evidence files kept:
-    # the README's short status says so, the notes say how far.
-    ran_on_gpu: bool = False
+    # How far the series is proven on this release beyond its docs/evidence/ files, for the support
+    # matrix and notes: the SCENARIOS not yet run on a GPU here, and dated facts ("YYYY-MM-DD: ...")
+    # no verify JSON holds (a kernel test, a benchmark, a run kept elsewhere, a run that could not
+    # start and why).
+    owed: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -288,6 +352,9 @@ class Catalogue:
                 raise CatalogueError(
                     f'versions.toml: [releases."{key}"]: {derived!r} is derived from {source}; remove it'
                 )
+        for retired, instead in RETIRED_RELEASE_KEYS.items():
+            if retired in raw:
+                raise CatalogueError(f'versions.toml: [releases."{key}"]: {retired!r} is replaced by {instead}')
         _unknown(raw, RELEASE_KEYS, f'[releases."{key}"]')
         try:
             Version(key)
@@ -314,8 +381,8 @@ class Catalogue:
             image=_field(raw, "image", str, where, ""),
             image_digests=dict(_field(raw, "image_digests", dict, where, {})),
             files=dict(_field(raw, "files", dict, where, {})),
-            verified=_field(raw, "verified", str, where, "applies cleanly, CPU-tested" if series else "-"),
-            ran_on_gpu=_field(raw, "ran_on_gpu", bool, where, False),
+            owed=_owed(_field(raw, "owed", list, where, ()), where),
+            notes=_notes(_field(raw, "notes", list, where, ()), where),
         )
         for bid in release.backports:
             if bid not in self.backports:
@@ -363,6 +430,19 @@ class Catalogue:
     @cached_property
     def versions(self) -> list[str]:
         return sorted(self.releases, key=Version)
+
+    def twins(self, version: str) -> list[str]:
+        """The other releases whose patched files are byte-identical to this one's, in version
+        order: the same series applied to the same pristine files (versions.toml pins the sha256 of
+        every file a series touches; apply is deterministic). GPU evidence of one holds for all."""
+        r = self.releases[version]
+        if not r.series or not r.files:
+            return []
+        return [
+            v
+            for v in self.versions
+            if v != version and self.releases[v].series == r.series and self.releases[v].files == r.files
+        ]
 
     def series(self, name: str) -> Series:
         """Load a series, refusing any file whose hash versions.toml does not record."""

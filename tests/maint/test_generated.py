@@ -9,6 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from vllm_backports import maint
+from vllm_backports.catalogue import SCENARIOS
 from vllm_backports.maint import generated
 
 from .conftest import copy_checkout
@@ -54,13 +55,15 @@ def test_matrix_cell_is_the_status_of_the_releases_evidence(tmp_path, monkeypatc
     after, notes_after = _matrix_rows((home / "README.md").read_text()), _notes(home)
     status = "GPU (H100, 2026-11-25): 1 proof, 1 weak, 0 failing"
     assert after["0.31.0"].rsplit(" | ", 1)[1] == (
-        f"{status} ([evidence](docs/evidence/README.md#vllm-0310)); [notes](docs/SUPPORT.md#vllm-0310) |"
+        f"{status} ([evidence](docs/evidence/README.md#vllm-0310)); owed: gdn-ngram-flashinfer, tp2; "
+        "[notes](docs/SUPPORT.md#vllm-0310) |"
     )
     assert after["0.31.0"].rsplit(" | ", 1)[0] == before["0.31.0"].rsplit(" | ", 1)[0]
     assert {v: r for v, r in after.items() if v != "0.31.0"} == {v: r for v, r in before.items() if v != "0.31.0"}
-    # the notes link to the evidence page from their own folder, before the hand-written text
-    header, _, verified = notes_before["0.31.0"].partition("\n\n")
-    assert notes_after["0.31.0"] == f"{header}\n\n{status} ([evidence](evidence/README.md#vllm-0310)); {verified}"
+    # the notes link to the evidence page from their own folder; owed and notes stay as they were
+    assert notes_before["0.31.0"].count("Status: CPU-tested; not run on a GPU.\n") == 1
+    gpu = f"Status: CPU-tested; {status} ([evidence](evidence/README.md#vllm-0310))."
+    assert notes_after["0.31.0"] == notes_before["0.31.0"].replace("Status: CPU-tested; not run on a GPU.", gpu)
     assert CliRunner().invoke(maint.main, ["matrix"]).exit_code == 0
     # the anchor is the page's heading for the release
     assert CliRunner().invoke(maint.main, ["evidence", "--write"]).exit_code == 0
@@ -72,7 +75,7 @@ def test_matrix_cell_is_the_status_of_the_releases_evidence(tmp_path, monkeypatc
     assert "#vllm-0310" in after["0.31.0"] and [slug(h) for h in headings] == ["vllm-0310"]
 
 
-def test_matrix_without_evidence_is_short_and_the_notes_hold_the_verified_text(tmp_path, monkeypatch):
+def test_matrix_without_evidence_says_cpu_tested_and_what_is_owed(tmp_path, monkeypatch):
     from vllm_backports.catalogue import Catalogue
     from vllm_backports.evidence import slug
 
@@ -82,13 +85,14 @@ def test_matrix_without_evidence_is_short_and_the_notes_hold_the_verified_text(t
     assert CliRunner().invoke(maint.main, ["matrix"]).exit_code == 0
     cat = Catalogue(home)
     cells = [line.rsplit(" | ", 1)[1].removesuffix(" |") for line in generated.render_matrix(cat).splitlines()[2:]]
-    said = {True: "ran on a GPU", False: "CPU-tested"}
-    assert cells == [
-        f"{said[cat.releases[v].ran_on_gpu]}; [notes](docs/SUPPORT.md#{slug('vLLM ' + v)})" for v in cat.versions
-    ]
-    assert {v: body.rsplit("\n\n", 1)[1] for v, body in _notes(home).items()} == {
-        v: cat.releases[v].verified for v in cat.versions
-    }
+    owed = {v: ", ".join(n for n in SCENARIOS if n in cat.releases[v].owed) for v in cat.versions}
+    link = {v: f"[notes](docs/SUPPORT.md#{slug(f'vLLM {v}')})" for v in cat.versions}
+    due = {v: [f"owed: {owed[v]}"] if owed[v] else [] for v in cat.versions}
+    assert cells == ["; ".join(["CPU-tested", *due[v], link[v]]) for v in cat.versions]
+    # every note of versions.toml is on the page, under its release
+    for v, body in _notes(home).items():
+        assert body.count("Status: CPU-tested; not run on a GPU.") == 1
+        assert all(f"\n- {note}" in body for note in cat.releases[v].notes), v
     # every link in the matrix lands on a heading of the notes
     notes = (home / "docs/SUPPORT.md").read_text().splitlines()
     headings = {slug(line[3:]) for line in notes if line.startswith("## ")}
@@ -121,3 +125,118 @@ def test_matrix_refuses_bad_or_unknown_evidence_and_writes_nothing(tmp_path, mon
     assert r.exit_code == 1 and str(r.exception).startswith("docs/evidence/0.31.0/gdn-ngram.json: ran vLLM 0.30.0")
     assert (home / "README.md").read_text() == readme
     assert (home / "docs/SUPPORT.md").read_text() == notes
+
+
+# ---- a small catalogue of its own: two releases on one series (twins) and one without a series --
+
+REPO = Path(__file__).resolve().parent.parent.parent
+README = (
+    "# x\n\n<!-- support-matrix:begin -->\n<!-- support-matrix:end -->\n\n"
+    "<!-- arch-table:begin -->\n<!-- arch-table:end -->\n"
+)
+
+
+def _chunks(text: str) -> dict[str, str]:
+    """versions.toml cut at each table header, by header (a table's sub-tables are chunks too)."""
+    out: dict[str, str] = {}
+    head = ""
+    for line in text.splitlines(keepends=True):
+        if line.startswith("["):
+            head = line.strip()
+        out[head] = out.get(head, "") + line
+    return out
+
+
+def _small_home(tmp_path: Path, monkeypatch, own: dict[str, tuple[list[str], list[str]]]) -> Path:
+    """0.22.0 and 0.22.1 (series 0.22.0, same pristine files) and 0.99.0 (no series), each with
+    the owed and notes given; the backports, the series and the pins copied from the checkout."""
+    chunks = _chunks((REPO / "versions.toml").read_text())
+    parts = ["schema = 1\n"]
+    parts += [c for h, c in chunks.items() if h.startswith("[backports.")]
+    parts += [chunks['[series."0.22.0"]'], chunks['[series."0.22.0".files]']]
+    for v in ("0.22.0", "0.22.1"):
+        stanza = "".join(
+            line for line in chunks[f'[releases."{v}"]'].splitlines(keepends=True)
+            if not line.startswith(("owed", "notes", "  ", "]"))
+        )
+        owed, notes = own.get(v, ([], []))
+        parts += [stanza.rstrip("\n") + f"\nowed = {owed!r}\nnotes = {notes!r}\n".replace("'", '"')]
+        parts += [chunks[f'[releases."{v}".files]']]
+    parts += ['[releases."0.99.0"]\ntorch = "2.99.0"\ncuda = 13\nwheel = "w"\nwheel_sha256 = "0"\n'
+              'record_sha256 = "0"\n']
+    home = tmp_path / "small"
+    home.mkdir()
+    (home / "versions.toml").write_text("\n".join(parts))
+    (home / "README.md").write_text(README)
+    shutil.copytree(REPO / "backports/0.22.0", home / "backports/0.22.0")
+    monkeypatch.setattr(maint, "HOME", home)
+    return home
+
+
+OWN = {
+    "0.22.0": (["tq-continuation", "tq-presets"], ["2026-11-22: a kernel test passes"]),
+    "0.22.1": (["tp2"], []),
+}
+
+
+def test_small_catalogue_with_evidence_generates_status_owed_and_notes(tmp_path, monkeypatch):
+    from evidence_case import verify_json, write
+
+    home = _small_home(tmp_path, monkeypatch, OWN)
+    write(home, "0.22.0", "gdn-ngram", verify_json("0.22.0"))
+    write(home, "0.22.0", "tq-mtp", verify_json("0.22.0", preset="mtp", control_errors=0))
+    r = CliRunner().invoke(maint.main, ["matrix"])
+    assert r.exit_code == 1 and "docs/SUPPORT.md" in r.output
+    assert CliRunner().invoke(maint.main, ["matrix", "--write"]).exit_code == 0
+    assert CliRunner().invoke(maint.main, ["matrix"]).exit_code == 0
+    cells = {v: row.rsplit(" | ", 1)[1] for v, row in _matrix_rows((home / "README.md").read_text()).items()}
+    gpu = "GPU (H100, 2026-11-25): 1 proof, 1 weak, 0 failing"
+    assert cells == {
+        "0.22.0": f"{gpu} ([evidence](docs/evidence/README.md#vllm-0220)); owed: tq-presets, tq-continuation; "
+        "[notes](docs/SUPPORT.md#vllm-0220) |",
+        # no evidence of its own, the same patched files as 0.22.0: its evidence, and what both owe
+        "0.22.1": f"same patched files as 0.22.0: {gpu} ([evidence](docs/evidence/README.md#vllm-0220)); "
+        "owed: tq-presets, tq-continuation, tp2; [notes](docs/SUPPORT.md#vllm-0221) |",
+        "0.99.0": "- |",
+    }
+    notes = _notes(home)
+    assert notes["0.22.0"] == "\n".join([
+        "Series 0.22.0, torch 2.11.0, CUDA 13.",
+        "",
+        f"Status: CPU-tested; {gpu} ([evidence](evidence/README.md#vllm-0220)).",
+        "",
+        "Owed on a GPU:",
+        "",
+        f"- `tq-presets`: {SCENARIOS['tq-presets']}",
+        f"- `tq-continuation`: {SCENARIOS['tq-continuation']}",
+        "",
+        "Notes:",
+        "",
+        "- 2026-11-22: a kernel test passes",
+    ])
+    assert notes["0.22.1"].split("\n\n")[1] == (
+        f"Status: CPU-tested; same patched files as 0.22.0: {gpu} ([evidence](evidence/README.md#vllm-0220))."
+    )
+    assert "Notes:" not in notes["0.22.1"]  # 0.22.0's notes are its own
+    assert notes["0.99.0"] == "Series -, torch 2.99.0, CUDA 13.\n\nNothing is backported to this release yet."
+
+
+def test_small_catalogue_without_evidence_is_cpu_tested_and_owes_its_own(tmp_path, monkeypatch):
+    home = _small_home(tmp_path, monkeypatch, OWN)
+    assert CliRunner().invoke(maint.main, ["matrix", "--write"]).exit_code == 0
+    cells = {v: row.rsplit(" | ", 1)[1] for v, row in _matrix_rows((home / "README.md").read_text()).items()}
+    assert cells["0.22.1"] == "CPU-tested; owed: tp2; [notes](docs/SUPPORT.md#vllm-0221) |"
+    assert _notes(home)["0.22.1"].split("\n\n")[1] == "Status: CPU-tested; not run on a GPU."
+
+
+def test_a_scenario_owed_and_in_the_evidence_is_refused_in_one_line(tmp_path, monkeypatch):
+    from evidence_case import verify_json, write
+
+    home = _small_home(tmp_path, monkeypatch, {"0.22.0": (["gdn-ngram"], [])})
+    write(home, "0.22.0", "gdn-ngram", verify_json("0.22.0"))
+    r = CliRunner().invoke(maint.main, ["matrix", "--write"])
+    assert r.exit_code == 1 and str(r.exception) == (
+        "versions.toml: [releases.\"0.22.0\"]: owes 'gdn-ngram', but docs/evidence/0.22.0/gdn-ngram.json ran it; "
+        "remove it from owed"
+    )
+    assert (home / "README.md").read_text() == README and not (home / "docs/SUPPORT.md").exists()

@@ -11,37 +11,68 @@ from pathlib import Path
 import click
 from packaging.version import Version
 
-from ..catalogue import Catalogue
-from ..errors import BackportError, EvidenceError
+from ..catalogue import SCENARIOS, Catalogue
+from ..errors import BackportError, CatalogueError, EvidenceError
 from ..evidence import EVIDENCE_DIR, PAGE, heading, load, matrix_status, render_page, slug
 from ..images import BAKE_DATA, ci_matrix, gdn_builder_matrix, publish_matrices, render_bake_data, smoke_targets
 from ..upstream_tests import markdown
 from .drift import current_text, write_or_diff
 
 MATRIX_BEGIN, MATRIX_END = "<!-- support-matrix:begin -->", "<!-- support-matrix:end -->"
-# The long verification notes live on their own generated page, so the README's matrix stays a
-# table a reader takes in at a glance.
+# The owed scenarios' meanings and the dated notes live on their own generated page, so the
+# README's matrix stays a table a reader takes in at a glance.
 NOTES = Path("docs/SUPPORT.md")
 
 
 def _known_evidence(cat: Catalogue, evidence: dict) -> None:
-    for release in evidence:
+    for release, summaries in evidence.items():
         if release not in cat.releases:
             raise EvidenceError(
                 f"{EVIDENCE_DIR.as_posix()}/{release}: vLLM {release} is not a release in versions.toml"
             )
+        for s in summaries:
+            if s.name in cat.releases[release].owed:
+                raise CatalogueError(
+                    f'versions.toml: [releases."{release}"]: owes {s.name!r}, but {EVIDENCE_DIR.as_posix()}/'
+                    f"{s.link} ran it; remove it from owed"
+                )
+
+
+def covered_by(cat: Catalogue, version: str, evidence: dict) -> str | None:
+    """The release whose GPU evidence holds for this one, which has none of its own: the first of
+    its twins (byte-identical patched files, Catalogue.twins) that has some."""
+    if version in evidence:
+        return None
+    return next((t for t in cat.twins(version) if t in evidence), None)
+
+
+def owed(cat: Catalogue, version: str, evidence: dict) -> tuple[str, ...]:
+    """The scenarios still owed on a GPU: the release's own, and those of the release whose
+    evidence covers it (the same bytes owe the same runs)."""
+    via = covered_by(cat, version, evidence)
+    due = set(cat.releases[version].owed) | set(cat.releases[via].owed if via else ())
+    return tuple(name for name in SCENARIOS if name in due)
+
+
+def _gpu(cat: Catalogue, version: str, evidence: dict, page: str) -> str:
+    """The generated GPU status: the release's evidence counted, or its twin's; "" when none."""
+    if version in evidence:
+        return matrix_status(evidence[version], page)
+    via = covered_by(cat, version, evidence)
+    return f"same patched files as {via}: {matrix_status(evidence[via], page)}" if via else ""
 
 
 def status(cat: Catalogue, version: str, evidence: dict) -> str:
-    """A release's short status for the README: its GPU evidence counted, else whether it ran on
-    a GPU at all, with a link to its notes."""
+    """A release's short status for the README: its GPU evidence counted (or that of the release
+    with the same patched files), the scenarios it still owes, a link to its notes."""
     r = cat.releases[version]
-    notes = f"[notes]({NOTES.as_posix()}#{slug(heading(version))})"
-    if version in evidence:
-        return f"{matrix_status(evidence[version])}; {notes}"
     if not r.series:
         return "-"
-    return f"{'ran on a GPU' if r.ran_on_gpu else 'CPU-tested'}; {notes}"
+    parts = [_gpu(cat, version, evidence, PAGE.as_posix()) or "CPU-tested"]
+    if due := owed(cat, version, evidence):
+        parts.append(f"owed: {', '.join(due)}")
+    parts.append(f"[notes]({NOTES.as_posix()}#{slug(heading(version))})")
+    return "; ".join(parts)
 
 
 def render_matrix(cat: Catalogue, evidence: dict | None = None) -> str:
@@ -62,9 +93,24 @@ def render_matrix(cat: Catalogue, evidence: dict | None = None) -> str:
     return "\n".join(rows)
 
 
+def _section(cat: Catalogue, version: str, evidence: dict, page: str) -> list[str]:
+    """A release's part of docs/SUPPORT.md, below its heading."""
+    r = cat.releases[version]
+    lines = [f"Series {r.series or '-'}, torch {r.torch}, CUDA {r.cuda}.", ""]
+    if not r.series:
+        return lines + ["Nothing is backported to this release yet.", ""]
+    gpu = _gpu(cat, version, evidence, page)
+    lines += [f"Status: CPU-tested; {gpu or 'not run on a GPU'}.", ""]
+    if due := owed(cat, version, evidence):
+        lines += ["Owed on a GPU:", ""] + [f"- `{name}`: {SCENARIOS[name]}" for name in due] + [""]
+    if r.notes:
+        lines += ["Notes:", ""] + [f"- {note}" for note in r.notes] + [""]
+    return lines
+
+
 def render_notes(cat: Catalogue, evidence: dict | None = None) -> str:
-    """docs/SUPPORT.md: how far each release is proven, the hand-written `verified` text after a
-    status generated from its GPU evidence."""
+    """docs/SUPPORT.md: how far each release is proven: a status generated from its GPU evidence
+    (or its twin's), then the scenarios it owes and its dated notes from versions.toml."""
     evidence = evidence or {}
     _known_evidence(cat, evidence)
     page = PAGE.relative_to(NOTES.parent).as_posix()  # links resolve from this page's folder
@@ -74,17 +120,15 @@ def render_notes(cat: Catalogue, evidence: dict | None = None) -> str:
         "Generated from `versions.toml` and `docs/evidence/` by `python -m vllm_backports.maint matrix --write`",
         '(CI fails on drift); the README\'s support matrix links here. "CPU-tested" means: the series',
         "applies exactly to the release's real pristine files from PyPI, the patched files compile, a",
-        "second run changes nothing, and revert restores the RECORD hashes. Where a release has GPU",
-        f"evidence, its notes start with counts generated from it, listed run by run on [its page]({page}).",
+        "second run changes nothing, and revert restores the RECORD hashes. A release's GPU status is",
+        f"counted from its evidence, listed run by run on [its page]({page}); a release without evidence",
+        "of its own whose series and pristine files (their pinned sha256) are another's has the same",
+        "patched bytes, and that release's evidence holds for it. What is owed, and the notes, are",
+        "`owed` and `notes` in `versions.toml`.",
         "",
     ]
     for v in cat.versions:
-        r = cat.releases[v]
-        verified = r.verified
-        if v in evidence:
-            verified = f"{matrix_status(evidence[v], page)}; {verified}"
-        lines += [f"## {heading(v)}", "", f"Series {r.series or '-'}, torch {r.torch}, CUDA {r.cuda}.", ""]
-        lines += [verified, ""]
+        lines += [f"## {heading(v)}", ""] + _section(cat, v, evidence, page)
     return "\n".join(lines)
 
 
