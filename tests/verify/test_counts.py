@@ -13,8 +13,14 @@ import torch
 from vllm_backports.verify import counts
 
 
+def serving(k: int) -> counts.Record:
+    record = counts.Record(k=k)
+    record.serving()
+    return record
+
+
 def test_counts_inside_one_to_k_plus_one_are_in_range():
-    record = counts.Record(k=3)
+    record = serving(3)
     record.observe(num_rows=4, low=1, high=4, outside=0)
     record.observe(num_rows=2, low=2, high=3, outside=0)
     s = counts.summarise(record)
@@ -24,7 +30,7 @@ def test_counts_inside_one_to_k_plus_one_are_in_range():
 
 
 def test_a_zero_or_a_count_above_k_plus_one_is_reported_with_the_build_it_came_in():
-    record = counts.Record(k=3)
+    record = serving(3)
     record.observe(4, 1, 4, 0)
     record.observe(3, 0, 2, 1)
     record.observe(2, 1, 5, 1)
@@ -34,7 +40,7 @@ def test_a_zero_or_a_count_above_k_plus_one_is_reported_with_the_build_it_came_i
 
 
 def test_examples_stop_at_the_first_few():
-    record = counts.Record(k=1)
+    record = serving(1)
     for _ in range(counts.EXAMPLES + 3):
         record.observe(1, 0, 0, 1)
     s = counts.summarise(record)
@@ -46,6 +52,19 @@ def test_no_hook_and_no_speculative_build_are_said_not_left_silent():
     assert s == {"status": "unavailable", "why": "no such builder", "in_range": None}
     s = counts.summarise(counts.Record(k=3))
     assert s["status"] == "not seen" and s["in_range"] is None and "speculative rows" in s["why"]
+
+
+def test_start_up_builds_are_kept_apart_and_not_judged():
+    """The engine's own profiling and warm-up runs build on dummy inputs before any request."""
+    record = counts.Record(k=3)
+    record.observe(8, 0, 1, 8)
+    s = counts.summarise(record)
+    assert s["status"] == "not seen" and s["startup"]["outside"] == 8 and s["builds"] == 0
+    record.serving()
+    record.observe(2, 1, 3, 0)
+    s = counts.summarise(record)
+    assert s["status"] == "checked" and s["in_range"] is True and (s["builds"], s["outside"]) == (1, 0)
+    assert (s["startup"]["builds"], s["startup"]["min"]) == (1, 0)
 
 
 class Builder:
@@ -71,6 +90,7 @@ def meta(n: int, values: list[int]) -> SimpleNamespace:
 def test_the_hook_reads_only_the_speculative_rows_of_each_build(gdn_module):
     record, why = counts.install(k=3)
     assert why is None
+    record.serving()
     b = gdn_module.GDNAttentionMetadataBuilder()
     # a graph step pads past num_spec_decodes (with 1 in the release; a 0 there is not a row's)
     assert b.build(0, meta(2, [2, 4, 0, 0])).num_spec_decodes == 2
@@ -84,6 +104,7 @@ def test_the_hook_reads_only_the_speculative_rows_of_each_build(gdn_module):
 
 def test_metadata_without_the_fields_says_which_it_lacks(gdn_module):
     record, _ = counts.install(k=3)
+    record.serving()
     gdn_module.GDNAttentionMetadataBuilder().build(0, SimpleNamespace(num_spec_decodes=2))
     s = counts.summarise(record)
     assert s["status"] == "not seen" and s["why"] == "SimpleNamespace has no num_accepted_tokens"

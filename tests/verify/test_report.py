@@ -22,6 +22,8 @@ def test_count_lines_say_in_range_outside_or_why_not_checked():
     assert accepted_counts_line(checked) == "accepted counts in 1..4: 1..4 over 90 speculative rows in 30 builds"
     bad = {**checked, "in_range": False, "min": 0, "outside": 3}
     assert accepted_counts_line(bad).startswith("accepted counts OUTSIDE 1..4: 3 rows; 0..4 over 90")
+    assert accepted_counts_line({**checked, "startup": {"outside": 6}}).endswith(
+        "in 30 builds (and 6 outside in the engine's start-up runs)")
     assert accepted_counts_line({"status": "unavailable", "why": "at TP > 1 ..."}) == (
         "accepted counts unavailable: at TP > 1 ...")
     assert accepted_counts_line({"status": "not seen", "why": "no speculative rows"}).startswith("accepted counts not")

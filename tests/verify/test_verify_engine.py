@@ -36,6 +36,11 @@ class FakeLLM:
 
     def __init__(self, **kwargs):
         self.kwargs, self.calls, self.accepted = kwargs, 0, 0
+        if self.counts_per_round:  # the engine's start: a dummy run whose counts are not a request's
+            from vllm.v1.attention.backends.gdn_attn import GDNAttentionMetadataBuilder
+
+            GDNAttentionMetadataBuilder().build(0, SimpleNamespace(num_spec_decodes=2,
+                                                                   num_accepted_tokens=torch.tensor([0, 0])))
 
     def generate(self, batch, params, use_tqdm=False):
         r, self.calls = self.calls, self.calls + 1
@@ -129,6 +134,7 @@ def test_the_accepted_count_check_sees_every_round(fake_vllm, monkeypatch):
     c = out["accepted_counts"]
     assert c["status"] == "checked" and c["in_range"] is False and (c["min"], c["max"], c["outside"]) == (0, 4, 1)
     assert c["range"] == [1, 4] and c["builds"] == 3
+    assert (c["startup"]["builds"], c["startup"]["outside"]) == (1, 2)
 
 
 def test_the_accepted_count_check_says_why_it_saw_nothing(fake_vllm, monkeypatch):

@@ -5,7 +5,8 @@ The speculative GDN kernels read a request's starting state slot at `num_accepte
 the conv window by it, without a bound: a count of 0, or one above k+1, points at another row's
 state. The hook wraps the builder's `build` and, for every build with speculative rows, reads the
 minimum and maximum count those rows carry and how many fall outside 1..k+1 (one host sync per
-build: debug only). The engine spec's `check_accepted_counts` turns it on.
+build: debug only). The engine spec's `check_accepted_counts` turns it on; the engine marks
+when its start-up runs end (Record.serving), and only the requests' builds are judged.
 
 Across 0.20.0 .. 0.33.0 the builder is `GDNAttentionMetadataBuilder` in
 `vllm/v1/attention/backends/gdn_attn.py`; its metadata names the speculative rows'
@@ -27,18 +28,15 @@ EXAMPLES = 5  # out-of-range builds kept in the report, the first ones met
 
 
 @dataclass
-class Record:
-    """What the hook saw; plain numbers, so that summarise() runs without torch."""
+class Tally:
+    """Counts read over some builds; plain numbers, so that summarise() runs without torch."""
 
-    k: int
     builds: int = 0  # builds with speculative rows whose counts were read
     rows: int = 0
     low: int | None = None
     high: int | None = None
     outside: int = 0  # rows whose count is outside 1..k+1
     examples: list[dict] = field(default_factory=list)
-    in_capture: int = 0  # builds during CUDA-graph capture: reading a count there would break it
-    unreadable: str | None = None  # the first build whose metadata lacked a field, and what
 
     def observe(self, num_rows: int, low: int, high: int, outside: int) -> None:
         self.builds += 1
@@ -49,28 +47,56 @@ class Record:
         if outside and len(self.examples) < EXAMPLES:
             self.examples.append({"build": self.builds, "rows": num_rows, "min": low, "max": high, "outside": outside})
 
+    def as_dict(self) -> dict:
+        return {
+            "builds": self.builds,
+            "rows": self.rows,
+            "min": self.low,
+            "max": self.high,
+            "outside": self.outside,
+            "examples": self.examples,
+        }
+
+
+@dataclass
+class Record:
+    """What the hook saw: builds of the engine's start (profiling and warm-up runs on dummy
+    inputs) apart from those of requests, which begin at serving()."""
+
+    k: int
+    startup: Tally = field(default_factory=Tally)
+    requests: Tally = field(default_factory=Tally)
+    serving_from_now: bool = False
+    in_capture: int = 0  # builds during CUDA-graph capture: reading a count there would break it
+    unreadable: str | None = None  # the first build whose metadata lacked a field, and what
+
+    def serving(self) -> None:
+        """Builds from here on are the requests' (the engine has started)."""
+        self.serving_from_now = True
+
+    def observe(self, num_rows: int, low: int, high: int, outside: int) -> None:
+        (self.requests if self.serving_from_now else self.startup).observe(num_rows, low, high, outside)
+
 
 def summarise(record: Record | None, why_not: str | None = None) -> dict:
-    """The JSON of the check. status: "checked" (counts read; `in_range` says whether every one
-    was within 1..k+1), "not seen" (the hook was in place but no build had speculative rows, or
-    their counts could not be read: `why`), or "unavailable" (no hook: `why`)."""
+    """The JSON of the check, on the requests' builds. status: "checked" (counts read; `in_range`
+    says whether every one was within 1..k+1), "not seen" (the hook was in place but no request's
+    build had speculative rows, or their counts could not be read: `why`), or "unavailable" (no
+    hook: `why`). `startup`: the same numbers for the engine's own start-up runs, kept apart
+    (dummy inputs; not judged)."""
     if record is None:
         return {"status": "unavailable", "why": why_not or "the hook was not installed", "in_range": None}
     out: dict = {
         "k": record.k,
         "range": [1, record.k + 1],
-        "builds": record.builds,
-        "rows": record.rows,
-        "min": record.low,
-        "max": record.high,
-        "outside": record.outside,
-        "examples": record.examples,
+        **record.requests.as_dict(),
         "builds_in_capture": record.in_capture,
+        "startup": record.startup.as_dict(),
     }
-    if record.builds == 0:
-        why = record.unreadable or why_not or "the builder never built a step with speculative rows"
+    if record.requests.builds == 0:
+        why = record.unreadable or why_not or "the builder never built a request's step with speculative rows"
         return {"status": "not seen", "why": why, "in_range": None, **out}
-    return {"status": "checked", "in_range": record.outside == 0, **out}
+    return {"status": "checked", "in_range": record.requests.outside == 0, **out}
 
 
 def observe_metadata(record: Record, metadata) -> None:

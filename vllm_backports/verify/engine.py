@@ -38,6 +38,8 @@ def run(spec: dict) -> dict:
     started = time.perf_counter()
     llm = LLM(**llm_kwargs(spec))
     ready = time.perf_counter()
+    if counted is not None and counted[0] is not None:
+        counted[0].serving()
     if spec.get("teacher_force"):
         from . import teacher
 

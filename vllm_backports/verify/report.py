@@ -97,6 +97,9 @@ def accepted_counts_line(counts: dict) -> str:
         return f"accepted counts {counts['status']}: {counts['why']}"
     low, high = counts["range"]
     seen = f"{counts['min']}..{counts['max']} over {counts['rows']} speculative rows in {counts['builds']} builds"
+    startup = (counts.get("startup") or {}).get("outside")
+    if startup:  # dummy inputs of the engine's own start: said, not judged
+        seen += f" (and {startup} outside in the engine's start-up runs)"
     if counts["in_range"]:
         return f"accepted counts in {low}..{high}: {seen}"
     return f"accepted counts OUTSIDE {low}..{high}: {counts['outside']} rows; {seen}"
