@@ -59,3 +59,10 @@ def test_a_baseline_whose_prompt_logprobs_stray_is_a_calibration_failure():
     # a baseline whose tokens stray is said first, as before
     line, code = verdict({**r, "baseline_worst_regret": 3.5})
     assert code == 2 and "worst regret 3.50" in line
+
+
+def test_a_plain_engine_that_strays_in_a_later_round_is_named_by_round():
+    base = row("baseline", errors=4, rounds=[{"round": 1, "errors": 0}, {"round": 2, "errors": 0},
+                                             {"round": 3, "errors": 4}])
+    line, code = verdict({**result([base, row()]), "calibrated": False})
+    assert code == 2 and line.startswith("calibration failed: the plain baseline's round 3 strays")

@@ -428,3 +428,16 @@ def test_rounds_below_one_are_refused(tmp_path):
 
     with pytest.raises(UsageError, match="rounds 0: at least 1"):
         check_plan(plan(tmp_path, None, rounds=0))
+
+
+def test_only_the_plain_engines_first_round_calibrates_and_its_later_rounds_are_judged():
+    from vllm_backports.verify.run import score, verdicts
+
+    base = {"scenario": "baseline", "site": "target", "batch": 1, "mode": "graphs", "prompts": [[2], [3]],
+            "tokens": [[5], [6]], "baseline_tokens": [[5], [6]], "tokens_per_s": 1.0,
+            "more_rounds": [{"tokens": [[5], [7]]}]}
+    rows, noise, threshold = score([(base, [[0.2], [0.3], [0.1], [2.5]])], None)
+    assert (noise, threshold) == (0.3, 1.0)  # 2.5 comes from round 2: judged, not calibrating
+    assert [x["errors"] for x in rows[0]["rounds"]] == [0, 1] and rows[0]["errors"] == 1
+    assert [x["same_as_baseline"] for x in rows[0]["rounds"]] == [2, 1]
+    assert not verdicts(rows, noise, False)["calibrated"]

@@ -27,6 +27,21 @@ def verdict(result: dict) -> tuple[str, int]:
             f"{logprobs['baseline_worst_difference']:.2f}, more than {CALIBRATION_CAP:.0f}); nothing can be concluded",
             2,
         )
+    later = sorted(
+        {
+            x["round"]
+            for r in result["rows"]
+            if r["scenario"] == "baseline"
+            for x in r.get("rounds") or []
+            if x["round"] > 1 and x["errors"]
+        }
+    )
+    if not result["calibrated"] and later and result["baseline_worst_regret"] <= CALIBRATION_CAP:
+        return (
+            f"calibration failed: the plain baseline's round {', '.join(map(str, later))} strays from the reference "
+            "(its first round, which calibrates, does not): without speculation too; nothing can be concluded",
+            2,
+        )
     if not result["calibrated"]:
         own = result.get("reference") == VLLM_REFERENCE
         return (

@@ -401,7 +401,13 @@ def score_prompt_logprobs(rows: list[dict], differences: list[list[list[float]] 
     engine). Adds each judged row's "prompt_logprobs" (and per round, its errors) and returns the
     calibration: threshold, that worst difference and whether it is under the cap."""
     noise = max(
-        (x for r, d in zip(rows, differences, strict=True) if r["scenario"] == "baseline" and d for s in d for x in s),
+        (
+            x
+            for r, d in zip(rows, differences, strict=True)
+            if r["scenario"] == "baseline" and d
+            for s in first_round(d, len(r.get("rounds") or [None]))
+            for x in s
+        ),
         default=0.0,
     )
     threshold = calibrated_threshold(noise)
@@ -414,6 +420,13 @@ def score_prompt_logprobs(rows: list[dict], differences: list[list[list[float]] 
             rnd["prompt_logprob_errors"] = judge_prompt_logprobs(d[i * per : (i + 1) * per], threshold)["errors"]
     calibrated = noise <= CALIBRATION_CAP
     return {"threshold": threshold, "baseline_worst_difference": round(noise, 3), "calibrated": calibrated}
+
+
+def first_round(sequences: list, rounds: int) -> list:
+    """The first round's part of sequences judged over `rounds` rounds: only it calibrates (with
+    --rounds a plain engine's later rounds are judged like any run's, so that state carried
+    across requests shows as errors there rather than as a looser threshold)."""
+    return sequences[: len(sequences) // rounds]
 
 
 def judge_rounds(run: dict, regrets: list[list[float]], threshold: float) -> list[dict]:
@@ -443,11 +456,18 @@ def score(
     scored: list[tuple[dict, list[list[float]] | None]], threshold: float | None
 ) -> tuple[list[dict], float, float]:
     """Judge every run by its regrets (None: an engine that died). The threshold is `threshold`
-    when given, else calibrated on the worst regret of the "baseline" runs (the plain engine).
+    when given, else calibrated on the worst regret of the "baseline" runs (the plain engine; its
+    first round where it ran several).
     Returns the rows, that worst regret and the threshold used. Shared by both references: the
     float32 one of the tiny model and the teacher-forced vLLM one of `verify --model`."""
     noise = max(
-        (x for r, regrets in scored if r["scenario"] == "baseline" and regrets for seq in regrets for x in seq),
+        (
+            x
+            for r, regrets in scored
+            if r["scenario"] == "baseline" and regrets
+            for seq in first_round(regrets, len(rounds_of(r)))
+            for x in seq
+        ),
         default=0.0,
     )
     if threshold is None:
