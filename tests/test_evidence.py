@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from evidence_case import FIX, verify_json, write
+
 from vllm_backports import evidence, maint
 from vllm_backports.errors import EvidenceError
 
@@ -260,3 +261,54 @@ def test_a_bf16_calibrated_turboquant_run_counts_its_no_spec_rows_as_judged(home
     assert s.verdict == "proof" and s.presets == ("no-spec", "ngram") and s.prompts == "tq-continuation"
     assert (s.control_errors, s.prefix_hits) == (80, 800)
     assert verdict(0).verdict == "weak"
+
+
+def prompt_logprob_json(target: int, control: int, **claims) -> dict:
+    """A --prompt-logprobs run whose tokens are clean everywhere; `target` and `control`: the
+    prompt-logprob errors of each site's speculative row. `claims` overwrite verify's verdicts."""
+    from evidence_case import engine, row
+
+    from vllm_backports.verify.run import Plan, conclude
+
+    plan = Plan(batches=(1,), modes=("graphs",), presets=("mtp",), tp=1, threshold=None, work=Path("/tmp/v"),
+                additional_config={}, control=Path("/tmp/raw"), prompt_logprobs=True)
+    rows = [row("baseline", "target", 0, engine("0.20.0", [], None)),
+            row("mtp", "target", 0, engine("0.20.0", FIX, "mtp")),
+            row("mtp", "control", 0, engine("0.20.0", [], "mtp"))]
+    for r, errors in zip(rows, (0, target, control), strict=True):
+        r["prompt_logprobs"] = {"sequences": 12, "positions": 468, "errors": errors, "bad_sequences": min(errors, 12),
+                                "first_error_at": 2 if errors else None, "worst_difference": 4.0 if errors else 0.3,
+                                "missing": 0, "threshold": 1.0}
+    logprobs = {"threshold": 1.0, "baseline_worst_difference": 0.3, "calibrated": True}
+    data = {"command": "verify", **conclude(rows, 0.2, 1.0, plan, "0.20.0", logprobs),
+            "machine": {"gpu": "NVIDIA H100 80GB HBM3", "gpus": 1, "date": "2026-11-26T00:00:00Z"}}
+    return {**data, **claims}
+
+
+def test_prompt_logprob_errors_count_as_the_rows_errors(home):
+    s = one(home, prompt_logprob_json(0, 12), release="0.20.0", name="plogprobs-mtp-b1")
+    assert s.verdict == "proof" and s.control_errors == 12 and s.target_errors == 0
+    s = one(home, prompt_logprob_json(5, 12), release="0.20.0", name="plogprobs-mtp-b1")
+    assert s.verdict == "fails" and s.target_errors == 5
+
+
+@pytest.mark.parametrize(("target", "control", "claims", "message"), [
+    (5, 12, {"passed": True}, "passed is True, but its target rows say otherwise"),
+    (0, 12, {"control_failed": False, "proof": "weak: the control passes too"},
+     "control_failed is False, but its control rows say otherwise"),
+])
+def test_verdicts_that_ignore_prompt_logprob_errors_are_refused(home, target, control, claims, message):
+    write(home, "0.20.0", "plogprobs-mtp-b1", prompt_logprob_json(target, control, **claims))
+    with pytest.raises(EvidenceError, match=message):
+        evidence.load(home)
+
+
+def test_rounds_and_count_reports_leave_the_summary_as_it_was(home):
+    """Fields verify adds with --rounds and --check-accepted-counts are the rows' own: the summary
+    of a file reads the same without them."""
+    data = verify_json(preset="mtp")
+    plain = one(home, data)
+    for r in data["rows"]:
+        r["rounds"] = [{"round": 1, "errors": r["errors"]}, {"round": 2, "errors": 0}]
+        r["accepted_counts"] = {"status": "checked", "in_range": True}
+    assert one(home, data) == plain

@@ -449,6 +449,28 @@ def _span(versions: list[str], order: list[str]) -> str:
     "outputs by transformers in float32 too; the run fails unless both references agree on every verdict.",
 )
 @click.option(
+    "--rounds",
+    type=click.IntRange(1, 20),
+    default=1,
+    show_default=True,
+    help="Run the prompt list this many times on each warm engine and judge every round (errors per round; "
+    "a clean first round and failing later ones: state that outlives requests).",
+)
+@click.option(
+    "--prompt-logprobs",
+    is_flag=True,
+    default=False,
+    help="Also judge vLLM's logprob of every prompt token (prompt_logprobs=0) against the float32 reference's, "
+    "with a threshold calibrated on the plain engine as for the outputs.",
+)
+@click.option(
+    "--check-accepted-counts",
+    is_flag=True,
+    default=False,
+    help="Debug: record the accepted counts the GDN metadata builder sees for speculative rows (one host sync "
+    "a build) and report any outside 1..k+1.",
+)
+@click.option(
     "--work-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path(".verify"),
@@ -478,6 +500,9 @@ def verify_cmd(
     max_tokens,
     max_num_batched_tokens,
     float32_reference,
+    rounds,
+    prompt_logprobs,
+    check_accepted_counts,
     work_dir,
     as_json,
 ) -> int:
@@ -488,12 +513,19 @@ def verify_cmd(
     Exit 0: every scenario's tokens are what the model predicts; 1: some are not;
     2: this machine cannot run verify, or the plain baseline itself fails (no calibration).
     """
-    from .verify.report import verdict
+    from .verify.report import judged_lines, prompt_logprob_cell, verdict
     from .verify.run import Plan, execute
 
     if model is not None:
         if calibrate_kv is not None:
             raise UsageError("--calibrate-kv goes with the tiny model's prompt sets, not with --model")
+        for name, value in (
+            ("--rounds", rounds if rounds != 1 else None),
+            ("--prompt-logprobs", prompt_logprobs or None),
+            ("--check-accepted-counts", check_accepted_counts or None),
+        ):
+            if value is not None:
+                raise UsageError(f"{name} goes with the tiny model (the float32 reference), not with --model")
         return _verify_model(
             reporter,
             model=model,
@@ -545,6 +577,9 @@ def verify_cmd(
         kv_cache_gib=kv_cache_gib,
         model_class=model_class,
         calibrate_kv=calibrate_kv,
+        rounds=rounds,
+        prompt_logprobs=prompt_logprobs,
+        check_accepted_counts=check_accepted_counts,
     )
     result = execute(plan, reporter.progress)
     # Kept before anything renders it: the GPU time that made it is the expensive part.
@@ -572,6 +607,7 @@ def verify_cmd(
         "accepted drafts",
         "prefix hits",
         "tok/s",
+        *(["prompt lp errors"] if prompt_logprobs else []),
     ):
         table.add_column(col)
     for r in result["rows"]:
@@ -596,9 +632,10 @@ def verify_cmd(
             str(ex.get("accepted_drafts", ex.get("num_accepted_tokens", "-"))),
             "-" if hits is None else str(hits),
             f"{r['tokens_per_s']:.0f}",
+            *([prompt_logprob_cell(r)] if prompt_logprobs else []),
         )
     line, code = verdict(result)
-    reporter.emit(_verify_payload(result), table, [line])
+    reporter.emit(_verify_payload(result), table, [*judged_lines(result), line])
     return code
 
 

@@ -129,6 +129,14 @@ def _counter(rows: list[dict], name: str) -> int | None:
     return sum(found) if found else None
 
 
+def _errors(row: dict) -> int:
+    """A row's errors as verify counts them (verify/run.py row_errors): its tokens' and, in files
+    that judged prompt logprobs (--prompt-logprobs), theirs."""
+    judged = row.get("prompt_logprobs")
+    extra = judged.get("errors", 0) if isinstance(judged, dict) else 0
+    return row["errors"] + (extra if isinstance(extra, int) and not isinstance(extra, bool) else 0)
+
+
 def summarise(data: object, release: str, name: str, where: str) -> Summary:
     """Check one parsed verify --json object and summarise it; `where` names the file in errors."""
     if not isinstance(data, dict):
@@ -177,10 +185,10 @@ def summarise(data: object, release: str, name: str, where: str) -> Summary:
     speculative = [r for r in target if r["scenario"] != "baseline"]
     if not speculative:
         raise EvidenceError(f"{where}: no speculative row on the target: nothing was tested")
-    if data["passed"] != all(r["errors"] == 0 for r in target):
+    if data["passed"] != all(_errors(r) == 0 for r in target):
         raise EvidenceError(f"{where}: passed is {data['passed']}, but its target rows say otherwise")
     if has_control and data["control_failed"] != (
-        bool(control) and all(r["errors"] > 0 or r.get("crashed") for r in control)
+        bool(control) and all(_errors(r) > 0 or r.get("crashed") for r in control)
     ):
         raise EvidenceError(f"{where}: control_failed is {data['control_failed']}, but its control rows say otherwise")
 
@@ -213,9 +221,9 @@ def summarise(data: object, release: str, name: str, where: str) -> Summary:
         gpu=data["machine"]["gpu"],
         gpus=data["machine"]["gpus"],
         date=date,
-        target_errors=sum(r["errors"] for r in speculative),
+        target_errors=sum(_errors(r) for r in speculative),
         target_tokens=sum(r["tokens"] for r in speculative),
-        control_errors=sum(r["errors"] for r in control) if has_control else None,
+        control_errors=sum(_errors(r) for r in control) if has_control else None,
         control_tokens=sum(r["tokens"] for r in control) if has_control else None,
         target_backports=_backports(target),
         control_backports=_backports(control) if has_control else None,

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import pytest
+
 from vllm_backports.verify.oracle import judge
 from vllm_backports.verify.run import CALIBRATION_CAP, CALIBRATION_FLOOR, calibrated_threshold
 
@@ -28,3 +32,61 @@ def test_calibrated_threshold_doubles_the_baseline_noise_with_a_floor():
     # the baseline's own worst token always passes the calibrated threshold
     for noise in (0.0, 0.2, 0.59, 1.4, CALIBRATION_CAP):
         assert judge([[noise]], calibrated_threshold(noise)).errors == 0
+
+
+def test_prompt_logprob_differences_skip_position_zero_and_take_absolute_values():
+    from vllm_backports.verify.oracle import prompt_logprob_differences
+
+    diffs = prompt_logprob_differences([None, -1.0, -2.5, -0.2], [-1.25, -2.0, -0.2])
+    assert diffs == [0.25, 0.5, 0.0]
+
+
+def test_a_position_vllm_left_without_a_logprob_is_an_error_under_any_calibrated_threshold():
+    from vllm_backports.verify.oracle import MISSING_LOGPROB, judge_prompt_logprobs, prompt_logprob_differences
+
+    assert prompt_logprob_differences([None, -1.0, None], [-1.0, -2.0]) == [0.0, MISSING_LOGPROB]
+    assert prompt_logprob_differences(None, [-1.0, -2.0]) == [MISSING_LOGPROB] * 2
+    v = judge_prompt_logprobs([[0.0, MISSING_LOGPROB]], calibrated_threshold(CALIBRATION_CAP))
+    assert v["errors"] == 1 and v["missing"] == 1
+
+
+def test_prompt_logprobs_of_another_prompt_length_are_refused():
+    from vllm_backports.verify.oracle import prompt_logprob_differences
+
+    with pytest.raises(ValueError, match="3 prompt logprobs from vLLM for a 4-token prompt"):
+        prompt_logprob_differences([None, -1.0, -2.0], [-1.0, -2.0, -3.0])
+
+
+def test_prompt_logprob_verdict_names_prompt_positions():
+    from vllm_backports.verify.oracle import judge_prompt_logprobs
+
+    v = judge_prompt_logprobs([[0.1, 0.2, 4.0], [0.0, 0.3, 0.1]], threshold=1.0)
+    assert (v["sequences"], v["positions"], v["errors"], v["bad_sequences"], v["missing"]) == (2, 6, 1, 1, 0)
+    # the third judged position is prompt token 3 (token 0 has no logprob)
+    assert v["first_error_at"] == 3 and v["worst_difference"] == 4.0 and v["threshold"] == 1.0
+    assert judge_prompt_logprobs([[0.1]], 1.0)["first_error_at"] is None
+
+
+def test_reference_prompt_logprobs_score_each_token_given_the_ones_before():
+    """On a model whose logits at a position depend only on that position's token, the logprob
+    of prompt[i] is read off the logits of prompt[i-1]: the same alignment as the regrets."""
+    import torch
+
+    from vllm_backports.verify.oracle import Reference
+
+    torch.manual_seed(0)
+    table = torch.randn(8, 8) * 3
+
+    class Model:
+        def __call__(self, input_ids):
+            return SimpleNamespace(logits=table[input_ids])
+
+    ref = object.__new__(Reference)
+    ref.torch, ref.device, ref.model = torch, "cpu", Model()
+    prompt = [3, 5, 1, 7]
+    logp = torch.log_softmax(table, dim=-1)
+    expected = [logp[a, b].item() for a, b in zip(prompt, prompt[1:], strict=False)]
+    assert ref.prompt_logprobs(prompt) == pytest.approx(expected)
+    # the token chosen after the prompt is judged on the last prompt token's logits
+    best = int(logp[7].argmax())
+    assert ref.regrets(prompt, [best]) == pytest.approx([0.0])

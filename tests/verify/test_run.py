@@ -287,3 +287,157 @@ def test_earlier_plans_start_the_engines_they_always_started(tmp_path, monkeypat
 
     assert engine_count(plan(tmp_path, None)) == 2
     assert engine_count(plan(tmp_path, tmp_path, kv_cache="turboquant_k8v4")) == 3
+
+
+class RoundsReference(MarkedReference):
+    """Prompt token logprobs are -1.0 everywhere (what a clean engine returns, up to noise)."""
+
+    def prompt_logprobs(self, prompt):
+        return [-1.0] * (len(prompt) - 1)
+
+
+def rounds_session(monkeypatch, tmp_path, *, bad_round: int | None = None, bad_logprobs_on: str | None = None,
+                   baseline_noise: float = 0.1, **kw):
+    """execute() of an MTP plan with a control, every GPU step replaced: the control's engine
+    emits wrong tokens from round `bad_round` on; the engines of `bad_logprobs_on` ("control",
+    "target") return prompt logprobs 4 nats off at token 2; the baseline's are off by
+    `baseline_noise`. Returns the plan and the specs the engines got."""
+    from vllm_backports.verify import run
+
+    specs: list[dict] = []
+
+    def engine(spec, work, tag, script, site=None):
+        where = "control" if site else "target"
+        specs.append({**spec, "tag": tag, "site": where})
+        baseline = "baseline" in tag
+
+        def one_round(r: int) -> dict:
+            wrong = where == "control" and not baseline and bad_round is not None and r >= bad_round
+            out: dict = {"tokens": [[1] * 4 if wrong else p[:4] for p in spec["prompts"]]}
+            if spec.get("prompt_logprobs"):
+                off = -1.0 - (baseline_noise if baseline else 0.0)
+                lps = [[None] + [off] * (len(p) - 1) for p in spec["prompts"]]
+                if where == bad_logprobs_on and not baseline:
+                    for lp in lps:
+                        lp[2] = -5.0
+                out["prompt_logprobs"] = lps
+            return out
+
+        rounds = [one_round(r) for r in range(1, spec.get("rounds", 1) + 1)]
+        out = {**rounds[0], "tokens_per_s": 1.0, "engine": {"backports": []},
+               "spec_counters": None if baseline else {"num_accepted_tokens": 100},
+               "timed_rounds_accepted": [0 if baseline else 90 - 40 * i for i in range(len(rounds) - 1)]}
+        if len(rounds) > 1:
+            out["more_rounds"] = rounds[1:]
+        if spec.get("check_accepted_counts"):
+            out["accepted_counts"] = {"status": "checked", "in_range": True}
+        return out
+
+    monkeypatch.setattr(run, "preflight", lambda model_class: "0.20.0")
+    monkeypatch.setattr(run, "site_version", lambda site: "0.20.0")
+    monkeypatch.setattr(run, "machine", lambda: {"gpu": "none"})
+    monkeypatch.setattr(run.model, "write_model", lambda d, mtp=False, model_class=None: d)
+    monkeypatch.setattr(run, "run_engine", engine)
+    monkeypatch.setattr(run, "Reference", RoundsReference)
+    p = Plan(batches=(1,), modes=("graphs",), presets=("mtp",), tp=1, threshold=None, work=tmp_path / "w",
+             additional_config={}, control=tmp_path, **kw)
+    return p, specs
+
+
+def test_every_round_is_judged_and_reported_by_round(tmp_path, monkeypatch):
+    from vllm_backports.verify.run import execute
+
+    p, specs = rounds_session(monkeypatch, tmp_path, bad_round=2, rounds=3)
+    assert all(s["rounds"] == 3 for s in specs)
+    result = execute(p, lambda line: None)
+    control = next(r for r in result["rows"] if r["site"] == "control")
+    # a clean first round, then failing ones: the signature of state that outlives requests
+    assert [x["errors"] for x in control["rounds"]] == [0, 48, 48]
+    assert [x["same_as_baseline"] for x in control["rounds"]] == [12, 0, 0]
+    assert [x["accepted"] for x in control["rounds"]] == [100, 90, 50]
+    assert control["errors"] == 96 and control["sequences"] == 36 and control["tokens"] == 144
+    target = next(r for r in result["rows"] if r["site"] == "target" and r["scenario"] == "mtp")
+    assert [x["errors"] for x in target["rounds"]] == [0, 0, 0] and target["sequences"] == 36
+    base = next(r for r in result["rows"] if r["scenario"] == "baseline")
+    assert [x["accepted"] for x in base["rounds"]] == [None, None, None]
+    assert result["scenario"]["rounds"] == 3 and result["proof"] == "control fails, target passes"
+
+
+def test_one_round_sends_and_returns_what_it_always_did(tmp_path, monkeypatch):
+    from vllm_backports.verify.run import execute
+
+    p, specs = rounds_session(monkeypatch, tmp_path, bad_round=1)
+    assert not {"rounds", "prompt_logprobs", "check_accepted_counts"} & {k for s in specs for k in s}
+    result = execute(p, lambda line: None)
+    assert "prompt_logprobs" not in result
+    assert not any({"rounds", "prompt_logprobs", "accepted_counts"} & set(r) for r in result["rows"])
+    assert result["proof"] == "control fails, target passes"
+
+
+def test_prompt_logprobs_calibrate_on_the_baseline_and_fail_the_site_that_strays(tmp_path, monkeypatch):
+    from vllm_backports.verify.run import execute
+
+    p, _ = rounds_session(monkeypatch, tmp_path, bad_logprobs_on="control", baseline_noise=0.7, prompt_logprobs=True)
+    result = execute(p, lambda line: None)
+    assert result["prompt_logprobs"] == {"threshold": 1.4, "baseline_worst_difference": 0.7, "calibrated": True}
+    control = next(r for r in result["rows"] if r["site"] == "control")
+    # the tokens are clean (sampling came before the drafter); the prompt logprobs are not
+    assert control["errors"] == 0
+    assert control["prompt_logprobs"]["errors"] == 12 and control["prompt_logprobs"]["first_error_at"] == 2
+    assert control["prompt_logprobs"]["positions"] == 12 * 39
+    target = next(r for r in result["rows"] if r["site"] == "target" and r["scenario"] == "mtp")
+    assert target["prompt_logprobs"]["errors"] == 0
+    assert result["passed"] and result["calibrated"] and result["proof"] == "control fails, target passes"
+
+
+def test_prompt_logprob_errors_on_the_target_fail_it(tmp_path, monkeypatch):
+    from vllm_backports.verify.run import execute
+
+    p, _ = rounds_session(monkeypatch, tmp_path, bad_logprobs_on="target", prompt_logprobs=True, rounds=2)
+    result = execute(p, lambda line: None)
+    target = next(r for r in result["rows"] if r["site"] == "target" and r["scenario"] == "mtp")
+    assert target["errors"] == 0 and target["prompt_logprobs"]["errors"] == 24
+    assert [x["prompt_logprob_errors"] for x in target["rounds"]] == [12, 12]
+    assert not result["passed"] and result["proof"] == "target fails"
+
+
+def test_a_baseline_whose_prompt_logprobs_stray_means_no_calibration(tmp_path, monkeypatch):
+    from vllm_backports.verify.run import CALIBRATION_CAP, execute
+
+    p, _ = rounds_session(monkeypatch, tmp_path, baseline_noise=CALIBRATION_CAP + 0.5, prompt_logprobs=True)
+    result = execute(p, lambda line: None)
+    assert result["baseline_worst_regret"] <= CALIBRATION_CAP
+    assert not result["prompt_logprobs"]["calibrated"] and not result["calibrated"]
+
+
+def test_the_accepted_count_check_goes_to_speculative_engines_only(tmp_path, monkeypatch):
+    from vllm_backports.verify.run import execute
+
+    p, specs = rounds_session(monkeypatch, tmp_path, check_accepted_counts=True)
+    assert [s.get("check_accepted_counts") for s in specs] == []  # nothing ran yet
+    result = execute(p, lambda line: None)
+    assert [(s["tag"], s.get("check_accepted_counts")) for s in specs] == [
+        ("b1-graphs-baseline", None), ("b1-graphs-mtp", True), ("b1-graphs-mtp-control", True)]
+    assert [r.get("accepted_counts") for r in result["rows"]] == [
+        None, {"status": "checked", "in_range": True}, {"status": "checked", "in_range": True}]
+    assert result["scenario"]["check_accepted_counts"] is True
+
+
+def test_rounds_below_one_are_refused(tmp_path):
+    from vllm_backports.verify.run import check_plan
+
+    with pytest.raises(UsageError, match="rounds 0: at least 1"):
+        check_plan(plan(tmp_path, None, rounds=0))
+
+
+def test_only_the_plain_engines_first_round_calibrates_and_its_later_rounds_are_judged():
+    from vllm_backports.verify.run import score, verdicts
+
+    base = {"scenario": "baseline", "site": "target", "batch": 1, "mode": "graphs", "prompts": [[2], [3]],
+            "tokens": [[5], [6]], "baseline_tokens": [[5], [6]], "tokens_per_s": 1.0,
+            "more_rounds": [{"tokens": [[5], [7]]}]}
+    rows, noise, threshold = score([(base, [[0.2], [0.3], [0.1], [2.5]])], None)
+    assert (noise, threshold) == (0.3, 1.0)  # 2.5 comes from round 2: judged, not calibrating
+    assert [x["errors"] for x in rows[0]["rounds"]] == [0, 1] and rows[0]["errors"] == 1
+    assert [x["same_as_baseline"] for x in rows[0]["rounds"]] == [2, 1]
+    assert not verdicts(rows, noise, False)["calibrated"]

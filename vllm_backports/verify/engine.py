@@ -29,9 +29,17 @@ def run(spec: dict) -> dict:
     scripted = drafts.install_from_env()
     from vllm import LLM, SamplingParams
 
+    counted = None
+    if spec.get("check_accepted_counts"):  # docs/SIBLING-BUGS.md section 4; before the builders exist
+        from . import counts
+
+        k = (spec.get("speculative") or {}).get("num_speculative_tokens", 1)
+        counted = counts.install(k, spec.get("tp", 1))
     started = time.perf_counter()
     llm = LLM(**llm_kwargs(spec))
     ready = time.perf_counter()
+    if counted is not None and counted[0] is not None:
+        counted[0].serving()
     if spec.get("teacher_force"):
         from . import teacher
 
@@ -48,11 +56,13 @@ def run(spec: dict) -> dict:
     outs = llm.generate(batch, params, use_tqdm=False)
     done = time.perf_counter()
     tokens = [list(o.outputs[0].token_ids) for o in outs]
-    # Benchmarks time further identical rounds on the warm engine (the first pays for warm-up).
+    # Benchmarks time further identical rounds on the warm engine (the first pays for warm-up);
+    # verify's --rounds judges them as well: the first rounds - 1 of them are kept.
     counters = spec_counters(llm)
     engine = describe_or_error(llm)
     rounds, accepted, previous = [], [], tokens
-    for _ in range(spec.get("timed_rounds", 0)):
+    more: list[dict] = []
+    for _ in range(max(spec.get("timed_rounds", 0), spec.get("rounds", 1) - 1)):
         if scripted:
             drafts.reset(previous if spec.get("drafts_follow_own_output") else None)
         before = spec_counters(llm) or {}
@@ -62,7 +72,16 @@ def run(spec: dict) -> dict:
         previous = [list(o.outputs[0].token_ids) for o in again]
         after = spec_counters(llm) or {}
         accepted.append(after.get("num_accepted_tokens", 0) - before.get("num_accepted_tokens", 0))
+        if len(more) < spec.get("rounds", 1) - 1:
+            more.append({"tokens": previous, **judged_extras(spec, again)})
+    extras = judged_extras(spec, outs)
+    if more:
+        extras["more_rounds"] = more
+        engine = describe_or_error(llm)  # the prefix-cache counters of every round
+    if counted is not None:
+        extras["accepted_counts"] = counts.summarise(*counted)
     return {
+        **extras,
         "tokens": tokens,
         "scripted": scripted,
         "spec_counters": counters,
@@ -73,6 +92,27 @@ def run(spec: dict) -> dict:
         "timed_rounds_tokens_per_s": rounds,
         "timed_rounds_accepted": accepted,
     }
+
+
+def judged_extras(spec: dict, outs) -> dict:
+    """What verify judges of a round besides its tokens: vLLM's prompt logprobs, when asked."""
+    if not spec.get("prompt_logprobs"):
+        return {}
+    return {"prompt_logprobs": [prompt_logprobs_of(o, p) for o, p in zip(outs, spec["prompts"], strict=True)]}
+
+
+def prompt_logprobs_of(out, prompt: list[int]) -> list[float | None] | None:
+    """vLLM's logprob of each prompt token (None at position 0, and where vLLM gave none), from a
+    list of {token id: Logprob} or a FlatLogprobs (both index by position); None without any."""
+    given = getattr(out, "prompt_logprobs", None)
+    if given is None:
+        return None
+    found: list[float | None] = []
+    for i, token in enumerate(prompt):
+        position = given[i] if i < len(given) else None
+        entry = (position or {}).get(token)
+        found.append(None if entry is None else float(getattr(entry, "logprob", entry)))
+    return found
 
 
 def llm_kwargs(spec: dict) -> dict:
@@ -116,9 +156,11 @@ def sampling_kwargs(spec: dict) -> dict:
     """Greedy decoding of max_tokens tokens: past the end of sequence (the tiny model's fixed
     lengths), or up to one of spec["stop_token_ids"] (a user's model stops where it would)."""
     stop = spec.get("stop_token_ids")
+    # prompt_logprobs=0: the logprob of each prompt token itself, and no others
+    asked = {"prompt_logprobs": 0} if spec.get("prompt_logprobs") else {}
     if stop:
-        return {"temperature": 0.0, "max_tokens": spec["max_tokens"], "stop_token_ids": list(stop)}
-    return {"temperature": 0.0, "max_tokens": spec["max_tokens"], "ignore_eos": True}
+        return {"temperature": 0.0, "max_tokens": spec["max_tokens"], "stop_token_ids": list(stop), **asked}
+    return {"temperature": 0.0, "max_tokens": spec["max_tokens"], "ignore_eos": True, **asked}
 
 
 def describe_or_error(llm) -> dict:

@@ -46,6 +46,40 @@ def judge(regrets: list[list[float]], threshold: float) -> Verdict:
     return Verdict(len(regrets), sum(map(len, regrets)), errors, worst, first, bad)
 
 
+# A prompt position vLLM returned no logprob for counts as a difference this large (an error under
+# any threshold verify calibrates, and finite, so that the JSON stays JSON).
+MISSING_LOGPROB = 1e3
+
+
+def prompt_logprob_differences(engine: list[float | None] | None, reference: list[float]) -> list[float]:
+    """|vLLM's logprob - the reference's| of each prompt token from the second on. `engine` is
+    vLLM's prompt_logprobs for the whole prompt (position 0 has none; None: vLLM returned none at
+    all), `reference` the reference's for positions 1.. (Reference.prompt_logprobs)."""
+    if engine is None:
+        return [MISSING_LOGPROB] * len(reference)
+    if len(engine) != len(reference) + 1:
+        raise ValueError(f"{len(engine)} prompt logprobs from vLLM for a {len(reference) + 1}-token prompt")
+    return [MISSING_LOGPROB if e is None else abs(e - r) for e, r in zip(engine[1:], reference, strict=True)]
+
+
+def judge_prompt_logprobs(differences: list[list[float]], threshold: float) -> dict:
+    """The prompt-logprob verdict of one engine: positions judged, differences above `threshold`
+    (errors), sequences with any, the earliest position of one (a prompt token's index) and the
+    largest difference; missing: positions vLLM returned no logprob for (each also an error)."""
+    v = judge(differences, threshold)
+    return {
+        "sequences": v.sequences,
+        "positions": v.tokens,
+        "errors": v.errors,
+        "bad_sequences": v.bad_sequences,
+        # judge counts from 0; the first judged position is prompt token 1
+        "first_error_at": None if v.first_error is None else v.first_error + 1,
+        "worst_difference": round(v.worst, 3),
+        "missing": sum(d == MISSING_LOGPROB for seq in differences for d in seq),
+        "threshold": threshold,
+    }
+
+
 class Reference:
     """The checkpoint vLLM loaded, in float32, on transformers' PyTorch kernels, through the
     transformers class of its model class (model.MODEL_CLASSES)."""
@@ -69,3 +103,13 @@ class Reference:
         logp = torch.log_softmax(logits[len(prompt) - 1 : len(prompt) - 1 + len(output)], dim=-1)
         chosen = logp.gather(1, torch.tensor(output, device=self.device)[:, None])[:, 0]
         return (logp.max(dim=1).values - chosen).tolist()
+
+    def prompt_logprobs(self, prompt: list[int]) -> list[float]:
+        """The log-probability of each prompt token from the second on, given the tokens before it
+        (what vLLM's prompt_logprobs=0 returns for positions 1..)."""
+        torch = self.torch
+        ids = torch.tensor([prompt], device=self.device)
+        with torch.no_grad():
+            logits = self.model(input_ids=ids).logits[0].float()
+        logp = torch.log_softmax(logits[:-1], dim=-1)
+        return logp.gather(1, torch.tensor(prompt[1:], device=self.device)[:, None])[:, 0].tolist()

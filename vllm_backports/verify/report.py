@@ -15,6 +15,33 @@ def verdict(result: dict) -> tuple[str, int]:
     """The run's last line and exit code: 2 when the plain engine does not calibrate (nothing is
     concluded), 1 when a target token is an error, 0 otherwise. With --float32-reference, two
     references that disagree fail the run too."""
+    logprobs = result.get("prompt_logprobs")
+    if (
+        not result["calibrated"]
+        and logprobs
+        and not logprobs["calibrated"]
+        and result["baseline_worst_regret"] <= (CALIBRATION_CAP)
+    ):
+        return (
+            f"calibration failed: the plain baseline's prompt logprobs stray from the reference (worst difference "
+            f"{logprobs['baseline_worst_difference']:.2f}, more than {CALIBRATION_CAP:.0f}); nothing can be concluded",
+            2,
+        )
+    later = sorted(
+        {
+            x["round"]
+            for r in result["rows"]
+            if r["scenario"] == "baseline"
+            for x in r.get("rounds") or []
+            if x["round"] > 1 and x["errors"]
+        }
+    )
+    if not result["calibrated"] and later and result["baseline_worst_regret"] <= CALIBRATION_CAP:
+        return (
+            f"calibration failed: the plain baseline's round {', '.join(map(str, later))} strays from the reference "
+            "(its first round, which calibrates, does not): without speculation too; nothing can be concluded",
+            2,
+        )
     if not result["calibrated"]:
         own = result.get("reference") == VLLM_REFERENCE
         return (
@@ -32,7 +59,65 @@ def verdict(result: dict) -> tuple[str, int]:
         return "verify: passed, but the control passed too: this scenario does not show the bug", 0
     if result["passed"]:
         return "verify: passed" + (" (the control fails)" if result.get("control_failed") else ""), 0
+    target = [r for r in result["rows"] if r["site"] == "target"]
+    if all(r["errors"] == 0 for r in target):  # what failed is a prompt logprob (--prompt-logprobs)
+        return "verify: FAILED: speculative engines' prompt logprobs are not the model's", 1
     return "verify: FAILED: speculative output is not what the model predicts", 1
+
+
+def prompt_logprob_cell(row: dict) -> str:
+    """A row's prompt-logprob errors for the table, "-" where they were not judged."""
+    judged = row.get("prompt_logprobs")
+    return "-" if not judged else str(judged["errors"])
+
+
+def _where(row: dict) -> str:
+    return f"{row['scenario']}/{row['site']} b{row['batch']} {row['mode']}"
+
+
+def judged_lines(result: dict) -> list[str]:
+    """The lines under verify's table for --rounds (errors and accepted tokens per round),
+    --prompt-logprobs (the threshold and where errors sit) and --check-accepted-counts."""
+    lines = []
+    logprobs = result.get("prompt_logprobs")
+    if logprobs:
+        lines.append(
+            f"prompt logprobs: error: |vLLM - reference| > {logprobs['threshold']:.2f} nats "
+            f"(plain engine's worst {logprobs['baseline_worst_difference']:.2f})"
+        )
+    for r in result["rows"]:
+        rounds = r.get("rounds")
+        if rounds:
+            errors = ", ".join(str(x["errors"]) for x in rounds)
+            accepted = [x.get("accepted") for x in rounds]
+            said = "" if all(a is None for a in accepted) else f"; accepted {', '.join(map(str, accepted))}"
+            lines.append(f"{escape(_where(r))}: errors by round {errors}{said}")
+        judged = r.get("prompt_logprobs")
+        if judged and judged["errors"]:
+            lines.append(
+                f"{escape(_where(r))}: prompt logprobs off at {judged['errors']} of {judged['positions']} positions "
+                f"({judged['bad_sequences']} of {judged['sequences']} prompts; worst {judged['worst_difference']:.2f}"
+                + (f", {judged['missing']} missing" if judged["missing"] else "")
+                + ")"
+            )
+        counts = r.get("accepted_counts")
+        if counts:
+            lines.append(f"{escape(_where(r))}: {escape(accepted_counts_line(counts))}")
+    return lines
+
+
+def accepted_counts_line(counts: dict) -> str:
+    """One line of the accepted-count range check (verify/counts.py summarise)."""
+    if counts["status"] != "checked":
+        return f"accepted counts {counts['status']}: {counts['why']}"
+    low, high = counts["range"]
+    seen = f"{counts['min']}..{counts['max']} over {counts['rows']} speculative rows in {counts['builds']} builds"
+    startup = (counts.get("startup") or {}).get("outside")
+    if startup:  # dummy inputs of the engine's own start: said, not judged
+        seen += f" (and {startup} outside in the engine's start-up runs)"
+    if counts["in_range"]:
+        return f"accepted counts in {low}..{high}: {seen}"
+    return f"accepted counts OUTSIDE {low}..{high}: {counts['outside']} rows; {seen}"
 
 
 def _switch(engine_value, asked: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import BackportError, UsageError
 from . import drafts, engine, model, scenarios
-from .oracle import Reference, judge
+from .oracle import Reference, judge, judge_prompt_logprobs, prompt_logprob_differences
 
 # The plain engine's worst regret is bf16 noise at near-ties; twice that, and at least one nat,
 # separates it from a corrupted state (whose choices sit several nats down). A baseline worse than
@@ -49,6 +49,12 @@ class Plan:
     # Which KV the calibrating baseline runs on: "same" (the run's own), "auto" (bf16), None
     # (the prompt set decides: scenarios.PromptSet.calibrate_on_auto).
     calibrate_kv: str | None = None
+    # Rounds of the prompt list on each warm engine, every one judged (docs/SIBLING-BUGS.md section 7).
+    rounds: int = 1
+    # Judge vLLM's prompt logprobs against the reference's too (section 8).
+    prompt_logprobs: bool = False
+    # The accepted-count range check on the speculative engines (section 4; verify/counts.py).
+    check_accepted_counts: bool = False
 
 
 CALIBRATE_KV = ("same", "auto")
@@ -68,6 +74,8 @@ def calibrates_on_auto(plan: Plan) -> bool:
 
 def check_plan(plan: Plan) -> None:
     """Refuse, before anything starts, a plan whose prompt set cannot do what it is for."""
+    if plan.rounds < 1:
+        raise UsageError(f"rounds {plan.rounds}: at least 1")
     if plan.calibrate_kv not in (None, *CALIBRATE_KV):
         raise UsageError(f"calibrate_kv {plan.calibrate_kv!r} is not one of {', '.join(CALIBRATE_KV)}")
     # Refused rather than switched on: the evidence records what was asked, and the release's
@@ -286,6 +294,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                 **switches,
                 "gpu_memory_utilization": plan.gpu_memory_utilization,
                 "kv_cache_memory_bytes": plan.kv_cache_gib and int(plan.kv_cache_gib * 2**30),
+                **judged_asks(plan),
             }
             eager = mode == "eager"
             at = {"batch": batch, "mode": mode, "prompts": ps}
@@ -315,6 +324,8 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                 base = plain
             for preset in plan.presets:
                 cfg = dict(extra, speculative=scenarios.PRESETS[preset])
+                if plan.check_accepted_counts:
+                    cfg["check_accepted_counts"] = True
                 for site, where in sites:
                     tag = f"b{batch}-{mode}-{preset}" + ("" if where is None else f"-{site}")
                     script = None
@@ -334,25 +345,129 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     scored = [
         (
             r,
-            [ref.regrets(p, t) for p, t in zip(r["prompts"], r["tokens"], strict=True)]
+            [ref.regrets(p, t) for rnd in rounds_of(r) for p, t in zip(r["prompts"], rnd["tokens"], strict=True)]
             if r.get("tokens") is not None
             else None,
         )
         for r in runs
     ]
     rows, noise, threshold = score(scored, plan.threshold)
-    return {**conclude(rows, noise, threshold, plan, vllm_version), "machine": ran_on}
+    logprobs = None
+    if plan.prompt_logprobs:
+        known: dict[tuple[int, ...], list[float]] = {}  # every engine runs the same prompts
+
+        def reference(prompt: list[int]) -> list[float]:
+            if tuple(prompt) not in known:
+                known[tuple(prompt)] = ref.prompt_logprobs(prompt)
+            return known[tuple(prompt)]
+
+        logprobs = score_prompt_logprobs(rows, [prompt_differences(r, reference) for r in runs])
+    return {**conclude(rows, noise, threshold, plan, vllm_version, logprobs), "machine": ran_on}
+
+
+def judged_asks(plan: Plan) -> dict:
+    """What every engine of the plan is asked for beyond its tokens (nothing, by default, so that
+    earlier plans send the specs they always sent)."""
+    asks: dict[str, Any] = {}
+    if plan.rounds > 1:
+        asks["rounds"] = plan.rounds
+    if plan.prompt_logprobs:
+        asks["prompt_logprobs"] = True
+    return asks
+
+
+def rounds_of(run: dict) -> list[dict]:
+    """An engine's judged rounds in order, each {"tokens": ..., and "prompt_logprobs" if asked}:
+    the first is the run itself, the rest its "more_rounds" (verify/engine.py)."""
+    return [run, *(run.get("more_rounds") or [])]
+
+
+def prompt_differences(run: dict, reference: Callable[[list[int]], list[float]]) -> list[list[float]] | None:
+    """|vLLM - reference| of each prompt token's logprob, per sequence over every round (None for
+    an engine that died); `reference` gives the reference's prompt logprobs of a prompt."""
+    if run.get("tokens") is None:
+        return None
+    out = []
+    for rnd in rounds_of(run):
+        given = rnd.get("prompt_logprobs") or [None] * len(run["prompts"])
+        for prompt, lps in zip(run["prompts"], given, strict=True):
+            out.append(prompt_logprob_differences(lps, reference(prompt)))
+    return out
+
+
+def score_prompt_logprobs(rows: list[dict], differences: list[list[list[float]] | None]) -> dict:
+    """Judge every row's prompt logprobs (rows and differences in the same order), the threshold
+    calibrated as for the outputs: on the worst difference of the "baseline" rows (the plain
+    engine). Adds each judged row's "prompt_logprobs" (and per round, its errors) and returns the
+    calibration: threshold, that worst difference and whether it is under the cap."""
+    noise = max(
+        (
+            x
+            for r, d in zip(rows, differences, strict=True)
+            if r["scenario"] == "baseline" and d
+            for s in first_round(d, len(r.get("rounds") or [None]))
+            for x in s
+        ),
+        default=0.0,
+    )
+    threshold = calibrated_threshold(noise)
+    for r, d in zip(rows, differences, strict=True):
+        if d is None:
+            continue
+        r["prompt_logprobs"] = judge_prompt_logprobs(d, threshold)
+        per = len(d) // len(r.get("rounds") or [None])
+        for i, rnd in enumerate(r.get("rounds") or []):
+            rnd["prompt_logprob_errors"] = judge_prompt_logprobs(d[i * per : (i + 1) * per], threshold)["errors"]
+    calibrated = noise <= CALIBRATION_CAP
+    return {"threshold": threshold, "baseline_worst_difference": round(noise, 3), "calibrated": calibrated}
+
+
+def first_round(sequences: list, rounds: int) -> list:
+    """The first round's part of sequences judged over `rounds` rounds: only it calibrates (with
+    --rounds a plain engine's later rounds are judged like any run's, so that state carried
+    across requests shows as errors there rather than as a looser threshold)."""
+    return sequences[: len(sequences) // rounds]
+
+
+def judge_rounds(run: dict, regrets: list[list[float]], threshold: float) -> list[dict]:
+    """The verdict of each round of one engine (regrets: every round's sequences, in order), with
+    how many sequences repeat the baseline's tokens and, for a speculative engine, the tokens
+    vLLM's counters say were accepted in that round."""
+    rounds = rounds_of(run)
+    per = len(regrets) // len(rounds)
+    counters = run.get("spec_counters")
+    accepted = [None if counters is None else counters.get("num_accepted_tokens")]
+    accepted += [None if counters is None else a for a in run.get("timed_rounds_accepted") or []]
+    out = []
+    for i, rnd in enumerate(rounds):
+        same = sum(a == b for a, b in zip(rnd["tokens"], run["baseline_tokens"], strict=True))
+        out.append(
+            {
+                "round": i + 1,
+                **judge(regrets[i * per : (i + 1) * per], threshold).as_dict(),
+                "same_as_baseline": same,
+                "accepted": accepted[i] if i < len(accepted) else None,
+            }
+        )
+    return out
 
 
 def score(
     scored: list[tuple[dict, list[list[float]] | None]], threshold: float | None
 ) -> tuple[list[dict], float, float]:
     """Judge every run by its regrets (None: an engine that died). The threshold is `threshold`
-    when given, else calibrated on the worst regret of the "baseline" runs (the plain engine).
+    when given, else calibrated on the worst regret of the "baseline" runs (the plain engine; its
+    first round where it ran several).
     Returns the rows, that worst regret and the threshold used. Shared by both references: the
     float32 one of the tiny model and the teacher-forced vLLM one of `verify --model`."""
     noise = max(
-        (x for r, regrets in scored if r["scenario"] == "baseline" and regrets for seq in regrets for x in seq),
+        (
+            x
+            for r, regrets in scored
+            if r["scenario"] == "baseline" and regrets
+            for seq in first_round(regrets, len(rounds_of(r)))
+            for x in seq
+        ),
         default=0.0,
     )
     if threshold is None:
@@ -379,6 +494,10 @@ def score(
                 "regrets": [[round(x, 3) for x in s] for s in regrets],
             }
         )
+        if r.get("more_rounds"):
+            rows[-1]["rounds"] = judge_rounds(r, regrets, threshold)
+        if "accepted_counts" in r:
+            rows[-1]["accepted_counts"] = r["accepted_counts"]
     return rows, noise, threshold
 
 
@@ -408,7 +527,9 @@ def crashed_row(run: dict) -> dict:
     }
 
 
-def conclude(rows: list[dict], noise: float, threshold: float, plan: Plan, vllm_version: str) -> dict:
+def conclude(
+    rows: list[dict], noise: float, threshold: float, plan: Plan, vllm_version: str, prompt_logprobs: dict | None = None
+) -> dict:
     """The run's verdicts: the target passes when none of its tokens is an error; with a
     control, the proof holds only when every one of the control's judged runs (speculative, and
     no-spec where a bf16 baseline calibrates) has errors (a scenario whose control is clean shows
@@ -430,28 +551,40 @@ def conclude(rows: list[dict], noise: float, threshold: float, plan: Plan, vllm_
             "model_class": plan.model_class,
             "gpu_memory_utilization": plan.gpu_memory_utilization,
             "kv_cache_gib": plan.kv_cache_gib,
+            "rounds": plan.rounds,
+            "prompt_logprobs": plan.prompt_logprobs,
+            "check_accepted_counts": plan.check_accepted_counts,
         },
         "rows": rows,
     }
     if plan.control is not None:
         result["control"] = str(plan.control)
-    return {**result, **verdicts(rows, noise, plan.control is not None)}
+    if prompt_logprobs is not None:
+        result["prompt_logprobs"] = prompt_logprobs
+    return {**result, **verdicts(rows, noise, plan.control is not None, prompt_logprobs)}
 
 
-def verdicts(rows: list[dict], noise: float, with_control: bool) -> dict:
+def row_errors(row: dict) -> int:
+    """A row's errors: its tokens' (over every round) and, when judged, its prompt logprobs'."""
+    return row["errors"] + (row.get("prompt_logprobs") or {}).get("errors", 0)
+
+
+def verdicts(rows: list[dict], noise: float, with_control: bool, prompt_logprobs: dict | None = None) -> dict:
     """What the rows conclude: calibrated (the plain engine's own tokens pass and its worst regret
-    is under the cap), passed (no target token is an error) and, with a control, whether every
-    judged run of the control failed and what that proves."""
+    is under the cap; with prompt logprobs judged, their calibration too), passed (no target token,
+    nor judged prompt logprob, is an error) and, with a control, whether every judged run of the
+    control failed and what that proves."""
     calibration = [x for x in rows if x["scenario"] == "baseline"]
     target = [x for x in rows if x["site"] == "target"]
     control = [x for x in rows if x["site"] == "control"]
-    passed = all(x["errors"] == 0 for x in target)
+    passed = all(row_errors(x) == 0 for x in target)
+    calibrated = all(row_errors(x) == 0 for x in calibration) and noise <= CALIBRATION_CAP
     out: dict[str, Any] = {
-        "calibrated": all(x["errors"] == 0 for x in calibration) and noise <= CALIBRATION_CAP,
+        "calibrated": calibrated and (prompt_logprobs is None or prompt_logprobs["calibrated"]),
         "passed": passed,
     }
     if with_control:
-        out["control_failed"] = bool(control) and all(x["errors"] > 0 or x.get("crashed") for x in control)
+        out["control_failed"] = bool(control) and all(row_errors(x) > 0 or x.get("crashed") for x in control)
         out["proof"] = (
             "control fails, target passes"
             if out["control_failed"] and passed

@@ -1,0 +1,68 @@
+"""The human lines of verify's judged extras (--rounds, --prompt-logprobs, --check-accepted-counts)
+and the verdicts they lead to."""
+
+from __future__ import annotations
+
+from vllm_backports.verify.report import accepted_counts_line, judged_lines, prompt_logprob_cell, verdict
+
+
+def row(scenario: str = "mtp", site: str = "target", errors: int = 0, **kw) -> dict:
+    return {"scenario": scenario, "site": site, "batch": 16, "mode": "graphs", "errors": errors, **kw}
+
+
+def result(rows: list[dict], **kw) -> dict:
+    passed = all(r["errors"] + (r.get("prompt_logprobs") or {}).get("errors", 0) == 0
+                 for r in rows if r["site"] == "target")
+    return {"calibrated": True, "passed": passed, "baseline_worst_regret": 0.4, "rows": rows, **kw}
+
+
+def test_count_lines_say_in_range_outside_or_why_not_checked():
+    checked = {"status": "checked", "in_range": True, "range": [1, 4], "min": 1, "max": 4, "outside": 0,
+               "rows": 90, "builds": 30}
+    assert accepted_counts_line(checked) == "accepted counts in 1..4: 1..4 over 90 speculative rows in 30 builds"
+    bad = {**checked, "in_range": False, "min": 0, "outside": 3}
+    assert accepted_counts_line(bad).startswith("accepted counts OUTSIDE 1..4: 3 rows; 0..4 over 90")
+    assert accepted_counts_line({**checked, "startup": {"outside": 6}}).endswith(
+        "in 30 builds (and 6 outside in the engine's start-up runs)")
+    assert accepted_counts_line({"status": "unavailable", "why": "at TP > 1 ..."}) == (
+        "accepted counts unavailable: at TP > 1 ...")
+    assert accepted_counts_line({"status": "not seen", "why": "no speculative rows"}).startswith("accepted counts not")
+
+
+def test_rounds_lines_leave_out_accepted_counts_nobody_reported():
+    lines = judged_lines(result([row("baseline", rounds=[{"errors": 0, "accepted": None}] * 2),
+                                row(rounds=[{"errors": 0, "accepted": 50}, {"errors": 4, "accepted": 10}])]))
+    assert lines == ["baseline/target b16 graphs: errors by round 0, 0",
+                     "mtp/target b16 graphs: errors by round 0, 4; accepted 50, 10"]
+
+
+def test_nothing_extra_without_the_options():
+    assert judged_lines(result([row("baseline"), row()])) == []
+    assert prompt_logprob_cell(row()) == "-"
+
+
+def test_a_target_failing_on_prompt_logprobs_only_says_so():
+    lp = {"errors": 3, "positions": 100, "sequences": 4, "bad_sequences": 1, "worst_difference": 5.0, "missing": 1}
+    r = result([row("baseline"), row(prompt_logprobs=lp)])
+    assert verdict(r) == ("verify: FAILED: speculative engines' prompt logprobs are not the model's", 1)
+    assert prompt_logprob_cell(r["rows"][1]) == "3"
+    assert "mtp/target b16 graphs: prompt logprobs off at 3 of 100 positions (1 of 4 prompts; worst 5.00, 1 missing)" \
+        in judged_lines(r)
+    assert verdict(result([row("baseline"), row(errors=2, prompt_logprobs=lp)]))[0].endswith("what the model predicts")
+
+
+def test_a_baseline_whose_prompt_logprobs_stray_is_a_calibration_failure():
+    logprobs = {"threshold": 8.0, "baseline_worst_difference": 4.0, "calibrated": False}
+    r = {**result([row("baseline"), row()]), "calibrated": False, "prompt_logprobs": logprobs}
+    line, code = verdict(r)
+    assert code == 2 and "prompt logprobs stray from the reference (worst difference 4.00, more than 3)" in line
+    # a baseline whose tokens stray is said first, as before
+    line, code = verdict({**r, "baseline_worst_regret": 3.5})
+    assert code == 2 and "worst regret 3.50" in line
+
+
+def test_a_plain_engine_that_strays_in_a_later_round_is_named_by_round():
+    base = row("baseline", errors=4, rounds=[{"round": 1, "errors": 0}, {"round": 2, "errors": 0},
+                                             {"round": 3, "errors": 4}])
+    line, code = verdict({**result([base, row()]), "calibrated": False})
+    assert code == 2 and line.startswith("calibration failed: the plain baseline's round 3 strays")
