@@ -74,6 +74,11 @@ SCENARIOS = {
     "churn-mtp-async": "sibling bug: churn prompts, MTP, async scheduling",
     "churn-mtp-sync": "sibling bug: churn prompts, MTP, async scheduling off",
     "pc-mtp": "sibling bug: producer-consumer prompts, MTP, prefix caching",
+    "rounds-mtp-prefix": "sibling bug: 3 rounds on one engine, MTP, producer-consumer prompts, prefix caching",
+    "rounds-mtp": "sibling bug: 3 rounds on one engine, MTP, prefix caching off",
+    "plogprobs-mtp-b1": "sibling bug: prompt logprobs, MTP, 1 a batch, CUDA graphs",
+    "plogprobs-mtp-b1-eager": "sibling bug: prompt logprobs, MTP, 1 a batch, eager (negative control)",
+    "counts-mtp-async-churn": "sibling bug: accepted-count range check, churn prompts, MTP, async, prefix caching",
     "tp2": "tensor parallel 2, with its control",
 }
 # A note is one dated fact the verify JSON cannot hold: "YYYY-MM-DD: what".
