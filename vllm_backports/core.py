@@ -74,7 +74,10 @@ def run(cat: Catalogue, request: Request, progress: Say, note: Say) -> Run:
     if request.command is not Command.REVERT:
         _refuse_unstacked(tree, res, chosen)
     if request.command is Command.CHECK:
-        plan = _dry_run(request.command, tree, res, chosen)
+        # Under the shared lock, as status reads: a run mid-commit would otherwise show its live
+        # journal as an interrupted run, or a file it has written but not yet recorded as an edit.
+        with state.reading(tree):
+            plan = _dry_run(request.command, tree, res, chosen)
     else:
         plan = _write(request.command, tree, res, chosen, note)
     if request.fresh_copy and request.command is Command.APPLY:
