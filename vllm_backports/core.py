@@ -73,7 +73,7 @@ def run(cat: Catalogue, request: Request, progress: Say, note: Say) -> Run:
     chosen = engine.select(res.series, request.only, request.skip, together(cat))
     # Read under the shared lock, as status reads: a run mid-commit would otherwise show its live
     # journal as an interrupted run, or a file it has written but not yet recorded as an edit.
-    with state.reading(tree):
+    with state.reading(tree, note):
         if request.command is Command.REVERT:
             _refuse_unstacking(tree, res, chosen)
         else:
@@ -88,7 +88,7 @@ def run(cat: Catalogue, request: Request, progress: Say, note: Say) -> Run:
 def status(cat: Catalogue, request: Request, progress: Say, note: Say) -> Status:
     """What the tree carries, from the manifest beside it, checked against the files."""
     tree, res, _ = _open(cat, request, progress, note)
-    with state.reading(tree):
+    with state.reading(tree, note):
         journal = state.pending_journal(tree)
         manifest = manifests.read(tree)
         files = _file_states(tree, res, manifest)
