@@ -508,6 +508,22 @@ def test_reverting_a_patch_another_kept_one_is_written_on(home, site, tmp_path):
             "select add-kernel too")
 
 
+ABOVE = (HEADER.format(desc="a line after line 2, above fix-thing's hunk") + "--- a/vllm/mod.py\n"
+         "+++ b/vllm/mod.py\n@@ -1,3 +1,4 @@\n line 1\n line 2\n+line 2b\n line 3\n").encode()
+
+
+def test_a_later_patch_that_moves_an_earlier_ones_lines_applies_again_as_already(home, site):
+    """fix-thing's hunk no longer sits at its stated line once add-kernel has added one above it:
+    a second run knows it from the manifest, not by reversing it where the lines have moved."""
+    repin(home, "s1", "0002-add-kernel.patch", ABOVE)
+    assert run(*apply_args(site)).code == 0
+    for command in ("apply", "check"):
+        again = run(command, *apply_args(site), "--json")
+        assert again.code == 0 and again.json["summary"]["already"] == 2, again.out
+        assert again.json["changed_files"] == []
+    assert run("revert", *apply_args(site)).code == 0 and (site / "vllm/mod.py").read_bytes() == MOD
+
+
 def test_a_patch_that_fits_neither_way_stays_a_drift(home, site):
     repin(home, "s1", "0002-add-kernel.patch", STACKED.replace(b" line 9\n", b" line nine\n"))
     result = run(*apply_args(site), "--skip", "fix-thing", "--json")
