@@ -480,6 +480,50 @@ def test_leaving_out_a_patch_another_is_written_on(home, site, tmp_path, command
         b"line 11\n", b"line 11 edited\n")
 
 
+# s1 rewritten so that its first patch moves the lines below it and its second is numbered after it
+SHIFTS = (HEADER.format(desc="a line after line 4") + "--- a/vllm/mod.py\n+++ b/vllm/mod.py\n"
+          "@@ -3,3 +3,4 @@\n line 3\n line 4\n+line 4b\n line 5\n").encode()
+BELOW = (HEADER.format(desc="edit line 15, numbered after the line added above it") + "--- a/vllm/mod.py\n"
+         "+++ b/vllm/mod.py\n@@ -15,3 +15,3 @@\n line 14\n-line 15\n+line 15 edited\n line 16\n").encode()
+
+
+@pytest.mark.parametrize("selection", [("--only", "fix-thing"), ("--skip", "add-kernel")])
+def test_reverting_a_patch_another_kept_one_is_numbered_after(home, site, tmp_path, selection):
+    """Reverting fix-thing alone would succeed, and leave add-kernel at lines that no longer hold:
+    the next revert would drift, with the release's bytes out of reach."""
+    repin(home, "s1", "0001-fix-thing.patch", SHIFTS)
+    repin(home, "s1", "0002-add-kernel.patch", BELOW)
+    assert run(*apply_args(site)).code == 0
+    refused(tmp_path, ["revert", *apply_args(site), *selection], 2,
+            "add-kernel is written on fix-thing in series s1", "select add-kernel too")
+    assert run("revert", *apply_args(site), "--only", "add-kernel").code == 0
+    assert run("revert", *apply_args(site)).code == 0 and (site / "vllm/mod.py").read_bytes() == MOD
+
+
+def test_reverting_a_patch_another_kept_one_is_written_on(home, site, tmp_path):
+    repin(home, "s1", "0002-add-kernel.patch", STACKED)
+    assert run(*apply_args(site)).code == 0
+    refused(tmp_path, ["revert", *apply_args(site), "--only", "fix-thing"], 2,
+            "fix-thing cannot be reverted in series s1 while add-kernel stays applied on its lines",
+            "select add-kernel too")
+
+
+ABOVE = (HEADER.format(desc="a line after line 2, above fix-thing's hunk") + "--- a/vllm/mod.py\n"
+         "+++ b/vllm/mod.py\n@@ -1,3 +1,4 @@\n line 1\n line 2\n+line 2b\n line 3\n").encode()
+
+
+def test_a_later_patch_that_moves_an_earlier_ones_lines_applies_again_as_already(home, site):
+    """fix-thing's hunk no longer sits at its stated line once add-kernel has added one above it:
+    a second run knows it from the manifest, not by reversing it where the lines have moved."""
+    repin(home, "s1", "0002-add-kernel.patch", ABOVE)
+    assert run(*apply_args(site)).code == 0
+    for command in ("apply", "check"):
+        again = run(command, *apply_args(site), "--json")
+        assert again.code == 0 and again.json["summary"]["already"] == 2, again.out
+        assert again.json["changed_files"] == []
+    assert run("revert", *apply_args(site)).code == 0 and (site / "vllm/mod.py").read_bytes() == MOD
+
+
 def test_a_patch_that_fits_neither_way_stays_a_drift(home, site):
     repin(home, "s1", "0002-add-kernel.patch", STACKED.replace(b" line 9\n", b" line nine\n"))
     result = run(*apply_args(site), "--skip", "fix-thing", "--json")

@@ -3,6 +3,9 @@ committed there, every word to the user through the callbacks it is handed."""
 
 from __future__ import annotations
 
+import fcntl
+import threading
+
 import pytest
 from conftest import KERNEL, MOD, MOD_FIXED
 
@@ -69,3 +72,22 @@ def test_status_judges_a_file_edited_after_the_apply(home, cat):
     (site / "vllm/mod.py").write_bytes(MOD_FIXED + b"# mine\n")
     seen, _ = _do(cat, Command.STATUS, site)
     assert not seen.consistent and ("vllm/mod.py", "modified") in [(f.path, f.state) for f in seen.files]
+
+
+def test_check_waits_for_a_run_that_holds_the_lock(home, cat):
+    """A run mid-commit holds the lock with its journal and manifest half-way: check reads only
+    once it is done, as status does."""
+    site = home.tree("0.20.0")
+    _do(cat, Command.APPLY, site, only=("fix-thing",))
+    state_dir = site / "vllm/.backports"
+    done: list = []
+    with open(state_dir / "lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        checker = threading.Thread(target=lambda: done.append(_do(cat, Command.CHECK, site)[0]))
+        checker.start()
+        checker.join(0.5)
+        assert not done  # still waiting on the lock
+        fcntl.flock(held, fcntl.LOCK_UN)
+    checker.join(10)
+    assert [(o.id, o.state) for o in done[0].plan.outcomes] == [("fix-thing", engine.ALREADY),
+                                                               ("add-kernel", engine.CLEAN)]

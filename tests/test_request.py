@@ -25,7 +25,7 @@ def test_a_request_is_frozen_data_naming_its_release(cat, tmp_path):
     request = _parse(cat, Command.CHECK, target=tmp_path, only=("fix-thing",))
     assert request.command is Command.CHECK and request.command.value == "check"
     assert request.vllm.release is cat.releases["0.20.0"] and request.target == tmp_path
-    assert (request.only, request.skip, request.fetch, request.as_json) == (("fix-thing",), (), False, False)
+    assert (request.only, request.skip, request.fetch) == (("fix-thing",), (), False)
     with pytest.raises(dataclasses.FrozenInstanceError):
         request.fetch = True  # type: ignore[misc]
     assert _parse(cat, vllm=None).vllm.text == "auto" and _parse(cat, vllm=None).vllm.release is None
@@ -64,4 +64,4 @@ def test_a_selection_is_checked_against_the_series_of_the_release_named(cat):
 
 def test_request_holds_what_the_core_needs_and_nothing_of_the_command_line(cat):
     assert {f.name for f in dataclasses.fields(Request)} == {
-        "command", "vllm", "target", "fetch", "only", "skip", "as_json"}
+        "command", "vllm", "target", "fetch", "only", "skip"}

@@ -133,9 +133,7 @@ def _nothing_backported(command: str, reporter: Reporter, tree: Tree, res: Resol
 
 def _run(command: Command, reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
     cat = Catalogue(HOME)
-    request = parse_request(
-        cat, command, vllm=vllm, target=target, fetch=bool(fetch), only=only, skip=skip, as_json=bool(as_json)
-    )
+    request = parse_request(cat, command, vllm=vllm, target=target, fetch=bool(fetch), only=only, skip=skip)
     done = core.run(cat, request, reporter.progress, reporter.note)
     tree, res, plan, name = done.tree, done.resolution, done.plan, command.value
     info = _fetched(done.fetched)
@@ -212,9 +210,7 @@ def revert_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> 
 def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
     """What this vLLM install carries, from the manifest beside it, checked against the files."""
     cat = Catalogue(HOME)
-    request = parse_request(
-        cat, Command.STATUS, vllm=vllm, target=target, fetch=bool(fetch), only=only, skip=skip, as_json=bool(as_json)
-    )
+    request = parse_request(cat, Command.STATUS, vllm=vllm, target=target, fetch=bool(fetch), only=only, skip=skip)
     seen = core.status(cat, request, reporter.progress, reporter.note)
     tree, res, manifest, journal, ok = seen.tree, seen.resolution, seen.manifest, seen.journal, seen.consistent
     applied = list(manifest.applied) if manifest else []

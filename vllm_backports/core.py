@@ -71,12 +71,15 @@ def run(cat: Catalogue, request: Request, progress: Say, note: Say) -> Run:
     if res.series is None:
         return Run(tree, res, fetched, None)
     chosen = engine.select(res.series, request.only, request.skip, together(cat))
-    if request.command is not Command.REVERT:
-        _refuse_unstacked(tree, res, chosen)
-    if request.command is Command.CHECK:
-        plan = _dry_run(request.command, tree, res, chosen)
-    else:
-        plan = _write(request.command, tree, res, chosen, note)
+    # Read under the shared lock, as status reads: a run mid-commit would otherwise show its live
+    # journal as an interrupted run, or a file it has written but not yet recorded as an edit.
+    with state.reading(tree, note):
+        if request.command is Command.REVERT:
+            _refuse_unstacking(tree, res, chosen)
+        else:
+            _refuse_unstacked(tree, res, chosen)
+        dry = _dry_run(request.command, tree, res, chosen) if request.command is Command.CHECK else None
+    plan = dry if dry is not None else _write(request.command, tree, res, chosen, note)
     if request.fresh_copy and request.command is Command.APPLY:
         plan.notes.append(f"patched files in {tree.root} (a fresh copy each run; --target DIR keeps one)")
     return Run(tree, res, fetched, plan)
@@ -85,7 +88,7 @@ def run(cat: Catalogue, request: Request, progress: Say, note: Say) -> Run:
 def status(cat: Catalogue, request: Request, progress: Say, note: Say) -> Status:
     """What the tree carries, from the manifest beside it, checked against the files."""
     tree, res, _ = _open(cat, request, progress, note)
-    with state.reading(tree):
+    with state.reading(tree, note):
         journal = state.pending_journal(tree)
         manifest = manifests.read(tree)
         files = _file_states(tree, res, manifest)
@@ -139,18 +142,25 @@ def _plan(
     return plan
 
 
-def _dry_run(command: Command, tree: Tree, res: Resolution, chosen: set[str]) -> engine.Plan:
-    """Plan against the tree as the next real run would see it: after rolling back any
-    interrupted run, which a dry run must not write."""
+def _next_view(tree: Tree) -> tuple[Manifest | None, dict[str, bytes | None] | None, Path | None]:
+    """The manifest and files as the next real run will see them, after it rolls back any
+    interrupted run (whose journal is named), which a dry run must not write."""
     rollback = state.rollback_plan(tree)
     if rollback is None:
-        return _plan(command, tree, res, manifests.read(tree), chosen)
+        return manifests.read(tree), None, None
     journal = tree.state_dir / journals.NAME
     manifest = None
     if rollback.manifest_before is not None:
         manifest = manifests.parse(rollback.manifest_before.encode(), journal, tree)
-    plan = _plan(command, tree, res, manifest, chosen, rollback.files)
-    plan.notes.append(f"an interrupted run left {journal}; the next apply or revert rolls it back first")
+    return manifest, rollback.files, journal
+
+
+def _dry_run(command: Command, tree: Tree, res: Resolution, chosen: set[str]) -> engine.Plan:
+    """Plan against the tree as the next real run would see it, writing nothing."""
+    manifest, view, journal = _next_view(tree)
+    plan = _plan(command, tree, res, manifest, chosen, view)
+    if journal is not None:
+        plan.notes.append(f"an interrupted run left {journal}; the next apply or revert rolls it back first")
     return plan
 
 
@@ -179,6 +189,45 @@ def _refuse_unstacked(tree: Tree, res: Resolution, chosen: set[str]) -> None:
         raise UsageError(
             f"{o.id} applies only on top of {', '.join(under)} in series {res.series.name}, which this "
             f"selection leaves out: select {'them' if len(under) > 1 else 'it'} too, or leave {o.id} out"
+        )
+
+
+def _refuse_unstacking(tree: Tree, res: Resolution, chosen: set[str]) -> None:
+    """The revert side of _refuse_unstacked: reverting a patch that a kept one is written on may
+    itself succeed (its hunks above the kept one's), but leaves the kept one on lines that no
+    longer hold, so the next revert drifts and the release's bytes are out of reach. Derived by
+    planning the whole revert after the selected one, and refused before anything is touched."""
+    assert res.series is not None
+    ids = [p.backport_id for p in res.series.patches]
+    if chosen >= set(ids):
+        return
+    manifest, view, _ = _next_view(tree)
+    partial = _plan(Command.REVERT, tree, res, manifest, chosen, view)
+    if partial.failed:
+        # The selected patch does not reverse under a kept one written on its lines; where the
+        # whole revert goes through, that is the selection's fault, not drift.
+        if _plan(Command.REVERT, tree, res, manifest, set(ids), view).failed:
+            return
+        drifted = [o.id for o in partial.outcomes if o.state == engine.DRIFT]
+        applied = {a.id for a in manifest.applied} if manifest else set()
+        kept = [b for b in ids[ids.index(drifted[-1]) + 1 :] if b not in chosen and b in applied]
+        if not kept:
+            return
+        raise UsageError(
+            f"{', '.join(drifted)} cannot be reverted in series {res.series.name} while {', '.join(kept)} "
+            f"stays applied on its lines; select {', '.join(kept)} too"
+        )
+    if not partial.changes:
+        return
+    after = {**(view or {}), **{c.path: c.after for c in partial.changes}}
+    rest = _plan(Command.REVERT, tree, res, partial.manifest, set(ids), after)
+    stuck = [o.id for o in rest.outcomes if o.state == engine.DRIFT]
+    if stuck:
+        reverted = [o.id for o in partial.outcomes if o.state == engine.REVERTED]
+        raise UsageError(
+            f"{', '.join(stuck)} is written on {', '.join(reverted)} in series {res.series.name}: reverting "
+            f"{'them' if len(reverted) > 1 else 'it'} alone would leave the tree where no later revert "
+            f"restores the release's bytes; select {', '.join(stuck)} too"
         )
 
 

@@ -122,6 +122,11 @@ def plan_apply(
         if patch.backport_id not in chosen:
             outcomes.append(Outcome(patch.backport_id, patch.name, SKIPPED))
             continue
+        if _recorded(patch, res.series.pinned[patch.name], manifest, start):
+            # Known by the manifest, not by reversing it here: its hunks are numbered before the
+            # later patches, which may have moved its lines since.
+            outcomes.append(Outcome(patch.backport_id, patch.name, ALREADY))
+            continue
         forward = apply_patches(contents, patch.files)
         if not isinstance(forward, Mismatch):
             contents = forward
@@ -140,6 +145,15 @@ def plan_apply(
     changes = [Change(p, start[p], contents[p]) for p in res.series.paths if start[p] != contents[p]]
     new_manifest = _manifest(res, contents, [p for p in res.series.patches if p.name in ours or p in applied_now])
     return Plan(outcomes, changes, new_manifest, notes)
+
+
+def _recorded(patch: Patch, pinned: str, manifest: Manifest | None, start: dict[str, bytes | None]) -> bool:
+    """Whether the manifest records `patch` as applied, pinned as `pinned` (the patch file now),
+    over files that are still what vllm-backports wrote."""
+    entry = next((a for a in manifest.applied if a.patch == patch.name), None) if manifest else None
+    if entry is None or manifest is None or entry.sha256 != pinned:
+        return False
+    return all(p in manifest.files and sha256_of(start[p]) == manifest.files[p].patched for p in patch.paths)
 
 
 def plan_revert(

@@ -28,7 +28,6 @@ class Request:
     fetch: bool  # work on the release's pristine files from PyPI
     only: tuple[str, ...] = ()
     skip: tuple[str, ...] = ()
-    as_json: bool = False
 
     @property
     def fresh_copy(self) -> bool:
@@ -50,7 +49,6 @@ def parse_request(
     fetch: bool,
     only: tuple[str, ...] = (),
     skip: tuple[str, ...] = (),
-    as_json: bool = False,
 ) -> Request:
     """The command line's words as a Request, or the one usage error that refuses them."""
     if fetch and target is None and command in (Command.REVERT, Command.STATUS):
@@ -70,4 +68,4 @@ def parse_request(
         # lays the release's files out in --target. With auto the series is known once the tree
         # is read, and the core checks the selection then.
         select(cat.series(requested.release.series), only, skip, together(cat))
-    return Request(command=command, vllm=requested, target=target, fetch=fetch, only=only, skip=skip, as_json=as_json)
+    return Request(command=command, vllm=requested, target=target, fetch=fetch, only=only, skip=skip)

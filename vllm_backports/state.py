@@ -180,17 +180,21 @@ def locked(tree: Tree, notify: Callable[[str], None] = lambda _m: None) -> Itera
 
 
 @contextlib.contextmanager
-def reading(tree: Tree) -> Iterator[None]:
-    """A consistent view for readers (status): a shared lock on the lock file while a run may
-    hold it, so a reader waits out a commit instead of reporting its journal as an interrupted
-    run. Writes nothing: with no lock file, no run is under way."""
+def reading(tree: Tree, notify: Callable[[str], None] = lambda _m: None) -> Iterator[None]:
+    """A consistent view for readers (status, check, the checks before a run): a shared lock on
+    the lock file while a run may hold it, so a reader waits out a commit instead of reporting
+    its journal as an interrupted run. Writes nothing: with no lock file, no run is under way."""
     try:
         fh = open(tree.state_dir / LOCK)  # noqa: SIM115 - the with below owns it
     except (FileNotFoundError, NotADirectoryError):
         yield
         return
     with fh:
-        fcntl.flock(fh, fcntl.LOCK_SH)
+        try:
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            notify(f"waiting for another vllm-backports run on {tree.root}")
+            fcntl.flock(fh, fcntl.LOCK_SH)
         yield
 
 
