@@ -65,6 +65,26 @@ def test_lint_headers_checks_no_against_a_backport_not_upstream_and_the_bug(tmp_
             "'https://github.com/vllm-project/vllm/issues/40880'") in r.output
 
 
+def test_lint_headers_checks_origin_against_versions_toml_and_across_series(tmp_path, monkeypatch):
+    home = copy_checkout(tmp_path, monkeypatch)
+    pr = "https://github.com/vllm-project/vllm/pull/53410"
+    tq = "0.33.0/0001-turboquant-spec-decode.patch"
+    _edit_header(home, tq, f"Origin: other, {pr}", "Origin: other, https://example.org/elsewhere")
+    gdn = "0.20.0/0002-gdn-spec-state.patch"  # no origin in versions.toml: only the series must agree
+    _edit_header(home, gdn, "Origin: other, https://github.com/vllm-project/vllm/pull/56531",
+                 "Origin: other, https://github.com/vllm-project/vllm/pull/1")
+    r = CliRunner().invoke(maint.main, ["lint-headers"])
+    assert r.exit_code == 1
+    lines = r.output.splitlines()
+    assert (f"backports/{tq}: Origin 'other, https://example.org/elsewhere' does not name versions.toml's "
+            f"origin '{pr}'") in lines
+    assert any(x.startswith("turboquant-spec-decode: its patches credit different origins: ") for x in lines)
+    assert any(x.startswith("gdn-spec-state: its patches credit different origins: ")
+               and "'other, https://github.com/vllm-project/vllm/pull/1' in backports/0.20.0/0002-gdn-spec-state.patch"
+               in x for x in lines)
+    assert lines[-1] == "3 problems in DEP-3 headers"
+
+
 def test_lint_headers_reports_unreadable_patches_and_goes_on(tmp_path, monkeypatch):
     home = copy_checkout(tmp_path, monkeypatch)
     (home / "backports/0.33.0/0001-turboquant-spec-decode.patch").write_bytes(b"Description: x\n")

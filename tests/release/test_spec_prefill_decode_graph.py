@@ -31,6 +31,16 @@ def _force_uniform_decode(source: bytes) -> ast.expr | None:
     raise AssertionError("execute_model no longer dispatches through _determine_batch_execution_and_padding")
 
 
+def _dispatch_parameters(source: bytes) -> list[str]:
+    """The parameters of the runner's own _determine_batch_execution_and_padding: the keyword the
+    patch passes must be one it takes, or the call would raise on the first step."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef) and node.name == "_determine_batch_execution_and_padding":
+            a = node.args
+            return [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+    raise AssertionError("the runner no longer defines _determine_batch_execution_and_padding")
+
+
 def _evaluate(expr: ast.expr, speculative: bool, drafted_rows: int, num_reqs: int):
     scope = {
         "self": SimpleNamespace(speculative_config=object() if speculative else None),
@@ -53,6 +63,7 @@ def test_a_batch_with_a_row_without_drafts_is_never_a_uniform_decode(version, tm
     assert applied.code == 0, applied.out + applied.err
     expr = _force_uniform_decode((site / RUNNER).read_bytes())
     assert expr is not None
+    assert "force_uniform_decode" in _dispatch_parameters((site / RUNNER).read_bytes())
     # a speculative batch of 4 rows, one of them a prompt chunk without drafts: never uniform
     assert _evaluate(expr, speculative=True, drafted_rows=3, num_reqs=4) is False
     assert _evaluate(expr, speculative=True, drafted_rows=0, num_reqs=1) is False
