@@ -171,6 +171,16 @@ def test_read_release_takes_the_newest_x86_64_wheel_and_checks_every_member_agai
     assert got.record_sha256 == sha(_record(other))
 
 
+def test_read_release_orders_build_tags_with_a_suffix_as_pip_does():
+    host, _ = _pypi()
+    for tag in ("2", "10", "10b"):
+        name = f"vllm-{VERSION}-{tag}-cp38-abi3-manylinux_2_31_x86_64.whl"
+        host.wheels[name] = make_wheel(VERSION, {"vllm/mod.py": MOD_FIXED})
+        host.versions[VERSION].append(name)
+    got = pypi.read_release(VERSION, [], session=host)
+    assert got.wheel.filename == f"vllm-{VERSION}-10b-cp38-abi3-manylinux_2_31_x86_64.whl"
+
+
 def test_read_release_refuses_a_member_its_record_does_not_pin():
     host, _ = _pypi(record_extra={"vllm/mod.py": MOD_FIXED})
     with pytest.raises(FetchError, match="vllm/mod.py: sha256 .* does not match the wheel's RECORD"):

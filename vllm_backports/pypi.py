@@ -152,9 +152,13 @@ def newest_wheel(session: requests.Session, version: str) -> WheelInfo:
     if not wheels:
         raise FetchError(f"vLLM {version} has no x86_64 wheel on PyPI")
 
-    def build(name: str) -> int:
+    def build(name: str) -> tuple[int, str]:
+        # PEP 427: a build tag is digits, then any suffix ("2", "1abc"); sorted as (int, str)
         parts = name[:-4].split("-")
-        return int(parts[2]) if len(parts) == 6 else -1
+        if len(parts) != 6:
+            return (-1, "")
+        digits = re.sub(r"\D.*", "", parts[2])
+        return (int(digits) if digits else -1, parts[2][len(digits) :])
 
     return max(wheels, key=lambda w: build(w.filename))
 

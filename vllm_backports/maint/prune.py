@@ -38,7 +38,12 @@ def prune_plan_cmd(home: Path, versions_file: Path, notes_file: Path, days: int)
     decoder, text, versions, at = json.JSONDecoder(), versions_file.read_text(), [], 0
     while text[at:].strip():
         at += len(text[at:]) - len(text[at:].lstrip())
-        page, at = decoder.raw_decode(text, at)
+        try:
+            page, at = decoder.raw_decode(text, at)
+        except ValueError as exc:
+            raise click.BadParameter(f"{versions_file}: not JSON at character {at}: {exc}") from None
+        if not isinstance(page, list):
+            raise click.BadParameter(f"{versions_file}: expected JSON lists of versions, one a page")
         versions += page
     current = {tag for t in image_targets(Catalogue(home)) for tag in t["tags"]}
     current = {tag.rsplit(":", 1)[1] for tag in current}
