@@ -7,7 +7,7 @@
 #        turboquant-prefill-fastpath, vLLM #46460)
 #   REL=0.31.0 bash docs/runs/steps.sh model; ... poll 500; ... model-compare   (verify --model's
 #        teacher-forced reference against the float32 one, on the tiny checkpoint)
-#   REL=0.26.0 bash docs/runs/steps.sh bench-ab start nospec qwen3_5-9b 20 resident; ... bench-ab poll 540
+#   REL=0.28.0 bash docs/runs/steps.sh bench-ab start nospec qwen3_5-9b 20 resident; ... bench-ab poll 540
 #        (A/B runs of benchmarks/bench_ab.py in the background, one a call to start, resumable:
 #        docs/BENCHMARKS.md, "A/B runs on models of users' sizes")
 # Sites, all of release $REL:
@@ -305,6 +305,8 @@ PY
           if [ -f "$d/run.rc" ]; then echo "== $n: exit $(cat "$d/run.rc")"; else echo "== $n: running: $(tail -1 "$d/run.err" 2>/dev/null)"; fi
           [ -s "$d/progress.jsonl" ] && [ -f "$d/run.json" ] && python3 benchmarks/bench_ab.py summarize "$d" 2>&1 | tail -20
           [ -f "$d/run.rc" ] && [ "$(cat "$d/run.rc")" != 0 ] && tail -5 "$d/run.err"
+          # fewer requests at once than the 64 asked means the KV size is too small (--kv-cache-gib)
+          grep -h "Maximum concurrency" "$d"/*.log 2>/dev/null | sed 's/^.*Maximum/  Maximum/' | sort -u
           for log in "$d"/*.log; do [ -f "$log" ] && tail -200 "$log" > "$log.tail"; done
         done
         (cd "$root" && tar -czf "$out/bench-ab.tgz" $(for n in "${names[@]}"; do ls -d "$n"/*.json "$n"/*.jsonl "$n"/*.tail "$n"/*.txt "$n"/run.* 2>/dev/null; done)); true ;;

@@ -98,7 +98,11 @@ class Shape:
     about: str
     text: dict  # the text model's config
     wrapper: str | None  # model_type the text config is nested under (Qwen3.5's checkpoints)
-    kv_cache_gib: float  # a fixed KV size, the same for both arms: 64 requests of 640+ tokens
+    # A fixed KV size, the same for both arms: room for 64 requests of 640+ tokens with their
+    # recurrent states, speculative slots included (a GDN layer's state is heads x 128 x 128 per
+    # request). Too small, vLLM runs fewer requests at once than asked: its log's "Maximum
+    # concurrency" line, which steps.sh's bench-ab poll prints, is the check.
+    kv_cache_gib: float
 
     @property
     def vocab(self) -> int:
@@ -108,14 +112,14 @@ class Shape:
 SHAPES: dict[str, Shape] = {
     s.name: s
     for s in (
-        Shape("qwen3_5-9b", "Qwen3.5-9B-like, dense", _qwen3_5_text(4096, 32, 12288, 16, 32), "qwen3_5", 8.0),
-        Shape("qwen3_6-27b", "Qwen3.6-27B-like, dense", _qwen3_5_text(5120, 64, 17408, 24, 48), "qwen3_5", 12.0),
+        Shape("qwen3_5-9b", "Qwen3.5-9B-like, dense", _qwen3_5_text(4096, 32, 12288, 16, 32), "qwen3_5", 10.0),
+        Shape("qwen3_6-27b", "Qwen3.6-27B-like, dense", _qwen3_5_text(5120, 64, 17408, 24, 48), "qwen3_5", 16.0),
         Shape(
             "qwen3_next-80b-e128",
             "Qwen3-Next-80B-A3B-like MoE, 128 of its 512 experts",
             QWEN3_NEXT_80B_E128,
             None,
-            12.0,
+            16.0,
         ),
     )
 }
