@@ -123,3 +123,68 @@ def test_a_run_directory_holds_one_experiment(tmp_path, sites):
     go(plan(tmp_path, sites, pairs=2))
     with pytest.raises(UsageError, match="holds a run of ngram-90"):
         go(plan(tmp_path, sites, experiment="nospec", pairs=4))
+
+
+FAKE_VLLM = """
+import json, os, sys, time
+from types import SimpleNamespace
+
+__version__ = "0.26.0"
+
+
+class SamplingParams:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+class LLM:
+    def __init__(self, **kw):
+        from vllm.v1.spec_decode.ngram_proposer import NgramProposer
+
+        print("INFO a line vLLM prints to stdout")
+        self.kw = kw
+        with open(os.environ["FAKE_VLLM_RECORD"], "a") as f:
+            f.write(json.dumps({"kwargs": kw, "scripted": NgramProposer.batch_propose is not None}) + "\\n")
+
+    def generate(self, batch, params, use_tqdm=False):
+        time.sleep(0.02 * params.max_tokens)  # a full generate well past its first token
+        return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[5] * params.max_tokens)]) for _ in batch]
+
+    def get_metrics(self):
+        return []
+
+    def sleep(self, level=1):
+        print("sleeping")
+
+    def wake_up(self):
+        pass
+"""
+
+
+def test_the_real_worker_speaks_to_the_driver_through_vllms_prints(tmp_path, monkeypatch):
+    """bench.worker itself, on a stand-in vllm package in each site: the reply channel survives
+    what vLLM prints, the engine arguments are the benchmark's, the scripted drafter is installed
+    for the ngram arm only."""
+    record = tmp_path / "record.jsonl"
+    monkeypatch.setenv("FAKE_VLLM_RECORD", str(record))
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    fix = site(tmp_path / "fix")
+    pkg = fix / "vllm"
+    (pkg / "v1/spec_decode").mkdir(parents=True)
+    (pkg / "__init__.py").write_text(FAKE_VLLM)
+    (pkg / "v1/__init__.py").write_text("")
+    (pkg / "v1/spec_decode/__init__.py").write_text("")
+    (pkg / "v1/spec_decode/ngram_proposer.py").write_text("class NgramProposer:\n    batch_propose = None\n")
+    p = plan(tmp_path, {"fix": fix}, pairs=2, levels=(1, 2), max_tokens=9)
+    result = driver.run(p, lambda m: None, lambda: {}, lambda: {"gpu": "Fake", "date": "2026-11-25"})
+    assert result["pairs"] == 2 and {c["concurrency"] for c in result["comparisons"]} == {1, 2}
+    engines = [json.loads(x) for x in record.read_text().splitlines()]
+    a, b = engines
+    assert (a["scripted"], b["scripted"]) == (False, True)
+    for e in engines:
+        kw = e["kwargs"]
+        assert kw["load_format"] == "dummy" and kw["enable_sleep_mode"] is True
+        assert kw["enable_prefix_caching"] is False and "compilation_config" not in kw
+        assert kw["kv_cache_memory_bytes"] == 10 * 2**30 and kw["max_num_seqs"] == 2
+    assert "speculative_config" not in a["kwargs"] and b["kwargs"]["speculative_config"]["method"] == "ngram"
+    assert "INFO a line vLLM prints" in (p.out / "a-0.log").read_text()
