@@ -63,6 +63,7 @@ def test_verdicts_and_acceptance_are_shown_as_the_result_says():
     text = render({"r": r})
     assert "met, interval reaches below" in text and "| 90% |" in text and "[plot]" not in text
     assert ": not met |" in render({"r": result(target_met={"met": False, "shown": False})})
+    assert ": interval above, too wide |" in render({"r": result(target_met={"met": False, "shown": True})})
     assert "| - | [json]" in render({"r": result(target=None)})
 
 

@@ -31,9 +31,11 @@ def _target(result: dict) -> str:
         aim += f", ±{100 * target['half_width']:.1f}%"
     if not got or got.get("met") is None:
         return f"{aim}: no interval"
-    verdict = "met" if got["met"] else "not met"
-    if got["met"] and not got["shown"]:
-        verdict += ", interval reaches below"
+    if got["met"]:
+        verdict = "met" if got["shown"] else "met, interval reaches below"
+    else:
+        # the whole interval above the target, but wider than the target's half-width
+        verdict = "interval above, too wide" if got["shown"] else "not met"
     return f"{aim}: {verdict}"
 
 
