@@ -7,6 +7,9 @@
 #        turboquant-prefill-fastpath, vLLM #46460)
 #   REL=0.31.0 bash docs/runs/steps.sh model; ... poll 500; ... model-compare   (verify --model's
 #        teacher-forced reference against the float32 one, on the tiny checkpoint)
+#   REL=0.28.0 bash docs/runs/steps.sh bench-ab start nospec qwen3_5-9b 20 resident; ... bench-ab poll 540
+#        (A/B runs of benchmarks/bench_ab.py in the background, one a call to start, resumable:
+#        docs/BENCHMARKS.md, "A/B runs on models of users' sizes")
 # Sites, all of release $REL:
 #   fix  $HOME/vllm-site  the release's shipped series
 #   ctl  /tmp/site-ctl-$REL  the series without turboquant-spec-decode (and without
@@ -296,5 +299,46 @@ PY
   bench-gdn) # PASSES ROUNDS [MODE [--no-ngram]]: raw against fix, no speculation and ngram
     python3 benchmarks/bench_gdn_decode.py --site raw="${SITE[raw]}" --site fix="${SITE[fix]}" --passes "${1:-2}" \
       --rounds "${2:-5}" --mode "${3:-eager}" ${4:-} --prefill-backend triton --out "$out/bench-gdn-${3:-eager}.json" 2>&1 | tail -40 ;;
+  bench-ab) # start EXPERIMENT SHAPE PAIRS [LAYOUT [bench_ab.py run OPTIONS...]] | poll SECONDS [NAME...] | profiles NAME
+      # start: one A/B run of benchmarks/bench_ab.py in a process session of its own (it outlives
+      # the call), in $HOME/bench-ab/$REL-EXPERIMENT-SHAPE; started again with more PAIRS it
+      # resumes there with new engines. Sites: every one of raw, fix, p65 this release has.
+      # poll: wait until the runs end or SECONDS pass, print each one's summary so far, and bring
+      # back their result, progress and log tails ($OUT/bench-ab.tgz). profiles: a run's torch
+      # profiler traces and tables ($OUT/bench-ab-profiles-NAME.tgz; run with --profile LEVEL).
+    sub=${1:-}; shift || true
+    root=$HOME/bench-ab; mkdir -p "$root"
+    case $sub in
+      start)
+        exp=$1 shape=$2 pairs=$3 layout=${4:-sleep}; shift 3; [ $# -gt 0 ] && shift
+        name=$REL-$exp-$shape dir=$root/$REL-$exp-$shape; mkdir -p "$dir"; rm -f "$dir/run.rc"
+        sites=(); for s in raw fix p65; do [ -d "${SITE[$s]}" ] && sites+=(--site "$s=${SITE[$s]}"); done
+        # its own copy of the tool: the next call may refresh this working tree under a running job
+        src=/tmp/vb-bench-$name && rm -rf "$src" && mkdir -p "$src" && cp -r apply.py vllm_backports benchmarks backports versions.toml "$src"/
+        nvidia-smi -q -d CLOCK,PERFORMANCE > "$dir/clocks-$(date +%s).txt" 2>&1
+        (cd "$src" && setsid nohup bash -c 'python3 benchmarks/bench_ab.py run --experiment "$0" --shape "$1" --pairs "$2" --layout "$3" --out "$4" "${@:5}" >> "$4/run.out" 2>> "$4/run.err"; echo $? > "$4/run.rc"' \
+          "$exp" "$shape" "$pairs" "$layout" "$dir" "${sites[@]}" "$@" < /dev/null > /dev/null 2>&1 &)
+        echo "started $name: $exp on $shape, $pairs pairs in all, layout $layout, sites ${sites[*]} $*" ;;
+      poll)
+        deadline=$((SECONDS + ${1:-500})); shift || true
+        names=("$@"); [ ${#names[@]} = 0 ] && names=($(cd "$root" && ls -d "$REL"-* 2>/dev/null))
+        while [ $SECONDS -lt $deadline ]; do
+          left=0; for n in "${names[@]}"; do [ -f "$root/$n/run.rc" ] || left=$((left + 1)); done
+          [ $left = 0 ] && break; sleep 10
+        done
+        for n in "${names[@]}"; do
+          d=$root/$n
+          if [ -f "$d/run.rc" ]; then echo "== $n: exit $(cat "$d/run.rc")"; else echo "== $n: running: $(tail -1 "$d/run.err" 2>/dev/null)"; fi
+          [ -s "$d/progress.jsonl" ] && [ -f "$d/run.json" ] && python3 benchmarks/bench_ab.py summarize "$d" 2>&1 | tail -20
+          [ -f "$d/run.rc" ] && [ "$(cat "$d/run.rc")" != 0 ] && tail -5 "$d/run.err"
+          # fewer requests at once than the 64 asked means the KV size is too small (--kv-cache-gib)
+          grep -h "Maximum concurrency" "$d"/*.log 2>/dev/null | sed 's/^.*Maximum/  Maximum/' | sort -u
+          for log in "$d"/*.log; do [ -f "$log" ] && tail -200 "$log" > "$log.tail"; done
+        done
+        (cd "$root" && tar -czf "$out/bench-ab.tgz" $(for n in "${names[@]}"; do ls -d "$n"/*.json "$n"/*.jsonl "$n"/*.tail "$n"/*.txt "$n"/run.* 2>/dev/null; done)); true ;;
+      profiles)
+        (cd "$root" && tar -czf "$out/bench-ab-profiles-$1.tgz" $(ls -d "$1"/profile-* 2>/dev/null)); ls -la "$out" ;;
+      *) echo "bench-ab: start, poll or profiles"; exit 2 ;;
+    esac ;;
   *) echo "unknown step $step"; exit 2 ;;
 esac

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -240,3 +241,35 @@ def test_a_scenario_owed_and_in_the_evidence_is_refused_in_one_line(tmp_path, mo
         "remove it from owed"
     )
     assert (home / "README.md").read_text() == README and not (home / "docs/SUPPORT.md").exists()
+
+
+def test_bench_table_is_generated_from_the_run_jsons_and_links_their_plots(tmp_path, monkeypatch):
+    from vllm_backports.bench import table
+
+    home = tmp_path / "repo"
+    (home / "docs").mkdir(parents=True)
+    page = home / "docs/BENCHMARKS.md"
+    page.write_text(f"# Benchmarks\n\n{table.BEGIN}\n{table.NONE_YET}\n{table.END}\n\nmore\n")
+    monkeypatch.setattr(maint, "HOME", home)
+    assert CliRunner().invoke(maint.main, ["bench-table"]).exit_code == 0
+    runs = home / "docs/runs/bench-ab"
+    runs.mkdir(parents=True)
+    comparisons = [
+        {"figure": f, "concurrency": 16, "ratio": 1.001, "ci_low": 0.998, "ci_high": 1.004, "half_width": 0.003,
+         "a_mean": 2000.0, "b_mean": 2002.0}
+        for f in ("decode_tok_s", "ttft_ms")
+    ]
+    result = {"experiment": "nospec", "shape": "qwen3_5-9b", "vllm": "0.26.0", "date": "2026-11-30", "gpu": "H100",
+              "a": "raw", "b": "fix", "layout": "sleep", "pairs": 20, "comparisons": comparisons}
+    (runs / "r1.json").write_text(json.dumps(result))
+    (runs / "r1.png").write_bytes(b"png")
+    drift = CliRunner().invoke(maint.main, ["bench-table"])
+    assert drift.exit_code == 1 and "1.001 [0.998, 1.004]" in drift.output
+    assert table.NONE_YET in page.read_text()
+    assert CliRunner().invoke(maint.main, ["bench-table", "--write"]).exit_code == 0
+    text = page.read_text()
+    assert "[plot](runs/bench-ab/r1.png)" in text and text.endswith(f"{table.END}\n\nmore\n")
+    assert CliRunner().invoke(maint.main, ["bench-table"]).exit_code == 0
+    (runs / "r2.json").write_text("{not json")
+    bad = CliRunner().invoke(maint.main, ["bench-table", "--write"])
+    assert bad.exit_code != 0 and "r2.json: not JSON" in str(bad.exception or bad.output)

@@ -106,3 +106,74 @@ def test_reset_restarts_the_schedule_and_can_follow_a_new_continuation():
         assert s.steps == {} and s.propose(prompt + own[0][:1]) == own[0][1:4]
     finally:
         drafts._installed.remove(s)
+
+
+def test_the_request_of_a_context_is_the_first_whose_prompt_it_begins_with():
+    import random
+
+    rng = random.Random(0)
+    shared = [rng.randrange(2, VOCAB) for _ in range(20)]
+    prompts = [shared + [i, 7] for i in range(10)] + [[3, 4], [3, 5, 6], [9] * 30]
+    s = Script(prompts, [[] for _ in prompts], k=3, vocab=VOCAB)
+
+    def brute(context):
+        return next((i for i, p in enumerate(prompts) if context[: len(p)] == p), None)
+
+    contexts = [p + [rng.randrange(2, VOCAB) for _ in range(5)] for p in prompts]
+    contexts += [shared, shared + [3], [3], [3, 4], [9] * 29, [], [1, 2, 3]]
+    for context in contexts:
+        assert s.request_of(context) == brute(context), context
+    assert s.request_of(prompts[4] + [1]) == 4 and s.request_of([3, 5, 6, 0]) == 11
+
+
+def test_a_row_of_the_token_table_finds_the_request_its_context_would():
+    np = pytest.importorskip("numpy")
+    prompts = [[2, 3, 4], [2, 3, 5, 6], [8, 9], [7] * 20]
+    s = Script(prompts, [[] for _ in prompts], k=3, vocab=VOCAB)
+    table = np.zeros((6, 30), dtype=np.int32)
+    rows = [[2, 3, 4, 11, 12], [2, 3, 5, 6, 1], [8, 9], [7] * 20 + [1], [2, 3, 5], [1, 2, 3]]
+    for r, values in enumerate(rows):
+        table[r, : len(values)] = values
+    for r, values in enumerate(rows):
+        for length in range(len(values) + 1):
+            assert s.request_of_row(table[r], length) == s.request_of(values[:length]), (r, length)
+    assert s.request_of_row(table[1], 5) == 1 and s.request_of_row(table[4], 3) is None
+
+
+def test_drafts_for_is_what_propose_offers():
+    a, b = script(), script()
+    prompt, cont = a.prompts[1], a.continuations[1]
+    for done in range(1, 8):
+        assert a.propose(prompt + cont[:done]) == b.drafts_for(1, done)
+
+
+def test_the_installed_hook_drafts_for_each_valid_row_as_propose_would(monkeypatch):
+    import sys
+    import types
+
+    np = pytest.importorskip("numpy")
+    from vllm_backports.verify import drafts
+
+    class NgramProposer:
+        pass
+
+    for name in ("vllm", "vllm.v1", "vllm.v1.spec_decode"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    module = types.ModuleType("vllm.v1.spec_decode.ngram_proposer")
+    module.NgramProposer = NgramProposer
+    monkeypatch.setitem(sys.modules, "vllm.v1.spec_decode.ngram_proposer", module)
+    monkeypatch.setattr(drafts, "_installed", [])
+    hooked, reference = script(), script()
+    drafts.install(hooked)
+    contexts = [
+        hooked.prompts[0] + hooked.continuations[0][:3],
+        [1, 1, 1],
+        hooked.prompts[2] + hooked.continuations[2][:5],
+    ]
+    table = np.zeros((3, 40), dtype=np.int64)
+    for r, c in enumerate(contexts):
+        table[r, : len(c)] = c
+    lengths = np.array([len(c) for c in contexts])
+    out = NgramProposer.batch_propose(None, 4, [0, 1, 2], lengths, table)
+    assert out == [reference.propose(c) for c in contexts] + [[]]
+    assert out[0] and out[1] == []

@@ -1,6 +1,7 @@
 """The generated files: README's support matrix and arch table, docs/SUPPORT.md, the GPU evidence
-page, images/bake-data.json and docs/UPSTREAM-TESTS.md, each from versions.toml and the results
-kept in docs/; and the CI matrices, printed as JSON. CI runs each generator in check mode."""
+page, images/bake-data.json, docs/UPSTREAM-TESTS.md and docs/BENCHMARKS.md's A/B table, each from
+versions.toml and the results kept in docs/; and the CI matrices, printed as JSON. CI runs each
+generator in check mode."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import click
 from packaging.version import Version
 
+from ..bench import table as bench_table_
 from ..catalogue import SCENARIOS, Catalogue
 from ..errors import BackportError, CatalogueError, EvidenceError
 from ..evidence import EVIDENCE_DIR, PAGE, heading, load, matrix_status, render_page, slug
@@ -228,4 +230,33 @@ def upstream_tests_doc(home: Path, write: bool) -> None:
     write_or_diff(path, current_text(path), markdown(reports), write, "upstream test results are current")
 
 
-COMMANDS = (matrix, evidence, bake, matrix_json, upstream_tests_doc)
+BENCHMARKS = Path("docs/BENCHMARKS.md")
+
+
+@click.command("bench-table")
+@click.option(
+    "--write", is_flag=True, help="Rewrite docs/BENCHMARKS.md's A/B table (otherwise show the diff, exit 1 on drift)."
+)
+@click.pass_obj
+def bench_table(home: Path, write: bool) -> None:
+    """Regenerate the A/B table in docs/BENCHMARKS.md from docs/runs/bench-ab/*.json, linking each
+    run's PNG of the same name where there is one."""
+    runs = home / bench_table_.RUNS
+    results, plots = {}, {}
+    for f in sorted(runs.glob("*.json")):
+        try:
+            results[f.stem] = json.loads(f.read_text())
+        except ValueError as exc:
+            raise BackportError(f"{f.name}: not JSON ({exc})") from None
+        if f.with_suffix(".png").exists():
+            plots[f.stem] = f.stem + ".png"
+    try:
+        table = bench_table_.render(results, plots)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BackportError(f"{bench_table_.RUNS}: {exc}") from None
+    path = home / BENCHMARKS
+    text = path.read_text()
+    write_or_diff(path, text, bench_table_.splice(text, table), write, "A/B table is current", BENCHMARKS.as_posix())
+
+
+COMMANDS = (matrix, evidence, bake, matrix_json, upstream_tests_doc, bench_table)

@@ -42,14 +42,42 @@ class Script:
     vocab: int
     schedule: tuple[tuple[int, int], ...] = SCHEDULE
     steps: dict[int, int] = field(default_factory=dict)
+    # requests by their prompt's first `_head` tokens (at most 16, and no more than the shortest
+    # prompt has): the lookup a step makes for every row stays short with many long prompts, as a
+    # benchmark's are
+    _heads: dict[tuple[int, ...], list[int]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _head: int = field(default=0, init=False, repr=False, compare=False)
+    # prompts as the bytes of a token table's row, per dtype: the cheapest exact comparison
+    _bytes: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if len({tuple(p) for p in self.prompts}) != len(self.prompts):
             raise ValueError("scripted drafts need distinct prompts")
+        self._head = min([16] + [len(p) for p in self.prompts])
+        for i, prompt in enumerate(self.prompts):
+            self._heads.setdefault(tuple(prompt[: self._head]), []).append(i)
 
     def request_of(self, context: list[int]) -> int | None:
-        for i, prompt in enumerate(self.prompts):
+        """The first request whose prompt `context` begins with."""
+        for i in self._heads.get(tuple(context[: self._head]), ()):
+            prompt = self.prompts[i]
             if context[: len(prompt)] == prompt:
+                return i
+        return None
+
+    def request_of_row(self, row, length: int) -> int | None:
+        """request_of(row[:length]) for a row of vLLM's token table (a numpy array), without
+        turning the whole row into Python ints: the hook runs for every row at every step."""
+        import numpy as np
+
+        if length < self._head:
+            return None
+        for i in self._heads.get(tuple(row[: self._head].tolist()), ()):
+            n = len(self.prompts[i])
+            key = (i, row.dtype.str)
+            if key not in self._bytes:
+                self._bytes[key] = np.asarray(self.prompts[i], dtype=row.dtype).tobytes()
+            if length >= n and row[:n].tobytes() == self._bytes[key]:
                 return i
         return None
 
@@ -58,13 +86,15 @@ class Script:
         req = self.request_of(context)
         if req is None:
             return []
+        return self.drafts_for(req, len(context) - len(self.prompts[req]))
+
+    def drafts_for(self, req: int, done: int) -> list[int]:
+        """The next step's drafts for request `req`, `done` tokens into its output."""
         step = self.steps.get(req, 0)
         self.steps[req] = step + 1
         offered, correct = self.schedule[(step + req) % len(self.schedule)]
         offered = min(offered, self.k)
-        cont = self.continuations[req]
-        done = len(context) - len(self.prompts[req])
-        truth = cont[done : done + offered]
+        truth = self.continuations[req][done : done + offered]
         # A wrong draft is the right token plus one: guaranteed to differ, still in the vocabulary.
         return [t if j < correct else (t + 1) % self.vocab for j, t in enumerate(truth)]
 
@@ -130,8 +160,10 @@ def install(script: Script) -> None:
     def batch_propose(self, num_requests, valid_ngram_requests, num_tokens_no_spec, token_ids_cpu, *rest, **kw):
         out: list[list[int]] = [[] for _ in range(num_requests)]
         for i in valid_ngram_requests:
-            context = token_ids_cpu[i, : int(num_tokens_no_spec[i])].tolist()
-            out[i] = script.propose(context)
+            length = int(num_tokens_no_spec[i])
+            req = script.request_of_row(token_ids_cpu[i], length)
+            if req is not None:
+                out[i] = script.drafts_for(req, length - len(script.prompts[req]))
         return out
 
     NgramProposer.batch_propose = batch_propose

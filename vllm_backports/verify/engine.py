@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 
-def run(spec: dict) -> dict:
+def prepare_env() -> None:
+    """The environment an engine process sets before vLLM is imported (benchmarks' engines too)."""
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "fork")
     # From 0.21 vLLM imports FlashInfer for its sampler by default; greedy decoding never uses it,
@@ -24,6 +25,10 @@ def run(spec: dict) -> dict:
     # The FLA kernels autotune at every engine start (about 90 s of a 150 s start on an H100);
     # kept on disk, the engines after the first of a session reuse the timings.
     os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
+
+
+def run(spec: dict) -> dict:
+    prepare_env()
     from . import drafts
 
     scripted = drafts.install_from_env()

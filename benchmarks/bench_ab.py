@@ -1,0 +1,173 @@
+"""A/B performance runs on models of users' sizes (vllm_backports.bench): two engines, pristine
+against patched or without against with speculation, in interleaved rounds on one GPU, every
+figure a ratio B/A with a 95% bootstrap interval.
+
+    python benchmarks/bench_ab.py run --experiment nospec --shape qwen3_5-9b \\
+        --site raw=DIR --site fix=DIR2 --out RUN_DIR --pairs 20 --layout resident
+    python benchmarks/bench_ab.py summarize RUN_DIR [--copy docs/runs/bench-ab/NAME.json]
+
+`run` writes RUN_DIR/progress.jsonl a round at a time and RUN_DIR/result.json at the end; run
+again with the same RUN_DIR and a larger --pairs, it resumes with new engines. `summarize` makes
+result.json from what is there (a run still going included) and prints it in brief; --copy keeps
+the result where docs/BENCHMARKS.md's table is generated from (python -m vllm_backports.maint
+bench-table --write). Plots: benchmarks/bench_ab_plot.py.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from vllm_backports.bench import clocks, driver, experiments, schedule, shapes
+from vllm_backports.errors import BackportError
+from vllm_backports.verify.run import machine
+
+
+def brief(result: dict) -> str:
+    """A few lines for a terminal: B/A per figure and level, with intervals and acceptance."""
+    lines = [
+        f"{result['experiment']} on {result['shape']}, vLLM {result['vllm']}: B = {result['b']}, A = {result['a']}; "
+        f"{result['pairs']} pairs, {result['instances']} instance(s), layout {result['layout']}, "
+        f"SM clock {result.get('sm_clock_mhz')}"
+    ]
+    for c in result["comparisons"]:
+        ci = "" if c["ci_low"] is None else f" [{c['ci_low']:.4f}, {c['ci_high']:.4f}] ±{100 * c['half_width']:.2f}%"
+        lines.append(
+            f"  c={c['concurrency']:<3} {c['figure']:<13} A {c['a_mean']:10.2f}  B {c['b_mean']:10.2f}  "
+            f"B/A {c['ratio']:.4f}{ci}"
+        )
+    lines.append(f"  acceptance {result['acceptance']}; target {result.get('target')}: {result.get('target_met')}")
+    return "\n".join(lines)
+
+
+def ran_on() -> dict:
+    """verify's record of the machine; where torch cannot say (a driver without it), the GPU's
+    name from nvidia-smi and the date."""
+    try:
+        return machine()
+    except Exception as exc:  # a record, never a reason to stop a run
+        from datetime import UTC, datetime
+
+        return {
+            "gpu": clocks.read().get("name"),
+            "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "error": f"{type(exc).__name__}: {exc}",
+        }
+
+
+def parse_sites(values: tuple[str, ...]) -> dict[str, Path]:
+    out = {}
+    for v in values:
+        label, sep, path = v.partition("=")
+        if not sep or not Path(path).is_dir():
+            raise click.BadParameter(f"{v!r}: give LABEL=DIR, an existing directory", param_hint="--site")
+        out[label] = Path(path)
+    return out
+
+
+@click.group()
+def main() -> None:
+    """A/B runs: run, summarize."""
+
+
+@main.command()
+@click.option("--experiment", type=click.Choice(list(experiments.EXPERIMENTS)), required=True)
+@click.option("--shape", type=click.Choice(list(shapes.SHAPES)), required=True)
+@click.option(
+    "--site", "sites", multiple=True, metavar="LABEL=DIR", help="A site-packages per label the experiment names."
+)
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="The run's directory.")
+@click.option("--pairs", type=click.IntRange(2, 500), default=20, show_default=True, help="Timed pairs in all.")
+@click.option("--warmup", type=click.IntRange(1, 10), default=2, show_default=True, help="Untimed rounds per engine.")
+@click.option("--layout", type=click.Choice(schedule.LAYOUTS), default="sleep", show_default=True)
+@click.option("--order", type=click.Choice(schedule.ORDERS), default="abab", show_default=True)
+@click.option("--levels", default="1,16,64", show_default=True, help="Concurrent requests, comma-separated.")
+@click.option("--prompt-len", type=click.IntRange(8, 8192), default=512, show_default=True)
+@click.option("--max-tokens", type=click.IntRange(8, 4096), default=128, show_default=True)
+@click.option("--kv-cache-gib", type=float, help="Fixed KV size of each engine (default: the shape's).")
+@click.option(
+    "--gpu-memory-utilization", type=float, default=None, help="Default 0.85 (sleep, sequential), 0.45 (resident)."
+)
+@click.option(
+    "--prefill-backend", type=click.Choice(["default", "triton", "flashinfer"]), default="default", show_default=True
+)
+@click.option(
+    "--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A checkpoint's own config.json."
+)
+@click.option("--profile", type=int, help="After the rounds, profile one generate per engine at this level.")
+@click.option("--lock-clocks", type=int, metavar="MHZ", help="Lock the SM clock for the run (root; own machines only).")
+def run(
+    experiment,
+    shape,
+    sites,
+    out,
+    pairs,
+    warmup,
+    layout,
+    order,
+    levels,
+    prompt_len,
+    max_tokens,
+    kv_cache_gib,
+    gpu_memory_utilization,
+    prefill_backend,
+    config,
+    profile,
+    lock_clocks,
+) -> None:
+    """Run (or resume) one A/B run."""
+    if gpu_memory_utilization is None:
+        gpu_memory_utilization = 0.45 if layout == "resident" else 0.85
+    plan = driver.Plan(
+        experiment=experiment,
+        shape=shape,
+        sites=parse_sites(sites),
+        out=out,
+        pairs=pairs,
+        warmup=warmup,
+        layout=layout,
+        order=order,
+        levels=tuple(int(x) for x in levels.split(",")),
+        prompt_len=prompt_len,
+        max_tokens=max_tokens,
+        kv_cache_gib=kv_cache_gib,
+        gpu_memory_utilization=gpu_memory_utilization,
+        prefill_backend=prefill_backend,
+        config=config,
+        profile=profile,
+    )
+    locked = clocks.lock(lock_clocks) if lock_clocks else None
+    try:
+        result = driver.run(plan, lambda m: click.echo(m, err=True), clocks.read, ran_on)
+    except BackportError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        if locked is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "clock-lock.json").write_text(json.dumps({"lock": locked, "unlock": clocks.unlock()}) + "\n")
+    click.echo(brief(result))
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--copy", type=click.Path(dir_okay=False, path_type=Path), help="Also write the result here.")
+@click.option("--resamples", type=click.IntRange(100, 100000), default=4000, show_default=True)
+def summarize(run_dir, copy, resamples) -> None:
+    """result.json from the run's progress so far, printed in brief."""
+    try:
+        result = driver.write_result(run_dir, resamples)
+    except (OSError, ValueError, KeyError) as exc:
+        raise click.ClickException(f"{run_dir}: {exc}") from None
+    if copy:
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(json.dumps(result, indent=2) + "\n")
+    click.echo(brief(result))
+
+
+if __name__ == "__main__":
+    main()

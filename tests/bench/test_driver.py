@@ -1,0 +1,190 @@
+"""An A/B run driven end to end through engine processes that stand in for vLLM's
+(fake_bench_worker.py): the schedule they receive, the progress kept, resuming, a crash."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vllm_backports.bench import driver, schedule
+from vllm_backports.errors import BackportError, UsageError
+
+HERE = Path(__file__).resolve().parent
+
+
+def site(where: Path, version: str = "0.26.0") -> Path:
+    info = where / f"vllm-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n")
+    return where
+
+
+@pytest.fixture
+def sites(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(HERE))  # the engines import the stand-in from here
+    return {"fix": site(tmp_path / "fix"), "raw": site(tmp_path / "raw")}
+
+
+def plan(tmp_path, sites, **kw):
+    base = {
+        "experiment": "ngram-90",
+        "shape": "qwen3_5-9b",
+        "sites": sites,
+        "out": tmp_path / "run",
+        "pairs": 3,
+        "warmup": 1,
+        "layout": "sleep",
+        "levels": (1, 4),
+        "prompt_len": 16,
+        "max_tokens": 101,
+    }
+    return driver.Plan(**{**base, **kw})
+
+
+def go(p, clock_reads=None):
+    reads = clock_reads if clock_reads is not None else []
+
+    def clocks():
+        reads.append(1)
+        return {"clocks.sm": 1980}
+
+    return driver.run(
+        p,
+        lambda m: None,
+        clocks,
+        lambda: {"gpu": "Fake GPU", "date": "2026-11-25T10:00:00Z"},
+        module="fake_bench_worker",
+    )
+
+
+def test_a_run_sends_each_engine_its_schedule_and_keeps_every_round(tmp_path, sites):
+    p = plan(tmp_path, sites, profile=4)
+    result = go(p)
+    out = p.out
+    for arm in "ab":
+        ops = (out / f"{arm}-0.spec.ops").read_text().split()
+        # a warm-up is an untimed round on the wire
+        steps = schedule.steps("sleep", 3, 1, profile=True)
+        want = [op.replace("warmup", "round") for op, x, _ in steps if x == arm and op != "start"]
+        assert ops == want
+    lines = [json.loads(x) for x in (out / "progress.jsonl").read_text().splitlines()]
+    assert [(x["arm"], x["round"]) for x in lines] == [(a, i) for i in range(3) for a in "ab"]
+    assert all(x["sm_clock_mhz"] == 1980 for x in lines)
+    # B has speculation and decodes twice as fast in the stand-in
+    assert result["ratio"] == pytest.approx(2.0) and result["pairs"] == 3
+    assert result["acceptance"]["b"] == {"1": 0.9, "4": 0.9} and result["acceptance"]["a"]["4"] is None
+    assert (result["date"], result["gpu"], result["vllm"]) == ("2026-11-25", "Fake GPU", "0.26.0")
+    assert json.loads((out / "result.json").read_text()) == result
+    specs = {arm: json.loads((out / f"{arm}-0.spec.json").read_text()) for arm in "ab"}
+    assert "speculative" not in specs["a"] and specs["b"]["speculative"]["method"] == "ngram"
+    assert specs["b"]["acceptance_schedule"][0] == [3, 3] and specs["a"]["sleep"] is True
+    assert specs["a"]["prompts"] == specs["b"]["prompts"] and len(specs["a"]["prompts"]) == 5
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["instances"][0]["clocks_before"] == {"clocks.sm": 1980} and "clocks_after" in meta["instances"][0]
+    assert json.loads((out / "model/config.json").read_text())["model_type"] == "qwen3_5"
+
+
+def test_a_second_run_resumes_with_new_engines_and_numbers_on(tmp_path, sites):
+    go(plan(tmp_path, sites, pairs=2, layout="resident"))
+    result = go(plan(tmp_path, sites, pairs=5, layout="resident"))
+    lines = [json.loads(x) for x in (tmp_path / "run/progress.jsonl").read_text().splitlines()]
+    assert sorted({(x["instance"], x["round"]) for x in lines}) == [(0, 0), (0, 1), (1, 2), (1, 3), (1, 4)]
+    assert result["pairs"] == 5 and result["instances"] == 2
+    assert (tmp_path / "run/a-1.log").exists()
+    # already complete: no engine starts, and the record of starts is left as it was
+    go(plan(tmp_path, sites, pairs=5, layout="resident"))
+    assert not (tmp_path / "run/a-2.spec.json").exists()
+    meta = json.loads((tmp_path / "run/run.json").read_text())
+    assert [(x["instance"], x["pairs"]) for x in meta["instances"]] == [(0, 2), (1, 3)]
+
+
+def test_an_engine_that_dies_is_reported_with_its_log_and_the_rounds_before_it_kept(tmp_path, sites):
+    p = plan(tmp_path, sites, experiment="nospec", layout="sequential", extra={"die_at_round": 3})
+    with pytest.raises(BackportError, match="engine a-0 ended .exit 1.: CUDA error: an illegal memory access"):
+        go(p)
+    lines = (p.out / "progress.jsonl").read_text().splitlines()
+    assert len(lines) == 1  # the warm-up, then one timed round, then the crash
+
+
+def test_plans_that_cannot_run_are_refused_before_any_engine(tmp_path, sites):
+    with pytest.raises(UsageError, match="needs --site p65=DIR"):
+        go(plan(tmp_path, {"fix": sites["fix"]}, experiment="tq-mtp"))
+    other = site(tmp_path / "other", "0.27.0")
+    with pytest.raises(UsageError, match="one release"):
+        go(plan(tmp_path, {"raw": sites["raw"], "fix": other}, experiment="nospec"))
+    with pytest.raises(UsageError, match="not one of the levels"):
+        go(plan(tmp_path, sites, profile=64))
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_run_directory_holds_one_experiment(tmp_path, sites):
+    go(plan(tmp_path, sites, pairs=2))
+    with pytest.raises(UsageError, match="holds a run of ngram-90"):
+        go(plan(tmp_path, sites, experiment="nospec", pairs=4))
+
+
+FAKE_VLLM = """
+import json, os, sys, time
+from types import SimpleNamespace
+
+__version__ = "0.26.0"
+
+
+class SamplingParams:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+class LLM:
+    def __init__(self, **kw):
+        from vllm.v1.spec_decode.ngram_proposer import NgramProposer
+
+        print("INFO a line vLLM prints to stdout")
+        self.kw = kw
+        with open(os.environ["FAKE_VLLM_RECORD"], "a") as f:
+            f.write(json.dumps({"kwargs": kw, "scripted": NgramProposer.batch_propose is not None}) + "\\n")
+
+    def generate(self, batch, params, use_tqdm=False):
+        time.sleep(0.02 * params.max_tokens)  # a full generate well past its first token
+        return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[5] * params.max_tokens)]) for _ in batch]
+
+    def get_metrics(self):
+        return []
+
+    def sleep(self, level=1):
+        print("sleeping")
+
+    def wake_up(self):
+        pass
+"""
+
+
+def test_the_real_worker_speaks_to_the_driver_through_vllms_prints(tmp_path, monkeypatch):
+    """bench.worker itself, on a stand-in vllm package in each site: the reply channel survives
+    what vLLM prints, the engine arguments are the benchmark's, the scripted drafter is installed
+    for the ngram arm only."""
+    record = tmp_path / "record.jsonl"
+    monkeypatch.setenv("FAKE_VLLM_RECORD", str(record))
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    fix = site(tmp_path / "fix")
+    pkg = fix / "vllm"
+    (pkg / "v1/spec_decode").mkdir(parents=True)
+    (pkg / "__init__.py").write_text(FAKE_VLLM)
+    (pkg / "v1/__init__.py").write_text("")
+    (pkg / "v1/spec_decode/__init__.py").write_text("")
+    (pkg / "v1/spec_decode/ngram_proposer.py").write_text("class NgramProposer:\n    batch_propose = None\n")
+    p = plan(tmp_path, {"fix": fix}, pairs=2, levels=(1, 2), max_tokens=9)
+    result = driver.run(p, lambda m: None, lambda: {}, lambda: {"gpu": "Fake", "date": "2026-11-25"})
+    assert result["pairs"] == 2 and {c["concurrency"] for c in result["comparisons"]} == {1, 2}
+    engines = [json.loads(x) for x in record.read_text().splitlines()]
+    a, b = engines
+    assert (a["scripted"], b["scripted"]) == (False, True)
+    for e in engines:
+        kw = e["kwargs"]
+        assert kw["load_format"] == "dummy" and kw["enable_sleep_mode"] is True
+        assert kw["enable_prefix_caching"] is False and "compilation_config" not in kw
+        assert kw["kv_cache_memory_bytes"] == 10 * 2**30 and kw["max_num_seqs"] == 2
+    assert "speculative_config" not in a["kwargs"] and b["kwargs"]["speculative_config"]["method"] == "ngram"
+    assert "INFO a line vLLM prints" in (p.out / "a-0.log").read_text()

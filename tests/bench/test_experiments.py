@@ -1,0 +1,47 @@
+"""What each A/B run compares, and the scripted acceptance levels."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from vllm_backports.bench.experiments import ACCEPTANCE, EXPERIMENTS, K, scripted_fraction
+from vllm_backports.verify.scenarios import PRESETS
+
+STEPS = Path(__file__).resolve().parents[2] / "docs/runs/steps.sh"
+
+
+@pytest.mark.parametrize("level", sorted(ACCEPTANCE))
+def test_each_level_scripts_that_fraction_of_right_drafts(level):
+    schedule = ACCEPTANCE[level]
+    assert scripted_fraction(schedule) == pytest.approx(level / 100)
+    assert all(offered == K and 0 <= right <= offered for offered, right in schedule)
+
+
+def test_arms_name_presets_that_exist_and_scripted_acceptance_is_ngram_only():
+    for e in EXPERIMENTS.values():
+        for arm in (e.a, e.b):
+            assert arm.speculative is None or arm.speculative in PRESETS
+            assert arm.acceptance is None or (arm.speculative == "ngram" and arm.acceptance in ACCEPTANCE)
+            assert PRESETS.get(arm.speculative or "ngram")["num_speculative_tokens"] == K
+
+
+def test_targets_are_the_issues():
+    assert (EXPERIMENTS["nospec"].at_least, EXPERIMENTS["nospec"].half_width) == (0.99, 0.005)
+    assert EXPERIMENTS["nospec"].sites() == ("raw", "fix")
+    assert EXPERIMENTS["tq-mtp"].at_least == 2.0 and EXPERIMENTS["tq-mtp"].sites() == ("p65", "fix")
+    assert EXPERIMENTS["ngram-90"].sites() == ("fix",)
+
+
+def test_every_site_an_experiment_uses_is_one_steps_sh_builds():
+    built = set(re.search(r"declare -A SITE=\((.*)\)", STEPS.read_text()).group(1).split())
+    labels = {x.split("]")[0].lstrip("[") for x in built}
+    for e in EXPERIMENTS.values():
+        assert set(e.sites()) <= labels, e.name
+
+
+def test_describe_says_what_an_arm_runs():
+    assert EXPERIMENTS["ngram-50"].b.describe() == "fix, ngram (50% scripted)"
+    assert EXPERIMENTS["tq-mtp"].a.describe() == "p65, mtp, turboquant_k8v4"

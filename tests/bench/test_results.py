@@ -1,0 +1,89 @@
+"""Progress lines to a run's result: the figures, the pairing, acceptance and the targets."""
+
+from __future__ import annotations
+
+import pytest
+
+from vllm_backports.bench.results import acceptance, figures, pairs, summarise, target_met
+
+
+def level(decode_s, ttft_s=0.1, requests=16, max_tokens=101, drafts=None, accepted=None):
+    return {
+        "requests": requests,
+        "max_tokens": max_tokens,
+        "ttft_s": ttft_s,
+        "decode_s": decode_s,
+        "drafts": drafts,
+        "accepted": accepted,
+    }
+
+
+def line(arm, i, inst=0, decode_s=1.1, **kw):
+    return {"arm": arm, "round": i, "instance": inst, "levels": {"16": level(decode_s, **kw)}, "sm_clock_mhz": 1980}
+
+
+def test_figures_split_a_generate_into_first_token_and_the_rest():
+    f = figures(level(decode_s=1.1, ttft_s=0.1, requests=16, max_tokens=101))
+    assert f["tpot_ms"] == pytest.approx(10.0)  # 1.0 s over the 100 tokens after the first
+    assert f["decode_tok_s"] == pytest.approx(1600.0)
+    assert f["ttft_ms"] == pytest.approx(100.0)
+    with pytest.raises(ValueError):
+        figures(level(decode_s=0.1, ttft_s=0.2))
+
+
+def test_pairs_match_round_and_instance_and_drop_a_half_pair():
+    lines = [line("a", 0), line("b", 0), line("b", 1), line("a", 1), line("a", 2), line("a", 3, inst=1)]
+    got = [(a["round"], b["round"], inst) for a, b, inst in pairs(lines)]
+    assert got == [(0, 0, 0), (1, 1, 0)]
+
+
+def test_acceptance_is_accepted_over_drafted_over_all_rounds():
+    rows = [line("b", 0, drafts=300, accepted=270), line("b", 1, drafts=100, accepted=50)]
+    assert acceptance(rows, "16") == pytest.approx(320 / 400)
+    assert acceptance([line("a", 0)], "16") is None
+
+
+def test_summary_of_a_run_where_b_decodes_twice_as_fast():
+    lines = []
+    for i in range(4):
+        lines += [line("a", i, decode_s=2.1 + 0.01 * i), line("b", i, decode_s=1.1 + 0.005 * i, drafts=10, accepted=9)]
+    meta = {"experiment": "x", "target": {"at_least": 2.0, "half_width": None}}
+    r = summarise(meta, lines, resamples=200)
+    assert r["experiment"] == "x" and r["pairs"] == 4 and r["instances"] == 1
+    decode = next(c for c in r["comparisons"] if c["figure"] == "decode_tok_s")
+    assert decode["ratio"] == pytest.approx(2.0, rel=1e-3)
+    assert decode["ci_low"] <= decode["ratio"] <= decode["ci_high"]
+    assert (r["ratio"], r["ci_low"], r["ci_high"]) == (decode["ratio"], decode["ci_low"], decode["ci_high"])
+    ttft = next(c for c in r["comparisons"] if c["figure"] == "ttft_ms")
+    assert ttft["ratio"] == pytest.approx(1.0) and ttft["higher_is_better"] is False
+    assert r["acceptance"] == {"a": {"16": None}, "b": {"16": pytest.approx(0.9)}}
+    assert r["sm_clock_mhz"] == {"min": 1980, "max": 1980}
+
+
+def test_a_single_pair_has_no_interval_and_no_verdict():
+    r = summarise({"target": {"at_least": 0.99, "half_width": 0.005}}, [line("a", 0), line("b", 0)])
+    assert r["ci_low"] is None and r["target_met"] == {"met": None, "shown": None}
+
+
+def _decode(ratio, low, high, hw):
+    return {"figure": "decode_tok_s", "ratio": ratio, "ci_low": low, "ci_high": high, "half_width": hw}
+
+
+def test_target_met_needs_the_ratio_and_the_width_and_shown_needs_the_whole_interval():
+    t = {"at_least": 0.99, "half_width": 0.005}
+    assert target_met(t, [_decode(0.995, 0.991, 0.999, 0.004)]) == {"met": True, "shown": True}
+    assert target_met(t, [_decode(0.995, 0.988, 1.002, 0.007)]) == {"met": False, "shown": False}
+    assert target_met(t, [_decode(0.992, 0.988, 0.996, 0.004)]) == {"met": True, "shown": False}
+    # every level counts
+    assert target_met(t, [_decode(1.0, 0.996, 1.004, 0.004), _decode(0.98, 0.976, 0.984, 0.004)])["met"] is False
+    assert target_met({"at_least": 2.0}, [_decode(2.1, 1.9, 2.3, 0.09)]) == {"met": True, "shown": False}
+    assert target_met(None, [_decode(1.0, 1.0, 1.0, 0.0)]) is None
+
+
+def test_the_headline_is_16_requests_or_else_the_most_measured():
+    lines = [line("a", i) for i in range(2)] + [line("b", i, decode_s=2.1) for i in range(2)]
+    assert summarise({}, lines)["headline"] == {"figure": "decode_tok_s", "concurrency": 16}
+    for x in lines:
+        x["levels"] = {"1": x["levels"]["16"], "4": x["levels"]["16"]}
+    r = summarise({}, lines)
+    assert r["headline"]["concurrency"] == 4 and r["ratio"] == pytest.approx(0.5)

@@ -1,0 +1,113 @@
+"""One engine's measurements, on a stand-in for vLLM's LLM (the real one needs a GPU)."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from vllm_backports.bench import worker
+from vllm_backports.verify.drafts import Script
+
+
+class Params:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+class FakeLLM:
+    """Emits prompt[0] + step for each token; counts drafts as vLLM's metrics would."""
+
+    def __init__(self, clock):
+        self.clock, self.calls, self.drafted, self.accepted = clock, [], 0, 0
+
+    def generate(self, batch, params, use_tqdm=False):
+        self.calls.append((len(batch), params.max_tokens))
+        self.clock.now += 0.01 * params.max_tokens
+        if params.max_tokens > 1:
+            self.drafted += 30
+            self.accepted += 27
+        return [
+            SimpleNamespace(
+                outputs=[SimpleNamespace(token_ids=[p["prompt_token_ids"][0] + s for s in range(params.max_tokens)])]
+            )
+            for p in batch
+        ]
+
+    def get_metrics(self):
+        return [
+            SimpleNamespace(name="vllm:spec_decode_num_draft_tokens", value=self.drafted),
+            SimpleNamespace(name="vllm:spec_decode_num_accepted_tokens", value=self.accepted),
+        ]
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def spec(levels=(1, 2)):
+    prompts = [[100 * (i + 1), 7] for i in range(sum(levels))]
+    return {"levels": list(levels), "prompts": prompts, "max_tokens": 11}
+
+
+def test_a_round_times_first_token_and_full_generate_per_level():
+    clock = Clock()
+    llm = FakeLLM(clock)
+    bench = worker.Bench(llm, Params, spec(), clock=clock)
+    out = bench.round()["levels"]
+    assert llm.calls == [(1, 1), (1, 11), (2, 1), (2, 11)]
+    assert out["2"]["ttft_s"] == pytest.approx(0.01) and out["2"]["decode_s"] == pytest.approx(0.11)
+    assert out["2"]["requests"] == 2 and out["2"]["tokens"] == 22 and out["2"]["max_tokens"] == 11
+    assert (out["1"]["drafts"], out["1"]["accepted"]) == (30, 27)  # this generate's counts, not the totals
+    assert (out["2"]["drafts"], out["2"]["accepted"]) == (30, 27)
+
+
+def test_each_level_has_its_own_prompts():
+    bench = worker.Bench(FakeLLM(Clock()), Params, spec((1, 16, 64)))
+    firsts = [tuple(p["prompt_token_ids"][0] for p in bench.batch(lv)) for lv in ("1", "16", "64")]
+    assert [len(x) for x in firsts] == [1, 16, 64]
+    assert len(set(firsts[0] + firsts[1] + firsts[2])) == 81
+
+
+def test_scripted_drafts_follow_each_requests_own_last_output():
+    s = spec()
+    script = Script(s["prompts"], [[] for _ in s["prompts"]], k=3, vocab=100000, schedule=((3, 3),))
+    script.steps[1] = 5
+    bench = worker.Bench(FakeLLM(Clock()), Params, s, script=script)
+    bench.round()
+    assert script.continuations[0] == [100 + i for i in range(11)]
+    assert script.continuations[2] == [300 + i for i in range(11)]
+    assert script.steps == {}  # the schedule starts over for every full generate
+
+
+def test_without_metrics_no_acceptance_is_claimed():
+    class NoMetrics(FakeLLM):
+        def get_metrics(self):
+            raise AttributeError("no metrics API")
+
+    out = worker.Bench(NoMetrics(Clock()), Params, spec()).round()["levels"]["1"]
+    assert out["drafts"] is None and out["accepted"] is None
+
+
+def test_engine_arguments_dummy_weights_release_default_graphs_no_prefix_cache():
+    base = {"model": "/m", "max_model_len": 700, "max_num_seqs": 64, "kv_cache_memory_bytes": 2**33}
+    kw = worker.engine_kwargs({**base, "speculative": {"method": "mtp", "num_speculative_tokens": 3}})
+    assert kw["load_format"] == "dummy" and kw["dtype"] == "bfloat16" and kw["enforce_eager"] is False
+    assert "compilation_config" not in kw and kw["enable_prefix_caching"] is False
+    assert kw["speculative_config"]["method"] == "mtp" and "enable_sleep_mode" not in kw
+    assert worker.engine_kwargs({**base, "sleep": True})["enable_sleep_mode"] is True
+
+
+def test_serve_answers_each_request_and_stops():
+    replies = []
+    slept = []
+    llm = SimpleNamespace(sleep=lambda level: slept.append(level), wake_up=lambda: slept.append("wake"))
+    bench = SimpleNamespace(round=lambda: {"levels": {"1": {}}})
+    requests = [json.dumps({"op": op}) for op in ("round", "sleep", "wake", "bogus", "stop", "round")]
+    worker.serve(bench, llm, iter(requests), replies.append)
+    assert [r["ok"] for r in replies] == [True, True, True, False, True]
+    assert replies[0]["levels"] == {"1": {}} and slept == [1, "wake"] and "unknown op" in replies[3]["error"]

@@ -1,0 +1,68 @@
+"""The A/B benchmark's command line: option handling and summarize (runs need a GPU; the driver's
+own tests run them on stand-in engines)."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from benchmarks import bench_ab
+
+
+def test_sites_must_be_label_and_existing_directory(tmp_path):
+    r = CliRunner().invoke(
+        bench_ab.main,
+        ["run", "--experiment", "nospec", "--shape", "qwen3_5-9b", "--out", str(tmp_path / "o"), "--site", "raw"],
+    )
+    assert r.exit_code == 2 and "LABEL=DIR" in r.output
+
+
+def test_a_site_without_vllm_is_refused_in_one_line(tmp_path):
+    r = CliRunner().invoke(
+        bench_ab.main,
+        [
+            "run",
+            "--experiment",
+            "nospec",
+            "--shape",
+            "qwen3_5-9b",
+            "--out",
+            str(tmp_path / "o"),
+            "--site",
+            f"raw={tmp_path}",
+            "--site",
+            f"fix={tmp_path}",
+        ],
+    )
+    assert r.exit_code == 1 and "no vLLM installed there" in r.output and not (tmp_path / "o").exists()
+
+
+def test_summarize_makes_the_result_of_the_rounds_so_far_and_copies_it(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(
+        json.dumps(
+            {
+                "experiment": "nospec",
+                "shape": "qwen3_5-9b",
+                "vllm": "0.26.0",
+                "a": "raw",
+                "b": "fix",
+                "layout": "sleep",
+                "target": None,
+            }
+        )
+    )
+    level = {"requests": 16, "max_tokens": 101, "ttft_s": 0.1}
+    lines = [
+        {"arm": arm, "round": i, "instance": 0, "levels": {"16": {**level, "decode_s": d}}}
+        for i in range(3)
+        for arm, d in (("a", 1.1), ("b", 1.0))
+    ]
+    (run / "progress.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"arm": "a", "ro')
+    copy = tmp_path / "docs/x.json"
+    r = CliRunner().invoke(bench_ab.main, ["summarize", str(run), "--copy", str(copy), "--resamples", "100"])
+    assert r.exit_code == 0, r.output
+    assert "B/A 1.1111" in r.output and "3 pairs" in r.output
+    assert json.loads(copy.read_text()) == json.loads((run / "result.json").read_text())

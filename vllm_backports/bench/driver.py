@@ -1,0 +1,271 @@
+"""One A/B run on the GPU: the two engines (bench.worker processes) driven through
+schedule.steps, every timed round appended to progress.jsonl as it ends, the result written
+from those lines (results.summarise).
+
+A run lives in one directory. Started again with the same directory and a larger number of
+pairs, it resumes: new engines (a new instance; the bootstrap treats instances as groups) run the
+pairs still owed, numbered on from the last. run.json keeps what ran and the GPU's clock state at
+each start and end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..errors import BackportError, UsageError
+from ..verify import scenarios
+from ..verify.run import engine_env, site_version
+from . import experiments, results, schedule, shapes
+
+WORKER = "vllm_backports.bench.worker"
+LEVELS = (1, 16, 64)
+
+
+@dataclass(frozen=True)
+class Plan:
+    experiment: str
+    shape: str
+    sites: dict[str, Path]  # label -> site-packages
+    out: Path
+    pairs: int = 20
+    warmup: int = 2
+    layout: str = "sleep"
+    order: str = "abab"
+    levels: tuple[int, ...] = LEVELS
+    prompt_len: int = 512
+    max_tokens: int = 128
+    kv_cache_gib: float | None = None  # None: the shape's
+    gpu_memory_utilization: float = 0.85
+    prefill_backend: str = "default"
+    config: Path | None = None  # a checkpoint's own config.json instead of the shape's
+    profile: int | None = None  # a concurrency level to profile each arm at, after the rounds
+    profile_tokens: int = 16
+    extra: dict = field(default_factory=dict)
+
+
+def check(plan: Plan) -> str:
+    """Refuse a plan that cannot run, before any engine starts; the release both sites hold."""
+    if plan.experiment not in experiments.EXPERIMENTS:
+        raise UsageError(f"experiment {plan.experiment!r} is not one of {', '.join(experiments.EXPERIMENTS)}")
+    if plan.shape not in shapes.SHAPES:
+        raise UsageError(f"shape {plan.shape!r} is not one of {', '.join(shapes.SHAPES)}")
+    if plan.layout not in schedule.LAYOUTS or plan.order not in schedule.ORDERS:
+        raise UsageError(f"layout one of {schedule.LAYOUTS}, order one of {schedule.ORDERS}")
+    exp = experiments.EXPERIMENTS[plan.experiment]
+    missing = [s for s in exp.sites() if s not in plan.sites]
+    if missing:
+        raise UsageError(f"experiment {exp.name} needs {' '.join('--site ' + m + '=DIR' for m in missing)}")
+    versions = {s: site_version(plan.sites[s]) for s in exp.sites()}
+    if len(set(versions.values())) != 1:
+        raise UsageError(f"both sites must hold one release: {versions}")
+    if plan.profile is not None and plan.profile not in plan.levels:
+        raise UsageError(f"--profile {plan.profile} is not one of the levels {plan.levels}")
+    return next(iter(versions.values()))
+
+
+def prompts(plan: Plan, vocab: int) -> list[list[int]]:
+    """Distinct random prompts of prompt_len tokens, one set per level, one after the other (the
+    same for both arms and every round). Token ids above the first 1000 leave special ids out."""
+    rng = random.Random(1)
+    out: list[list[int]] = []
+    for _ in range(sum(plan.levels)):
+        out.append([rng.randrange(1000, vocab) for _ in range(plan.prompt_len)])
+    return out
+
+
+def engine_spec(plan: Plan, arm: experiments.Arm, model_dir: Path, vocab: int) -> dict:
+    shape = shapes.SHAPES[plan.shape]
+    gib = plan.kv_cache_gib if plan.kv_cache_gib is not None else shape.kv_cache_gib
+    spec: dict = {
+        "model": str(model_dir),
+        "prompts": prompts(plan, vocab),
+        "levels": list(plan.levels),
+        "max_tokens": plan.max_tokens,
+        "max_num_seqs": max(plan.levels),
+        "max_model_len": plan.prompt_len + plan.max_tokens + 2 * experiments.K + 8,
+        "tp": 1,
+        "gpu_memory_utilization": plan.gpu_memory_utilization,
+        "kv_cache_memory_bytes": int(gib * 2**30),
+        "additional_config": {} if plan.prefill_backend == "default" else {"gdn_prefill_backend": plan.prefill_backend},
+        "sleep": plan.layout == "sleep",
+        "vocab": vocab,
+        "k": experiments.K,
+        **plan.extra,
+    }
+    if arm.speculative:
+        spec["speculative"] = scenarios.PRESETS[arm.speculative]
+    if arm.acceptance is not None:
+        spec["acceptance_schedule"] = [list(x) for x in experiments.ACCEPTANCE[arm.acceptance]]
+    if arm.kv_cache != "auto":
+        spec["kv_cache_dtype"] = arm.kv_cache
+    return spec
+
+
+class Worker:
+    """One engine process and its request channel."""
+
+    def __init__(self, tag: str, spec: dict, site: Path, work: Path, module: str = WORKER):
+        self.tag, self.log = tag, work / f"{tag}.log"
+        spec_path = work / f"{tag}.spec.json"
+        spec_path.write_text(json.dumps(spec))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", module, str(spec_path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=open(self.log, "w"),  # noqa: SIM115 (the child holds it)
+            env=engine_env(None, site),
+            text=True,
+        )
+        self.ready = self.read()
+
+    def read(self) -> dict:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            rc = self.proc.wait()
+            tail = self.log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
+            raise BackportError(f"engine {self.tag} ended (exit {rc}): {tail[0][:300]}; full log: {self.log}")
+        reply = json.loads(line)
+        if not reply.get("ok"):
+            raise BackportError(f"engine {self.tag}: {reply.get('error', reply)}")
+        return reply
+
+    def ask(self, op: str, **kw) -> dict:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"op": op, **kw}) + "\n")
+        self.proc.stdin.flush()
+        return self.read()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(BackportError, BrokenPipeError, OSError):
+                self.ask("stop")
+            try:
+                self.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def read_lines(path: Path) -> list[dict]:
+    """The progress lines so far; a last line cut off mid-write is left out."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def run(
+    plan: Plan,
+    progress: Callable[[str], None],
+    clocks: Callable[[], dict],
+    machine: Callable[[], dict],
+    module: str = WORKER,
+) -> dict:
+    """Run the pairs still owed and return the run's result (also written to result.json)."""
+    release = check(plan)
+    exp = experiments.EXPERIMENTS[plan.experiment]
+    shape = shapes.SHAPES[plan.shape]
+    plan.out.mkdir(parents=True, exist_ok=True)
+    config = json.loads(plan.config.read_text()) if plan.config else None
+    model_dir = shapes.write(plan.out / "model", shape, config)
+    vocab = int((config or {}).get("text_config", config or {}).get("vocab_size", shape.vocab))
+    meta_path, progress_path = plan.out / "run.json", plan.out / "progress.jsonl"
+    lines = read_lines(progress_path)
+    instance = max((x["instance"] for x in lines), default=-1) + 1
+    first = max((x["round"] for x in lines), default=-1) + 1
+    owed = plan.pairs - len(results.pairs(lines))
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else None
+    if meta is None:
+        ran_on = machine()
+        meta = {
+            "date": str(ran_on.get("date", ""))[:10],
+            "gpu": ran_on.get("gpu"),
+            "experiment": exp.name,
+            "shape": shape.name,
+            "shape_about": shape.about,
+            "vllm": release,
+            "a": exp.a.describe(),
+            "b": exp.b.describe(),
+            "target": {"at_least": exp.at_least, "half_width": exp.half_width} if exp.at_least else None,
+            "layout": plan.layout,
+            "order": plan.order,
+            "levels": list(plan.levels),
+            "prompt_len": plan.prompt_len,
+            "max_tokens": plan.max_tokens,
+            "sites": {k: str(v) for k, v in plan.sites.items()},
+            "plan": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(plan).items() if k != "sites"},
+            "machine": ran_on,
+            "instances": [],
+        }
+    elif (meta["experiment"], meta["shape"], meta["vllm"]) != (exp.name, shape.name, release):
+        raise UsageError(f"{plan.out} holds a run of {meta['experiment']} on {meta['shape']}, vLLM {meta['vllm']}")
+    if owed <= 0:
+        return write_result(plan.out)  # every pair is there: no engine starts
+    record: dict = {
+        "instance": instance,
+        "layout": plan.layout,
+        "pairs": owed,
+        "clocks_before": clocks(),
+        "engines": {},
+    }
+    meta["instances"].append(record)
+    meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+    workers: dict[str, Worker] = {}
+    arms = {"a": exp.a, "b": exp.b}
+    try:
+        steps = schedule.steps(plan.layout, owed, plan.warmup, plan.order, first, profile=plan.profile is not None)
+        for n, (op, arm, i) in enumerate(steps):
+            progress(f"[{n + 1}/{len(steps)}] {op} {arm}" + ("" if i is None else f" round {i}"))
+            if op == "start":
+                spec = engine_spec(plan, arms[arm], model_dir, vocab)
+                workers[arm] = Worker(f"{arm}-{instance}", spec, plan.sites[arms[arm].site], plan.out, module)
+                record["engines"][arm] = workers[arm].ready
+                meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+            elif op == "stop":
+                workers.pop(arm).stop()
+            elif op in ("warmup", "round"):
+                reply = workers[arm].ask("round")
+                if op == "round":
+                    line = {
+                        "arm": arm,
+                        "round": i,
+                        "instance": instance,
+                        "levels": reply["levels"],
+                        "sm_clock_mhz": clocks().get("clocks.sm"),
+                        "t": time.time(),
+                    }
+                    with open(progress_path, "a") as f:
+                        f.write(json.dumps(line) + "\n")
+            elif op == "profile":
+                path = plan.out / f"profile-{arm}-{instance}-c{plan.profile}"
+                workers[arm].ask("profile", level=plan.profile, max_tokens=plan.profile_tokens, path=str(path))
+            else:  # sleep, wake
+                workers[arm].ask(op)
+    finally:
+        for w in workers.values():
+            w.stop()
+        record["clocks_after"] = clocks()
+        meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+    return write_result(plan.out)
+
+
+def write_result(out: Path, resamples: int = 4000) -> dict:
+    """result.json from run.json and progress.jsonl as they stand (a run still going included)."""
+    meta = json.loads((out / "run.json").read_text())
+    result = results.summarise(meta, read_lines(out / "progress.jsonl"), resamples)
+    (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result

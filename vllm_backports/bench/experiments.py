@@ -1,0 +1,78 @@
+"""What each A/B run compares: two arms (a site and an engine configuration each) and the target
+the ratio B/A of decode tokens/s is held to.
+
+Sites are labels the run is given directories for (docs/runs/steps.sh: raw = pristine, fix = the
+shipped series, p65 = TurboQuant's P65 alternative). Dummy weights make ngram and MTP proposals
+meaningless, so ngram's drafts are scripted (verify.drafts) to a set fraction of right draft
+tokens; MTP runs vLLM's own drafter on its dummy layer and its acceptance is read back and
+reported, not set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+K = 3  # draft tokens a step, ngram and MTP alike (verify.scenarios.PRESETS)
+
+# Scripted ngram drafts per acceptance level, as (drafts offered, of which right) per step, which
+# verify.drafts.Script runs per request at staggered phases. Every step offers K drafts; the
+# right ones come first (a wrong draft ends acceptance), so accepted / offered is the level.
+ACCEPTANCE: dict[int, tuple[tuple[int, int], ...]] = {
+    0: ((K, 0),),
+    50: ((K, 2), (K, 1)),
+    90: ((K, K),) * 8 + ((K, 2), (K, 1)),
+}
+
+
+def scripted_fraction(schedule: tuple[tuple[int, int], ...]) -> float:
+    """Right draft tokens over offered ones, over one pass of the schedule."""
+    return sum(c for _, c in schedule) / sum(o for o, _ in schedule)
+
+
+@dataclass(frozen=True)
+class Arm:
+    site: str
+    speculative: str | None = None  # verify.scenarios.PRESETS name
+    acceptance: int | None = None  # ACCEPTANCE level, scripted ngram only
+    kv_cache: str = "auto"
+
+    def describe(self) -> str:
+        spec = self.speculative or "no speculation"
+        if self.acceptance is not None:
+            spec += f" ({self.acceptance}% scripted)"
+        kv = "" if self.kv_cache == "auto" else f", {self.kv_cache}"
+        return f"{self.site}, {spec}{kv}"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    a: Arm
+    b: Arm
+    at_least: float | None  # target for B/A of decode tokens/s; None: reported only
+    half_width: float | None = None  # target for the interval's half-width, relative
+
+    def sites(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((self.a.site, self.b.site)))
+
+
+def _ngram(level: int) -> Experiment:
+    return Experiment(f"ngram-{level}", Arm("fix"), Arm("fix", "ngram", level), None)
+
+
+EXPERIMENTS: dict[str, Experiment] = {
+    e.name: e
+    for e in (
+        # the fix must cost nothing without speculation: its lines do not run there
+        Experiment("nospec", Arm("raw"), Arm("fix"), at_least=0.99, half_width=0.005),
+        *(_ngram(level) for level in ACCEPTANCE),
+        Experiment("mtp", Arm("fix"), Arm("fix", "mtp"), None),
+        # issue 4's aim: verify batches inside full graphs, twice P65's speed
+        Experiment(
+            "tq-mtp",
+            Arm("p65", "mtp", kv_cache="turboquant_k8v4"),
+            Arm("fix", "mtp", kv_cache="turboquant_k8v4"),
+            at_least=2.0,
+        ),
+    )
+}

@@ -1,0 +1,169 @@
+"""One engine of an A/B run, in its own process, serving the driver's requests until told to stop:
+`python -m vllm_backports.bench.worker SPEC.json`.
+
+Requests come one JSON line at a time on stdin ({"op": "round" | "sleep" | "wake" | "profile" |
+"stop"}); each reply is one JSON line on the stdout the process started with, which is kept for
+replies alone: everything vLLM prints goes to stderr (the engine's log).
+
+A round runs every concurrency level in turn on the one engine (its CUDA graphs serve them all):
+a generate of one token a request (TTFT), then a full generate of max_tokens (TTFT plus decode),
+each timed by wall clock. With scripted ngram drafts (verify.drafts), each level's requests draft
+from their own output of the round before, so the scripted fraction of right drafts holds after
+the speculative run parts from any other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def engine_kwargs(spec: dict) -> dict:
+    """LLM(...) arguments: verify's (engine.llm_kwargs) with dummy weights, the release's default
+    compilation (no capture sizes of verify's own), prefix caching off (every round repeats the
+    same prompts and must do the same work) and sleep mode where the layout needs it."""
+    from ..verify import engine
+
+    kwargs = engine.llm_kwargs({**spec, "eager": False, "dtype": "bfloat16"})
+    kwargs.pop("compilation_config", None)
+    kwargs["load_format"] = "dummy"
+    kwargs["enable_prefix_caching"] = False
+    if spec.get("sleep"):
+        kwargs["enable_sleep_mode"] = True
+    return kwargs
+
+
+class Bench:
+    """The measurements of one engine: `llm` is vLLM's LLM (or a stand-in with generate and
+    get_metrics), `params` vLLM's SamplingParams class."""
+
+    def __init__(self, llm, params, spec: dict, script=None, clock=time.perf_counter):
+        self.llm, self.spec, self.script, self.clock = llm, spec, script, clock
+        self.first = params(temperature=0.0, max_tokens=1, ignore_eos=True)
+        self.full = params(temperature=0.0, max_tokens=spec["max_tokens"], ignore_eos=True)
+        # prompt index (in spec["prompts"], all levels' prompts one after the other) per level
+        self.index: dict[str, list[int]] = {}
+        start = 0
+        for level in spec["levels"]:
+            self.index[str(level)] = list(range(start, start + level))
+            start += level
+
+    def batch(self, level: str) -> list[dict]:
+        return [{"prompt_token_ids": self.spec["prompts"][i]} for i in self.index[level]]
+
+    def counters(self) -> dict:
+        from ..verify import engine
+
+        return engine.spec_counters(self.llm) or {}
+
+    def level(self, level: str) -> dict:
+        batch = self.batch(level)
+        t0 = self.clock()
+        self.llm.generate(batch, self.first, use_tqdm=False)
+        ttft = self.clock() - t0
+        if self.script is not None:
+            self.script.steps.clear()  # the schedule starts over for these requests
+        before = self.counters()
+        t0 = self.clock()
+        outs = self.llm.generate(batch, self.full, use_tqdm=False)
+        decode = self.clock() - t0
+        after = self.counters()
+        tokens = [list(o.outputs[0].token_ids) for o in outs]
+        if self.script is not None:
+            for i, out in zip(self.index[level], tokens, strict=True):
+                self.script.continuations[i] = out
+        delta = {k: after.get(k, 0) - before.get(k, 0) for k in ("num_draft_tokens", "num_accepted_tokens")}
+        return {
+            "requests": len(batch),
+            "max_tokens": self.spec["max_tokens"],
+            "tokens": sum(map(len, tokens)),
+            "ttft_s": ttft,
+            "decode_s": decode,
+            "drafts": delta["num_draft_tokens"] if after else None,
+            "accepted": delta["num_accepted_tokens"] if after else None,
+        }
+
+    def round(self) -> dict:
+        return {"levels": {str(lv): self.level(str(lv)) for lv in self.spec["levels"]}}
+
+    def profile(self, level: str, max_tokens: int, path: str) -> dict:
+        """One full generate of `level` under torch's profiler: a Chrome trace and a table of the
+        kernels and ops by their own device time, for the places a fix costs time."""
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        params = type(self.full)(temperature=0.0, max_tokens=max_tokens, ignore_eos=True)
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=False) as prof:
+            self.llm.generate(self.batch(level), params, use_tqdm=False)
+            torch.cuda.synchronize()
+        prof.export_chrome_trace(path + ".trace.json")
+        averages = prof.key_averages()
+        for key in ("self_device_time_total", "self_cuda_time_total"):  # renamed in torch 2.4+
+            try:
+                table = averages.table(sort_by=key, row_limit=60)
+                break
+            except (AttributeError, KeyError, ValueError):
+                continue
+        else:
+            table = averages.table(row_limit=60)
+        Path(path + ".txt").write_text(table)
+        return {"trace": path + ".trace.json", "table": path + ".txt"}
+
+
+def serve(bench: Bench, llm, requests, reply) -> None:
+    """Answer the driver's requests until "stop" or the end of input."""
+    for line in requests:
+        req = json.loads(line)
+        op, t0 = req["op"], time.perf_counter()
+        if op == "round":
+            out = bench.round()
+        elif op == "sleep":
+            llm.sleep(level=1)
+            out = {}
+        elif op == "wake":
+            llm.wake_up()
+            out = {}
+        elif op == "profile":
+            out = bench.profile(str(req["level"]), int(req["max_tokens"]), req["path"])
+        elif op == "stop":
+            reply({"ok": True})
+            return
+        else:
+            out = {"error": f"unknown op {op!r}"}
+        reply({"ok": "error" not in out, "s": time.perf_counter() - t0, **out})
+
+
+def main(argv: list[str]) -> int:
+    # Replies go to the stdout this process was started with; vLLM's prints join its log.
+    channel = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+
+    def reply(obj: dict) -> None:
+        channel.write(json.dumps(obj) + "\n")
+        channel.flush()
+
+    spec = json.loads(Path(argv[0]).read_text())
+    from ..verify import drafts, engine
+
+    engine.prepare_env()
+    script = None
+    if spec.get("acceptance_schedule") is not None:
+        schedule = tuple((int(o), int(c)) for o, c in spec["acceptance_schedule"])
+        script = drafts.Script(
+            spec["prompts"], [[] for _ in spec["prompts"]], k=spec["k"], vocab=spec["vocab"], schedule=schedule
+        )
+        drafts.install(script)
+    from vllm import LLM, SamplingParams
+
+    started = time.perf_counter()
+    llm = LLM(**engine_kwargs(spec))
+    reply({"ok": True, "start_s": time.perf_counter() - started, "engine": engine.describe_or_error(llm)})
+    serve(Bench(llm, SamplingParams, spec, script), llm, sys.stdin, reply)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
