@@ -8,7 +8,6 @@ import types
 from types import SimpleNamespace
 
 import pytest
-import torch
 
 from vllm_backports.verify import counts
 
@@ -84,6 +83,7 @@ def gdn_module(monkeypatch):
 
 
 def meta(n: int, values: list[int]) -> SimpleNamespace:
+    torch = pytest.importorskip("torch")  # the hook reads tensors; the summary above needs none
     return SimpleNamespace(num_spec_decodes=n, num_accepted_tokens=torch.tensor(values, dtype=torch.int32))
 
 

@@ -8,7 +8,6 @@ import types
 from types import SimpleNamespace
 
 import pytest
-import torch
 
 from vllm_backports.verify import counts, drafts, engine
 
@@ -37,6 +36,7 @@ class FakeLLM:
     def __init__(self, **kwargs):
         self.kwargs, self.calls, self.accepted = kwargs, 0, 0
         if self.counts_per_round:  # the engine's start: a dummy run whose counts are not a request's
+            torch = pytest.importorskip("torch")
             from vllm.v1.attention.backends.gdn_attn import GDNAttentionMetadataBuilder
 
             GDNAttentionMetadataBuilder().build(0, SimpleNamespace(num_spec_decodes=2,
@@ -46,6 +46,7 @@ class FakeLLM:
         r, self.calls = self.calls, self.calls + 1
         self.accepted += 10 * (r + 1)
         if self.counts_per_round:
+            torch = pytest.importorskip("torch")
             from vllm.v1.attention.backends.gdn_attn import GDNAttentionMetadataBuilder
 
             values = self.counts_per_round[r]
