@@ -123,6 +123,14 @@ def preflight(model_class: str | None = model.MODEL_CLASS) -> str:
     return vllm_version
 
 
+def registry_architectures() -> set[str]:
+    """The architectures this Python's vLLM registers (a --control site holds the same release):
+    what decides the layout of the tiny checkpoint (model.architecture_for)."""
+    from vllm.model_executor.models import ModelRegistry
+
+    return set(ModelRegistry.get_supported_archs())
+
+
 # The engine runs as `python -m vllm_backports.verify.engine`; from an image, apply.py is started by
 # path from any directory, so the child must be told where this package lives.
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
@@ -245,8 +253,12 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     check_control(plan.control, vllm_version)
     ran_on = machine()
     plan.work.mkdir(parents=True, exist_ok=True)
+    architecture = model.architecture_for(plan.model_class, registry_architectures())
     model_dir = model.write_model(
-        plan.work / "model", mtp=bool(scenarios.NEEDS_MTP_LAYER & set(plan.presets)), model_class=plan.model_class
+        plan.work / "model",
+        mtp=bool(scenarios.NEEDS_MTP_LAYER & set(plan.presets)),
+        model_class=plan.model_class,
+        architecture=architecture,
     )
     vocab = model.vocab_size(plan.model_class)
     k = max([scenarios.PRESETS[p]["num_speculative_tokens"] for p in plan.presets] or [1])
@@ -287,6 +299,8 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                 "gpu_memory_utilization": plan.gpu_memory_utilization,
                 "kv_cache_memory_bytes": plan.kv_cache_gib and int(plan.kv_cache_gib * 2**30),
             }
+            if model.is_multimodal(architecture):
+                extra["text_only"] = True  # engine.text_only_kwargs
             eager = mode == "eager"
             at = {"batch": batch, "mode": mode, "prompts": ps}
             tag = f"b{batch}-{mode}-baseline"
@@ -341,7 +355,9 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
         for r in runs
     ]
     rows, noise, threshold = score(scored, plan.threshold)
-    return {**conclude(rows, noise, threshold, plan, vllm_version), "machine": ran_on}
+    result = conclude(rows, noise, threshold, plan, vllm_version)
+    result["scenario"]["architecture"] = architecture
+    return {**result, "machine": ran_on}
 
 
 def score(
