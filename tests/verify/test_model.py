@@ -27,6 +27,23 @@ def safetensors():
     return pytest.importorskip("safetensors")
 
 
+MULTIMODAL = [n for n in CLASSES if model.MODEL_CLASSES[n].multimodal_architecture]
+
+
+@pytest.fixture(scope="module")
+def written_multimodal(tmp_path_factory):
+    """The Qwen3.5 classes' MTP checkpoints as the multimodal architecture (vLLM before 0.27.0)."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("safetensors")
+    root = tmp_path_factory.mktemp("verify-models-mm")
+    return {
+        name: model.write_model(
+            root / name, mtp=True, model_class=name, architecture=model.MODEL_CLASSES[name].multimodal_architecture
+        )
+        for name in MULTIMODAL
+    }
+
+
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
     """One MTP checkpoint per class, written once for the module."""
@@ -80,6 +97,36 @@ def test_qwen3_5_shares_qwen3_next_sizes_and_has_gdn_heads_of_128(name):
     assert c["linear_key_head_dim"] == c["linear_value_head_dim"] == 128
     # no M-RoPE sections: vLLM builds plain RoPE (0.27's Qwen3_5ForCausalLM takes no M-RoPE positions)
     assert "mrope_section" not in c["rope_parameters"] and c["rope_parameters"]["partial_rotary_factor"] == 0.25
+
+
+def test_the_multimodal_architecture_is_written_only_where_the_registry_lacks_the_text_only_class():
+    # vLLM 0.17.0 .. 0.26.0 register Qwen3_5(Moe)ForConditionalGeneration and the MTP drafters only
+    before = {"Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+              "Qwen3_5MTP", "Qwen3_5MoeMTP", "Qwen3NextMTP"}
+    since = before | {"Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM"}  # 0.27.0 and later
+    assert model.architecture_for("qwen3_5", before) == "Qwen3_5ForConditionalGeneration"
+    assert model.architecture_for("qwen3_5_moe", before) == "Qwen3_5MoeForConditionalGeneration"
+    for name in CLASSES:
+        assert model.architecture_for(name, since) == model.MODEL_CLASSES[name].vllm_architecture
+        # a vLLM without either: the text-only class, for vLLM to refuse by name
+        assert model.architecture_for(name, set()) == model.MODEL_CLASSES[name].vllm_architecture
+    assert model.MODEL_CLASSES["qwen3_next"].multimodal_architecture is None
+    assert model.is_multimodal("Qwen3_5ForConditionalGeneration") and model.is_multimodal(
+        "Qwen3_5MoeForConditionalGeneration")
+    assert not any(model.is_multimodal(model.MODEL_CLASSES[n].vllm_architecture) for n in CLASSES)
+    with pytest.raises(ValueError, match="qwen3_next is not written as Qwen3_5ForConditionalGeneration"):
+        model.write_model(Path("/nonexistent"), model_class="qwen3_next", architecture="Qwen3_5ForConditionalGeneration")
+
+
+def test_the_vision_config_has_what_vllm_reads_to_build_the_tower_it_drops():
+    v = model.VISION_CONFIG
+    # Qwen3_VisionTransformer.__init__ (vLLM 0.24.0, 0.26.0) reads these without defaults
+    for key in ("hidden_size", "num_heads", "num_position_embeddings", "patch_size", "spatial_merge_size",
+                "temporal_patch_size", "in_channels", "out_hidden_size", "depth", "intermediate_size", "hidden_act"):
+        assert key in v, key
+    assert int(v["num_position_embeddings"] ** 0.5) ** 2 == v["num_position_embeddings"]
+    for name in MULTIMODAL:
+        assert v["out_hidden_size"] == model.MODEL_CLASSES[name].config["hidden_size"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -168,10 +215,38 @@ def vllm_map(cls: model.ModelClass, name: str, drafter: bool) -> tuple[str, obje
     return name, shard
 
 
-def check_against_vllm(cls: model.ModelClass, names: set[str], drafter: bool) -> None:
+# Qwen3VLForConditionalGeneration.hf_to_vllm_mapper (vLLM 0.17.0 .. 0.26.0's Qwen3.5 classes derive
+# from it): the text model is the release's Qwen3_5(Moe)ForCausalLM under language_model.
+VLLM_MULTIMODAL_PREFIXES = {"model.visual.": "visual.", "lm_head.": "language_model.lm_head.",
+                            "model.language_model.": "language_model.model."}
+
+
+def vllm_map_multimodal(name: str, drafter: bool) -> str | None:
+    """A multimodal checkpoint's tensor name as the text-only class's loader would see it: the
+    target maps it under language_model (whose own parameters are then those of the text-only
+    class); Qwen3_5MTP.load_weights drops "language_model." from embed_tokens and skips visual."""
+    if drafter:
+        if name.startswith("mtp.") or "lm_head" in name:
+            return name
+        return name.replace("language_model.", "") if "embed_tokens" in name else None
+    if name.startswith("mtp."):
+        return name
+    for old, new in VLLM_MULTIMODAL_PREFIXES.items():
+        if name.startswith(old):
+            new_name = new + name[len(old):]
+            assert new_name.startswith("language_model."), f"{name}: not a text model tensor"
+            return new_name.replace("language_model.model.", "model.", 1).replace("language_model.", "", 1)
+    raise AssertionError(f"{name}: vLLM's multimodal mapper leaves it where no parameter is")
+
+
+def check_against_vllm(cls: model.ModelClass, names: set[str], drafter: bool, multimodal: bool = False) -> None:
     wanted = vllm_mtp_params(cls) if drafter else vllm_target_params(cls)
     got: dict[str, set] = {}
     for n in names:
+        if multimodal:
+            n = vllm_map_multimodal(n, drafter)
+            if n is None:
+                continue
         hit = vllm_map(cls, n, drafter)
         if hit is not None:
             assert hit[0] in wanted, f"{cls.name}: vLLM has no parameter for {n} (-> {hit[0]})"
@@ -229,6 +304,75 @@ def test_every_tensor_is_one_vllm_loads_and_vllm_gets_all_it_needs(written, safe
     with safetensors.safe_open(str(written[name] / "model-mtp.safetensors"), "pt") as f:
         assert set(f.keys()) == mtp
     check_against_vllm(cls, names, drafter=True)
+
+
+@pytest.mark.parametrize("name", MULTIMODAL)
+def test_the_multimodal_checkpoint_holds_the_same_text_model_where_vllm_0_26_reads_it(
+    written, written_multimodal, safetensors, name
+):
+    import torch
+
+    cls = model.MODEL_CLASSES[name]
+    text_only, mm = written[name], written_multimodal[name]
+    config, plain = (json.loads((d / "config.json").read_text()) for d in (mm, text_only))
+    assert config["architectures"] == [cls.multimodal_architecture] and config["model_type"] == cls.wrapper
+    assert config["vision_config"] == model.VISION_CONFIG
+    assert config["text_config"] == plain["text_config"]
+    assert {k: v for k, v in config.items() if k not in ("architectures", "vision_config")} == {
+        k: v for k, v in plain.items() if k != "architectures"}
+    # no preprocessor or processor files: vLLM started with language_model_only never loads one
+    assert not list(mm.glob("*processor*")) and not list(mm.glob("*token*"))
+    names = set(_shapes(mm, safetensors))
+    assert names == set(json.loads((mm / "model.safetensors.index.json").read_text())["weight_map"])
+    assert not any(n.startswith("model.visual.") for n in names)  # the tower vLLM drops loads nothing
+    check_against_vllm(cls, names, drafter=False, multimodal=True)
+    check_against_vllm(cls, names, drafter=True, multimodal=True)
+    # the same tensors as the text-only checkpoint's, bit for bit, under Qwen3.5's own names
+    renamed = {model.MULTIMODAL_TEXT_PREFIX + n[len("model."):] if n.startswith("model.") else n
+               for n in _shapes(text_only, safetensors)}
+    assert renamed == names
+    for shard in ("model.safetensors", "model-mtp.safetensors"):
+        with safetensors.safe_open(str(text_only / shard), "pt") as f, \
+                safetensors.safe_open(str(mm / shard), "pt") as g:
+            for k in f.keys():
+                mk = model.MULTIMODAL_TEXT_PREFIX + k[len("model."):] if k.startswith("model.") else k
+                assert torch.equal(f.get_tensor(k), g.get_tensor(mk)), k
+
+
+@pytest.mark.parametrize("name", MULTIMODAL)
+def test_the_reference_computes_the_same_text_model_from_either_layout(written, written_multimodal, safetensors,
+                                                                       name):
+    """oracle.Reference loads model.load_text_model: the float32 logits of the multimodal
+    checkpoint's text model are those of the text-only checkpoint, exactly."""
+    import torch
+
+    ids = torch.randint(2, model.vocab_size(name), (2, 20), generator=torch.Generator().manual_seed(0))
+    logits = []
+    for d in (written[name], written_multimodal[name]):
+        m = model.load_text_model(d, name, dtype=torch.float32).eval()
+        assert type(m).__name__ == model.MODEL_CLASSES[name].transformers_model
+        assert {p.dtype for p in m.parameters()} == {torch.float32}
+        with torch.no_grad():
+            logits.append(m(input_ids=ids).logits)
+    assert torch.equal(logits[0], logits[1])
+    assert logits[0].std() > 1.0  # the trained-looking scale of LOGIT_SCALE, not an all-zero model
+
+
+def test_the_reference_refuses_a_checkpoint_that_lacks_text_model_tensors(written_multimodal, safetensors, tmp_path):
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    d = tmp_path / "partial"
+    shutil.copytree(written_multimodal["qwen3_5"], d)
+    tensors = load_file(str(d / "model.safetensors"))
+    del tensors["model.language_model.norm.weight"]
+    save_file(tensors, str(d / "model.safetensors"), metadata={"format": "pt"})
+    index = json.loads((d / "model.safetensors.index.json").read_text())
+    del index["weight_map"]["model.language_model.norm.weight"]
+    (d / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(ValueError, match="missing, e.g. model.norm.weight"):
+        model.load_text_model(d, "qwen3_5")
 
 
 @pytest.mark.parametrize("name", CLASSES)

@@ -97,7 +97,8 @@ def fake_session(monkeypatch, tmp_path, crash_on: str):
     monkeypatch.setattr(run, "preflight", lambda model_class: "0.28.0")
     monkeypatch.setattr(run, "site_version", lambda site: "0.28.0")
     monkeypatch.setattr(run, "machine", lambda: {"gpu": "none"})
-    monkeypatch.setattr(run.model, "write_model", lambda d, mtp=False, model_class=None: d)
+    monkeypatch.setattr(run.model, "write_model", lambda d, mtp=False, model_class=None, architecture=None: d)
+    monkeypatch.setattr(run, "registry_architectures", lambda: {"Qwen3NextForCausalLM"})
     monkeypatch.setattr(run, "run_engine", engine)
     monkeypatch.setattr(run, "Reference", FakeReference)
     return Plan(batches=(16,), modes=("graphs",), presets=("mtp",), tp=1, threshold=None, work=tmp_path / "w",
@@ -173,7 +174,8 @@ def tq_session(monkeypatch, tmp_path, control: bool = True, wrong: tuple[str, ..
     monkeypatch.setattr(run, "preflight", lambda model_class: "0.22.0")
     monkeypatch.setattr(run, "site_version", lambda site: "0.22.0")
     monkeypatch.setattr(run, "machine", lambda: {"gpu": "none"})
-    monkeypatch.setattr(run.model, "write_model", lambda d, mtp=False, model_class=None: d)
+    monkeypatch.setattr(run.model, "write_model", lambda d, mtp=False, model_class=None, architecture=None: d)
+    monkeypatch.setattr(run, "registry_architectures", lambda: {"Qwen3NextForCausalLM"})
     monkeypatch.setattr(run, "run_engine", engine)
     monkeypatch.setattr(run, "Reference", MarkedReference)
     p = Plan(batches=(16,), modes=("graphs",), presets=("ngram",), tp=1, threshold=None, work=tmp_path / "w",
@@ -336,7 +338,7 @@ def rounds_session(monkeypatch, tmp_path, *, bad_round: int | None = None, bad_l
     monkeypatch.setattr(run, "preflight", lambda model_class: "0.20.0")
     monkeypatch.setattr(run, "site_version", lambda site: "0.20.0")
     monkeypatch.setattr(run, "machine", lambda: {"gpu": "none"})
-    monkeypatch.setattr(run.model, "write_model", lambda d, mtp=False, model_class=None: d)
+    monkeypatch.setattr(run.model, "write_model", lambda d, mtp=False, model_class=None, architecture=None: d)
     monkeypatch.setattr(run, "run_engine", engine)
     monkeypatch.setattr(run, "Reference", RoundsReference)
     p = Plan(batches=(1,), modes=("graphs",), presets=("mtp",), tp=1, threshold=None, work=tmp_path / "w",
@@ -441,3 +443,39 @@ def test_only_the_plain_engines_first_round_calibrates_and_its_later_rounds_are_
     assert [x["errors"] for x in rows[0]["rounds"]] == [0, 1] and rows[0]["errors"] == 1
     assert [x["same_as_baseline"] for x in rows[0]["rounds"]] == [2, 1]
     assert not verdicts(rows, noise, False)["calibrated"]
+
+
+@pytest.mark.parametrize(
+    ("registered", "architecture", "text_only"),
+    [
+        # vLLM 0.27.0 and later: the text-only class
+        ({"Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration"}, "Qwen3_5ForCausalLM", False),
+        # vLLM 0.17.0 .. 0.26.0: only the multimodal class, started with language_model_only
+        ({"Qwen3_5ForConditionalGeneration", "Qwen3_5MTP"}, "Qwen3_5ForConditionalGeneration", True),
+    ],
+)
+def test_the_registry_decides_the_checkpoints_architecture_and_text_only_engines(
+    tmp_path, monkeypatch, registered, architecture, text_only
+):
+    from vllm_backports.verify import run
+
+    written, specs = [], []
+
+    def write_model(d, mtp=False, model_class=None, architecture=None):
+        written.append((model_class, architecture))
+        return d
+
+    def engine(spec, work, tag, script, site=None):
+        specs.append(spec)
+        return {"tokens": [p[:4] for p in spec["prompts"]], "tokens_per_s": 1.0, "engine": {}}
+
+    monkeypatch.setattr(run, "preflight", lambda model_class: "0.26.0")
+    monkeypatch.setattr(run, "machine", lambda: {"gpu": "none"})
+    monkeypatch.setattr(run, "registry_architectures", lambda: registered)
+    monkeypatch.setattr(run.model, "write_model", write_model)
+    monkeypatch.setattr(run, "run_engine", engine)
+    monkeypatch.setattr(run, "Reference", FakeReference)
+    result = run.execute(plan(tmp_path, None, model_class="qwen3_5"), lambda line: None)
+    assert written == [("qwen3_5", architecture)]
+    assert len(specs) == 2 and all(s.get("text_only", False) is text_only for s in specs)
+    assert result["scenario"]["architecture"] == architecture

@@ -97,6 +97,20 @@ def test_the_tiny_models_engine_arguments_stay_as_they_were():
     assert "compilation_config" in engine.llm_kwargs(tiny_spec(eager=False))
 
 
+def test_a_text_only_spec_starts_the_multimodal_class_without_its_vision_side():
+    # vLLM 0.17.0 .. 0.33.0 all have EngineArgs.language_model_only
+    fields = {"model", "language_model_only", "limit_mm_per_prompt"}
+    assert engine.llm_kwargs(tiny_spec(text_only=True), fields)["language_model_only"] is True
+    assert "limit_mm_per_prompt" not in engine.llm_kwargs(tiny_spec(text_only=True), fields)
+    # a vLLM without it: no image or video per prompt, which skips the same tower and processor
+    kw = engine.llm_kwargs(tiny_spec(text_only=True), {"model", "limit_mm_per_prompt"})
+    assert kw["limit_mm_per_prompt"] == {"image": 0, "video": 0} and "language_model_only" not in kw
+    # a text-only class: neither, and the installed vLLM is not consulted
+    for spec in (tiny_spec(), tiny_spec(text_only=False)):
+        kw = engine.llm_kwargs(spec)
+        assert "language_model_only" not in kw and "limit_mm_per_prompt" not in kw
+
+
 def test_a_user_models_engine_takes_its_dtype_and_stops_at_its_end_tokens():
     spec = tiny_spec(dtype="auto", stop_token_ids=[1, 7], enable_prefix_caching=False, gpu_memory_utilization=0.9)
     kw = engine.llm_kwargs(spec)

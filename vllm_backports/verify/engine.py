@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 
@@ -120,9 +121,29 @@ def prompt_logprobs_of(out, prompt: list[int]) -> list[float | None] | None:
     return found
 
 
-def llm_kwargs(spec: dict) -> dict:
+def engine_arg_names() -> set[str]:
+    """The fields of this vLLM's EngineArgs (what LLM(...) accepts)."""
+    import dataclasses
+
+    from vllm.engine.arg_utils import EngineArgs
+
+    return {f.name for f in dataclasses.fields(EngineArgs)}
+
+
+def text_only_kwargs(engine_args: Collection[str]) -> dict:
+    """A multimodal model served for text alone, as text-only deployments of Qwen3.5 start it:
+    language_model_only (in every vLLM release from 0.17.0 to 0.33.0), or where a release lacks
+    it, no image or video per prompt. Either way vLLM skips the vision tower and never builds the
+    multimodal processor (no image processor is loaded)."""
+    if "language_model_only" in engine_args:
+        return {"language_model_only": True}
+    return {"limit_mm_per_prompt": {"image": 0, "video": 0}}
+
+
+def llm_kwargs(spec: dict, engine_args: Collection[str] | None = None) -> dict:
     """vLLM's LLM(...) arguments for an engine spec. Prompts go in as token ids (verify tokenizes,
-    or writes them, itself), so vLLM never loads a tokenizer."""
+    or writes them, itself), so vLLM never loads a tokenizer. `engine_args`: the EngineArgs
+    fields of the vLLM that runs it (read from the installed vLLM when needed and not given)."""
     kwargs = {
         "model": spec["model"],
         "skip_tokenizer_init": True,
@@ -154,6 +175,8 @@ def llm_kwargs(spec: dict) -> dict:
     for key in ("enable_prefix_caching", "async_scheduling"):
         if spec.get(key) is not None:
             kwargs[key] = spec[key]
+    if spec.get("text_only"):
+        kwargs |= text_only_kwargs(engine_arg_names() if engine_args is None else engine_args)
     return kwargs
 
 
@@ -233,6 +256,7 @@ def describe(llm) -> dict:
         "vllm": vllm.__version__,
         "backports": backports_applied(),
         "architecture": (get(get(model, "hf_config"), "architectures") or [None])[0],
+        "language_model_only": get(get(model, "multimodal_config"), "language_model_only"),
         "prefix_caching": get(cache, "enable_prefix_caching"),
         "mamba_cache_mode": _text(get(cache, "mamba_cache_mode")),
         "block_size": get(cache, "block_size"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,6 +98,32 @@ QWEN3_5_TEXT = {
     "eos_token_id": 1,
     "torch_dtype": "bfloat16",
 }
+# vLLM 0.17.0 to 0.26.0 register Qwen3.5 only as the multimodal *ForConditionalGeneration (and
+# the *MTP drafters); the text-only *ForCausalLM classes came with 0.27.0. On those releases the
+# checkpoint is written as Qwen3.5's own checkpoints are (model.language_model.* and lm_head, a
+# vision_config) and the engine starts with language_model_only, as text-only deployments of
+# Qwen3.5 do: vLLM then builds no vision tower (its parameters stay on the meta device, so the
+# checkpoint holds none) and never loads an image processor (so it needs no
+# preprocessor_config.json). The text model vLLM builds inside is the release's own
+# Qwen3_5ForCausalLM, from the same text config and the same tensors. The vision config is small
+# (every field vLLM reads when it builds the tower it then drops) and is never computed with.
+VISION_CONFIG = {
+    "depth": 1,
+    "hidden_size": 64,
+    "hidden_act": "gelu_pytorch_tanh",
+    "intermediate_size": 128,
+    "num_heads": 2,
+    "in_channels": 3,
+    "patch_size": 16,
+    "spatial_merge_size": 2,
+    "temporal_patch_size": 2,
+    "out_hidden_size": 512,  # the text model's hidden_size
+    "num_position_embeddings": 64,  # a square: vLLM takes its root as the grid side
+    "initializer_range": 0.02,
+}
+# Where Qwen3.5's multimodal checkpoints keep the text model's tensors (lm_head stays at the top).
+MULTIMODAL_TEXT_PREFIX = "model.language_model."
+
 # Routing as Qwen3-Next's model above: all 4 experts for every token.
 QWEN3_5_MOE_TEXT = {k: v for k, v in QWEN3_5_TEXT.items() if k != "intermediate_size"} | {
     "architectures": ["Qwen3_5MoeForCausalLM"],
@@ -131,6 +158,9 @@ class ModelClass:
     mtp_config_key: str  # the config field that makes vLLM build one MTP layer
     mlp: str  # "moe" or "dense": the decoder layers', and so the MTP layer's
     wrapper: str | None = None  # model_type of the config.json the text config is nested in
+    # The multimodal class that also reads this text model, for releases without vllm_architecture
+    # (VISION_CONFIG); None: the class has no such alternative.
+    multimodal_architecture: str | None = None
     # Embeddings of the MTP checkpoint: as large against the layers' updates as needed for about
     # 70% of greedy tokens to be what the last token points to (float32 reference, 10 random
     # prompts x 48 tokens: Qwen3-Next 76% at 30x, Qwen3.5-MoE 76% at 30x, the dense Qwen3.5 55%
@@ -159,6 +189,7 @@ MODEL_CLASSES: dict[str, ModelClass] = {
         "mtp_num_hidden_layers",
         "dense",
         wrapper="qwen3_5",
+        multimodal_architecture="Qwen3_5ForConditionalGeneration",
         mtp_embed_scale=60.0,
     ),
     "qwen3_5_moe": ModelClass(
@@ -171,19 +202,44 @@ MODEL_CLASSES: dict[str, ModelClass] = {
         "mtp_num_hidden_layers",
         "moe",
         wrapper="qwen3_5_moe",
+        multimodal_architecture="Qwen3_5MoeForConditionalGeneration",
     ),
 }
+
+
+def architecture_for(name: str, supported: Collection[str]) -> str:
+    """The architecture to write class `name`'s checkpoint as, for a vLLM whose model registry
+    holds `supported`: the text-only class where it is there, else the multimodal class that
+    wraps the same text model where that is, else the text-only class (for vLLM to refuse)."""
+    cls = MODEL_CLASSES[name]
+    multimodal = cls.multimodal_architecture
+    if cls.vllm_architecture not in supported and multimodal is not None and multimodal in supported:
+        return multimodal
+    return cls.vllm_architecture
+
+
+def is_multimodal(architecture: str) -> bool:
+    """Whether a checkpoint of `architecture` is one of the multimodal layouts written here: vLLM
+    must then start it with language_model_only (engine.text_only_kwargs)."""
+    return any(architecture == c.multimodal_architecture for c in MODEL_CLASSES.values())
 
 
 def vocab_size(name: str = MODEL_CLASS) -> int:
     return int(MODEL_CLASSES[name].config["vocab_size"])
 
 
-def write_model(directory: Path, mtp: bool = False, model_class: str = MODEL_CLASS) -> Path:
+def write_model(
+    directory: Path, mtp: bool = False, model_class: str = MODEL_CLASS, architecture: str | None = None
+) -> Path:
     """Write the checkpoint once; an existing one with the same class and config is reused. With
     `mtp`, it also carries a multi-token-prediction layer for vLLM's MTP drafter (mtp_weights),
-    and its embeddings are scaled (ModelClass.mtp_embed_scale) so that the drafts are often right."""
+    and its embeddings are scaled (ModelClass.mtp_embed_scale) so that the drafts are often right.
+    `architecture`: the class's vllm_architecture (the default) or its multimodal_architecture
+    (architecture_for), the same weights either way."""
     cls = MODEL_CLASSES[model_class]
+    architecture = architecture or cls.vllm_architecture
+    if architecture not in (cls.vllm_architecture, cls.multimodal_architecture):
+        raise ValueError(f"{cls.name} is not written as {architecture}")
     stamp = directory / "verify-config.json"
     wanted = json.dumps(
         {
@@ -194,6 +250,8 @@ def write_model(directory: Path, mtp: bool = False, model_class: str = MODEL_CLA
             "mtp": mtp,
             "mtp_embed_scale": cls.mtp_embed_scale if mtp else None,
             "mtp_fc_gain": MTP_FC_GAIN if mtp else None,
+            # only where it is not the default, so that earlier checkpoints are reused as they are
+            **({"architecture": architecture} if architecture != cls.vllm_architecture else {}),
         },
         sort_keys=True,
     )
@@ -217,6 +275,8 @@ def write_model(directory: Path, mtp: bool = False, model_class: str = MODEL_CLA
     model.to(torch.bfloat16).save_pretrained(directory)
     if cls.wrapper:
         nest_config(directory, cls)
+    if architecture == cls.multimodal_architecture:
+        as_multimodal(directory, architecture)
     if mtp:
         add_mtp_layer(directory, cls)
     stamp.write_text(wanted)
@@ -295,6 +355,48 @@ def mtp_weights(model_class: str = MODEL_CLASS, seed: int = SEED + 1) -> dict:
         out[layer + name + "up_proj.weight"] = rand(inner, hidden)
         out[layer + name + "down_proj.weight"] = rand(hidden, inner)
     return out
+
+
+def as_multimodal(directory: Path, architecture: str) -> None:
+    """The nested checkpoint in the layout of Qwen3.5's own (multimodal) checkpoints: config.json
+    names `architecture` and carries VISION_CONFIG; the text model's tensors move from model.* to
+    model.language_model.* (vLLM's Qwen3VL mapper reads them into language_model.model.*, its
+    Qwen3_5MTP takes embed_tokens from there); lm_head stays."""
+    from safetensors.torch import load_file, save_file
+
+    path = directory / "config.json"
+    config = json.loads(path.read_text())
+    config["architectures"] = [architecture]
+    config["vision_config"] = dict(VISION_CONFIG)
+    path.write_text(json.dumps(config, indent=2))
+    weights = directory / "model.safetensors"
+    tensors = load_file(str(weights))
+    renamed = {
+        (MULTIMODAL_TEXT_PREFIX + k[len("model.") :] if k.startswith("model.") else k): v for k, v in tensors.items()
+    }
+    save_file(renamed, str(weights), metadata={"format": "pt"})
+
+
+def load_text_model(directory: Path | str, model_class: str, **kwargs):
+    """The checkpoint's text model in transformers (ModelClass.transformers_model), whichever
+    layout write_model gave it: in the multimodal one, its tensors are renamed back from
+    model.language_model.* on load. Refused, rather than filled with random weights, if any
+    parameter of the text model is missing from the checkpoint."""
+    import transformers
+
+    cls = MODEL_CLASSES[model_class]
+    config = json.loads((Path(directory) / "config.json").read_text())
+    if is_multimodal((config.get("architectures") or [""])[0]):
+        kwargs["key_mapping"] = {"^" + MULTIMODAL_TEXT_PREFIX.replace(".", r"\."): "model."}
+    loaded, info = getattr(transformers, cls.transformers_model).from_pretrained(
+        directory, output_loading_info=True, **kwargs
+    )
+    if info.get("missing_keys"):
+        missing = sorted(info["missing_keys"])
+        raise ValueError(
+            f"{directory}: {len(missing)} parameters of {cls.transformers_model} missing, e.g. {missing[0]}"
+        )
+    return loaded
 
 
 def add_mtp_layer(directory: Path, cls: ModelClass | None = None) -> None:

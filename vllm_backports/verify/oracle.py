@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import MODEL_CLASS, MODEL_CLASSES
+from .model import MODEL_CLASS, load_text_model
 
 
 @dataclass(frozen=True)
@@ -82,16 +82,15 @@ def judge_prompt_logprobs(differences: list[list[float]], threshold: float) -> d
 
 class Reference:
     """The checkpoint vLLM loaded, in float32, on transformers' PyTorch kernels, through the
-    transformers class of its model class (model.MODEL_CLASSES)."""
+    transformers class of its model class (model.MODEL_CLASSES): the text model alone, in either
+    layout (model.load_text_model)."""
 
     def __init__(self, model_dir: str, device: str = "cuda", model_class: str = MODEL_CLASS):
         import torch
-        import transformers
 
         self.torch = torch
         self.device = device
-        cls = getattr(transformers, MODEL_CLASSES[model_class].transformers_model)
-        model = cls.from_pretrained(model_dir, torch_dtype=torch.float32)
+        model = load_text_model(model_dir, model_class, torch_dtype=torch.float32)
         self.model = model.to(device).eval()
 
     def regrets(self, prompt: list[int], output: list[int]) -> list[float]:

@@ -131,6 +131,14 @@ def preflight(model_class: str | None = model.MODEL_CLASS) -> str:
     return vllm_version
 
 
+def registry_architectures() -> set[str]:
+    """The architectures this Python's vLLM registers (a --control site holds the same release):
+    what decides the layout of the tiny checkpoint (model.architecture_for)."""
+    from vllm.model_executor.models import ModelRegistry
+
+    return set(ModelRegistry.get_supported_archs())
+
+
 # The engine runs as `python -m vllm_backports.verify.engine`; from an image, apply.py is started by
 # path from any directory, so the child must be told where this package lives.
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
@@ -253,8 +261,15 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     check_control(plan.control, vllm_version)
     ran_on = machine()
     plan.work.mkdir(parents=True, exist_ok=True)
+    cls = model.MODEL_CLASSES[plan.model_class]
+    # only a class with a multimodal twin has a layout to choose (Qwen3.5 before vLLM 0.27.0)
+    registered = registry_architectures() if cls.multimodal_architecture else set()
+    architecture = model.architecture_for(plan.model_class, registered)
     model_dir = model.write_model(
-        plan.work / "model", mtp=bool(scenarios.NEEDS_MTP_LAYER & set(plan.presets)), model_class=plan.model_class
+        plan.work / "model",
+        mtp=bool(scenarios.NEEDS_MTP_LAYER & set(plan.presets)),
+        model_class=plan.model_class,
+        architecture=architecture,
     )
     vocab = model.vocab_size(plan.model_class)
     k = max([scenarios.PRESETS[p]["num_speculative_tokens"] for p in plan.presets] or [1])
@@ -296,6 +311,8 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                 "kv_cache_memory_bytes": plan.kv_cache_gib and int(plan.kv_cache_gib * 2**30),
                 **judged_asks(plan),
             }
+            if model.is_multimodal(architecture):
+                extra["text_only"] = True  # engine.text_only_kwargs
             eager = mode == "eager"
             at = {"batch": batch, "mode": mode, "prompts": ps}
             tag = f"b{batch}-{mode}-baseline"
@@ -362,7 +379,9 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
             return known[tuple(prompt)]
 
         logprobs = score_prompt_logprobs(rows, [prompt_differences(r, reference) for r in runs])
-    return {**conclude(rows, noise, threshold, plan, vllm_version, logprobs), "machine": ran_on}
+    result = conclude(rows, noise, threshold, plan, vllm_version, logprobs)
+    result["scenario"]["architecture"] = architecture
+    return {**result, "machine": ran_on}
 
 
 def judged_asks(plan: Plan) -> dict:
