@@ -74,10 +74,11 @@ def run(cat: Catalogue, request: Request, progress: Say, note: Say) -> Run:
     # Read under the shared lock, as status reads: a run mid-commit would otherwise show its live
     # journal as an interrupted run, or a file it has written but not yet recorded as an edit.
     with state.reading(tree, note):
-        if request.command is Command.REVERT:
-            _refuse_unstacking(tree, res, chosen)
-        else:
-            _refuse_unstacked(tree, res, chosen)
+        if not chosen >= {p.backport_id for p in res.series.patches}:  # a selection: does it cut a stack?
+            if request.command is Command.REVERT:
+                _refuse_unstacking(tree, res, chosen)
+            else:
+                _refuse_unstacked(tree, res, chosen)
         dry = _dry_run(request.command, tree, res, chosen) if request.command is Command.CHECK else None
     plan = dry if dry is not None else _write(request.command, tree, res, chosen, note)
     if request.fresh_copy and request.command is Command.APPLY:
@@ -171,12 +172,11 @@ def _refuse_unstacked(tree: Tree, res: Resolution, chosen: set[str]) -> None:
     and turned into a usage error before anything is touched."""
     assert res.series is not None
     ids = [p.backport_id for p in res.series.patches]
-    if chosen >= set(ids):
-        return
-    partial = _dry_run(Command.CHECK, tree, res, chosen)
+    manifest, view, _ = _next_view(tree)
+    partial = _plan(Command.CHECK, tree, res, manifest, chosen, view)
     if not partial.failed:
         return
-    whole = {o.id: o.state for o in _dry_run(Command.CHECK, tree, res, set(ids)).outcomes}
+    whole = {o.id: o.state for o in _plan(Command.CHECK, tree, res, manifest, set(ids), view).outcomes}
     paths: dict[str, set[str]] = {}
     for p in res.series.patches:
         paths.setdefault(p.backport_id, set()).update(p.paths)
@@ -199,8 +199,6 @@ def _refuse_unstacking(tree: Tree, res: Resolution, chosen: set[str]) -> None:
     planning the whole revert after the selected one, and refused before anything is touched."""
     assert res.series is not None
     ids = [p.backport_id for p in res.series.patches]
-    if chosen >= set(ids):
-        return
     manifest, view, _ = _next_view(tree)
     partial = _plan(Command.REVERT, tree, res, manifest, chosen, view)
     if partial.failed:

@@ -150,8 +150,10 @@ def plan_apply(
 def _recorded(patch: Patch, pinned: str, manifest: Manifest | None, start: dict[str, bytes | None]) -> bool:
     """Whether the manifest records `patch` as applied, pinned as `pinned` (the patch file now),
     over files that are still what vllm-backports wrote."""
-    entry = next((a for a in manifest.applied if a.patch == patch.name), None) if manifest else None
-    if entry is None or manifest is None or entry.sha256 != pinned:
+    if manifest is None:
+        return False
+    entry = next((a for a in manifest.applied if a.patch == patch.name), None)
+    if entry is None or entry.sha256 != pinned:
         return False
     return all(p in manifest.files and sha256_of(start[p]) == manifest.files[p].patched for p in patch.paths)
 
