@@ -59,7 +59,7 @@ SCENARIOS = {
     "gdn-ngram-kp1": "GDN, ngram, (k+1)-token prompts",
     "gdn-ngram-b1": "GDN, ngram, 1 a batch",
     "gdn-ngram-eager": "GDN, ngram, eager",
-    "gdn-ngram-flashinfer": "GDN, ngram, FlashInfer GDN prefill",
+    "gdn-ngram-flashinfer": "GDN, ngram, FlashInfer GDN prefill (Qwen3.5: heads of 128)",
     "mtp": "MTP without TurboQuant",
     "tq-mtp": "MTP + turboquant_k8v4, the released TurboQuant backend as control",
     "tq-presets": "TurboQuant presets other than turboquant_k8v4",

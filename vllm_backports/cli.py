@@ -25,7 +25,7 @@ from .report import Reporter, outcome_table
 from .request import Command, parse_request
 from .resolve import Resolution
 from .tree import Tree
-from .verify.model import MODEL_CLASS, MODEL_CLASSES
+from .verify.model import FLASHINFER_GDN_HEAD_DIM, MODEL_CLASS, MODEL_CLASSES, flashinfer_classes
 from .verify.scenarios import PRESETS, PROMPT_SETS, SWITCHES, TURBOQUANT
 
 HOME = data_home()
@@ -550,6 +550,14 @@ def verify_cmd(
     ):
         if value is not None:
             raise UsageError(f"{name} goes with --model ({why})")
+    heads = MODEL_CLASSES[model_class].config["linear_key_head_dim"]
+    if prefill_backend == "flashinfer" and heads != FLASHINFER_GDN_HEAD_DIM:
+        # FlashInfer's GDN prefill kernel raises at the first prefill otherwise (vLLM 0.26.0,
+        # 0.28.0 on sm_90, 2026-11-25): only the classes with real Qwen3.5 head sizes run it
+        raise UsageError(
+            f"--prefill-backend flashinfer: FlashInfer's GDN prefill runs heads of {FLASHINFER_GDN_HEAD_DIM} only; "
+            f"the {model_class} tiny model has {heads} (use --model-class {' or '.join(flashinfer_classes())})"
+        )
     prompt_set = prompt_set or "random"
     if prompt_set not in PROMPT_SETS:
         raise UsageError(

@@ -17,7 +17,7 @@ resolved=$HOME/.cache/vllm-stage/$release/resolved.txt
 [ -f "$resolved" ] || { echo "no resolved.txt for vLLM $release under ~/.cache/vllm-stage: run ../shared/gpu/stage-vllm.sh $release first" >&2; exit 2; }
 # stage-vllm.sh drops every flashinfer, cuda- and nvidia- package from its bundle (the GPU image
 # has its own CUDA packages); of those, these are what FlashInfer's GDN prefill imports
-want='flashinfer-python|cuda-tile|nvidia-cudnn-frontend|nvidia-cutlass-dsl|nvidia-cutlass-dsl-libs-base|nvidia-cutlass-dsl-libs-core|nvidia-cutlass-dsl-libs-cu13|cuda-bindings|cuda-pathfinder'
+want='flashinfer-python|quack-kernels|cuda-tile|nvidia-cudnn-frontend|nvidia-cutlass-dsl|nvidia-cutlass-dsl-libs-base|nvidia-cutlass-dsl-libs-core|nvidia-cutlass-dsl-libs-cu13|cuda-bindings|cuda-pathfinder'
 pins=$(grep -iE "^($want)==" "$resolved" || true)
 grep -qi '^flashinfer-python==' <<< "$pins" || { echo "vLLM $release's resolution has no flashinfer-python" >&2; exit 2; }
 work=$(mktemp -d) && trap 'rm -rf "$work"' EXIT

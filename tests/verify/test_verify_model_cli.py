@@ -26,6 +26,9 @@ def one_line_error(r, work) -> str:
     (["--max-tokens", "64"], "--max-tokens goes with --model (the tiny model's runs fix their own)"),
     (["--max-num-batched-tokens", "512"], "--max-num-batched-tokens goes with --model"),
     (["--float32-reference"], "--float32-reference goes with --model"),
+    (["--prefill-backend", "flashinfer"], "--prefill-backend flashinfer: FlashInfer's GDN prefill runs heads of 128 "
+                                          "only; the qwen3_next tiny model has 64 (use --model-class qwen3_5 or "
+                                          "qwen3_5_moe)"),
     (["--prompts", "prompts.jsonl"], "--prompts prompts.jsonl: not one of the tiny model's prompt sets (churn, "
                                      "k-plus-1, producer-consumer, random, shared-prefix, tq-continuation); a JSONL "
                                      "file of prompts goes with --model"),

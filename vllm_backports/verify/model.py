@@ -207,6 +207,16 @@ MODEL_CLASSES: dict[str, ModelClass] = {
 }
 
 
+# FlashInfer's GDN prefill kernel (the CuTe DSL one of flashinfer 0.6.14 .. 0.6.16) takes this
+# head size only; real Qwen3-Next and Qwen3.5 checkpoints have it, the Qwen3-Next tiny model not.
+FLASHINFER_GDN_HEAD_DIM = 128
+
+
+def flashinfer_classes() -> list[str]:
+    """The model classes whose GDN heads FlashInfer's prefill kernel takes."""
+    return [n for n, c in MODEL_CLASSES.items() if c.config["linear_key_head_dim"] == FLASHINFER_GDN_HEAD_DIM]
+
+
 def architecture_for(name: str, supported: Collection[str]) -> str:
     """The architecture to write class `name`'s checkpoint as, for a vLLM whose model registry
     holds `supported`: the text-only class where it is there, else the multimodal class that
