@@ -7,7 +7,8 @@ Shims, each because the tests cannot run here without it:
 - pinned host memory off: pinning needs a GPU driver;
 - no global accelerator clean-up after each test (upstream's `skip_global_cleanup` marker on every
   test): it tears down distributed state and CUDA memory that a CPU run never set up;
-- hub models as local directories holding only a config.json (HUB_CONFIGS): nothing is downloaded.
+- hub models as local directories holding only a config.json (HUB_CONFIGS): nothing is downloaded;
+- torch._C._cpu._is_avx512_supported where the stand-in torch lacks it (_torch_cpu_probes).
 
 Results go, one JSON object a line, to $VLLM_BACKPORTS_UPSTREAM_RESULTS: a "meta" line with the
 file vLLM was imported from (the run must prove it tested the tree it claims), then every
@@ -117,6 +118,22 @@ def _reason(report) -> str:
     return " ".join(text.split())[:300]
 
 
+def _torch_cpu_probes() -> None:
+    """vLLM 0.17's CPU platform asks torch._C._cpu._is_avx512_supported() when it loads its
+    kernels, at the first import of vLLM's custom ops; torch 2.13, which stands in for the
+    release's pin of 2.10, has only _get_cpu_capability there, so every test module that imports
+    the model runner fails to collect. Answer from the capability torch reports."""
+    import torch
+
+    cpu = torch._C._cpu
+    if not hasattr(cpu, "_is_avx512_supported"):
+
+        def avx512() -> bool:
+            return torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+
+        cpu._is_avx512_supported = avx512  # type: ignore[attr-defined]
+
+
 def _cpu_platform() -> None:
     import vllm.platforms
     from vllm.platforms.cpu import CpuPlatform
@@ -131,6 +148,7 @@ def _cpu_platform() -> None:
 
 
 # At import, before upstream's tests/conftest.py (loaded after this one) imports the rest of vLLM.
+_torch_cpu_probes()
 _cpu_platform()
 
 
