@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conftest import KERNEL, MOD, MOD_FIXED, sha
 from cli_runner import run
+from conftest import KERNEL, MOD, MOD_FIXED, sha
 
 
 def test_apply_then_again_changes_nothing(home):

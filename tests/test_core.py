@@ -7,8 +7,8 @@ import fcntl
 import threading
 
 import pytest
-from conftest import KERNEL, MOD, MOD_FIXED
 
+from conftest import KERNEL, MOD, MOD_FIXED
 from vllm_backports import core, engine
 from vllm_backports.catalogue import Catalogue
 from vllm_backports.request import Command, parse_request

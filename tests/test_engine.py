@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from conftest import KERNEL, MOD, MOD_FIXED, sha
 
+from conftest import KERNEL, MOD, MOD_FIXED, sha
 from vllm_backports import engine
 from vllm_backports.catalogue import Catalogue
 from vllm_backports.errors import StateError, TargetError, UsageError

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from evidence_case import FIX, verify_json, write
 
+from evidence_case import FIX, verify_json, write
 from vllm_backports import evidence, maint
 from vllm_backports.errors import EvidenceError
 
@@ -238,7 +238,6 @@ def test_a_bf16_calibrated_turboquant_run_counts_its_no_spec_rows_as_judged(home
     the proof weak. Both sites report the same backports: the candidate fix is patched in by
     steps.sh, not recorded in the manifest."""
     from evidence_case import engine, row
-
     from vllm_backports.verify.run import Plan, conclude
 
     plan = Plan(batches=(16,), modes=("graphs",), presets=("ngram",), tp=1, threshold=None, work=home,
@@ -267,7 +266,6 @@ def prompt_logprob_json(target: int, control: int, **claims) -> dict:
     """A --prompt-logprobs run whose tokens are clean everywhere; `target` and `control`: the
     prompt-logprob errors of each site's speculative row. `claims` overwrite verify's verdicts."""
     from evidence_case import engine, row
-
     from vllm_backports.verify.run import Plan, conclude
 
     plan = Plan(batches=(1,), modes=("graphs",), presets=("mtp",), tp=1, threshold=None, work=Path("/tmp/v"),

@@ -4,12 +4,12 @@ against RECORD and versions.toml, and the cache. Served by an in-memory PyPI (no
 from __future__ import annotations
 
 import pytest
-from conftest import MOD, MOD_FIXED, sha
-from wheel_server import INDEX, FakePyPI, make_wheel
 
+from conftest import MOD, MOD_FIXED, sha
 from vllm_backports import pypi
 from vllm_backports.catalogue import Release
 from vllm_backports.errors import FetchError
+from wheel_server import INDEX, FakePyPI, make_wheel
 
 VERSION = "0.20.0"
 WHEEL = f"vllm-{VERSION}-cp38-abi3-manylinux_2_31_x86_64.whl"

@@ -8,10 +8,10 @@ import zipfile
 
 import pytest
 import requests
-from wheel_server import FakePyPI
 
 from vllm_backports.errors import FetchError
 from vllm_backports.remote_zip import BLOCK, RangeFile
+from wheel_server import FakePyPI
 
 URL = "https://files.example/files/blob.zip"
 

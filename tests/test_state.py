@@ -392,7 +392,7 @@ def test_a_run_waiting_on_a_lock_file_its_holder_removed_locks_the_new_one(home,
         fcntl.flock(held, fcntl.LOCK_EX)
         procs = []
         for args in (["revert"], ["apply"]):  # revert finishes first and removes the lock file
-            err = open(tmp_path / f"{args[0]}.err", "w")
+            err = open(tmp_path / f"{args[0]}.err", "w")  # noqa: SIM115  (outlives the loop: closed below)
             procs.append(
                 (
                     subprocess.Popen(

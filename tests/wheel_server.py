@@ -9,6 +9,7 @@ import re
 import zipfile
 
 import requests
+
 from conftest import record_line, sha
 
 INDEX = "https://pypi.example/pypi/vllm/json"

@@ -13,7 +13,7 @@ if not os.environ.get("VLLM_BACKPORTS_REQUIRE_VLLM"):
     pytest.importorskip("torch")
     pytest.importorskip("vllm")
 
-from benchmarks import bench_gdn_builder_host as bench  # noqa: E402
+from benchmarks import bench_gdn_builder_host as bench
 
 
 def test_times_both_builders_in_both_modes_after_checking_they_agree_without_speculation(tmp_path):

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 
 def main(path: str) -> None:
-    data = json.load(open(path))
+    data = json.loads(Path(path).read_text())
     ref = data["reference"]["tokens"]
     print("| run | CG support | identical to reference | first divergence (median, min) | tokens/s |")
     print("|---|---|---|---|---|")
     for mode, run in data.items():
         firsts = []
-        for a, b in zip(run["tokens"], ref):
-            diff = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
+        for a, b in zip(run["tokens"], ref, strict=False):
+            diff = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
             if diff is not None:
                 firsts.append(diff)
         same = len(ref) - len(firsts)

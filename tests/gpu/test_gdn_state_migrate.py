@@ -22,7 +22,7 @@ def migrate(tmp_path_factory):
 def _reference(conv, ssm, src, dst, shift, window):
     conv, ssm = conv.clone(), ssm.clone()
     before_conv, before_ssm = conv.clone(), ssm.clone()
-    for s, d, k in zip(src.tolist(), dst.tolist(), shift.tolist()):
+    for s, d, k in zip(src.tolist(), dst.tolist(), shift.tolist(), strict=True):
         if k > 0:
             ssm[d] = before_ssm[s]
             conv[d, :, :window] = before_conv[d, :, k:k + window]
@@ -88,7 +88,7 @@ def test_real_model_shapes_under_a_cuda_graph(migrate):
                                             dim_first=True, rows=16, seed=seed)
         scratch_conv.copy_(conv)
         scratch_ssm.copy_(ssm)
-        for table, new in zip(tables, (src2, dst2, shift2)):
+        for table, new in zip(tables, (src2, dst2, shift2), strict=True):
             table.copy_(new)
         want_conv, want_ssm = _reference(conv, ssm, src2, dst2, shift2, window)
         graph.replay()

@@ -50,7 +50,6 @@ pytest.importorskip("vllm")
 
 import patched_side  # noqa: E402
 from turboquant_case import BLOCK, BOUND, HEAD_DIM, HK, HQ, K, builder, rel  # noqa: E402
-
 from vllm_backports.catalogue import Catalogue  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]

@@ -24,7 +24,7 @@ if "block_table_rows" not in inspect.signature(decode_ops.triton_turboquant_deco
 
 from vllm.v1.attention.backends import turboquant_attn  # noqa: E402
 
-from turboquant_case import K, Case, check_causal, rel  # noqa: E402
+from turboquant_case import Case, K, check_causal, rel  # noqa: E402
 from turboquant_case import builder as make_builder  # noqa: E402
 
 

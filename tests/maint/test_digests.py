@@ -77,7 +77,7 @@ def test_digests_pin_each_served_base_image_and_write_only_when_asked(tmp_path, 
 
 
 def test_digests_fail_when_a_base_image_lacks_a_platform_we_build(tmp_path, monkeypatch):
-    home = copy_checkout(tmp_path, monkeypatch)
+    copy_checkout(tmp_path, monkeypatch)
     tags = _served_tags()
     fake = FakeRegistry({t: ["linux/amd64"] if t == "v0.20.0" else ["linux/amd64", "linux/arm64"] for t in tags})
     monkeypatch.setattr("requests.Session.get", lambda self, *a, **k: fake.get(*a, **k))
@@ -98,7 +98,7 @@ def test_digests_report_a_missing_tag_in_one_line_and_write_nothing(tmp_path, mo
 def test_digests_read_a_single_platform_image_from_its_config(tmp_path, monkeypatch):
     """An amd64-only tag served as one image manifest, not an index: fine for Ampere, a missing
     arm64 for Hopper."""
-    home = copy_checkout(tmp_path, monkeypatch)
+    copy_checkout(tmp_path, monkeypatch)
     tags = _served_tags()
     platforms = {t: ["linux/amd64"] if t == "v0.20.0" else ["linux/amd64", "linux/arm64"] for t in tags}
     fake = FakeRegistry(platforms, single=frozenset({"v0.20.0"}))

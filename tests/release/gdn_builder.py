@@ -88,7 +88,7 @@ def same(torch, a, b) -> bool:
     if dataclasses.is_dataclass(a) and dataclasses.is_dataclass(b) and type(a).__name__ == type(b).__name__:
         return all(same(torch, getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(same(torch, x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same(torch, x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same(torch, a[k], b[k]) for k in a)
     return a == b

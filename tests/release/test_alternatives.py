@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import ast
 
-from cli_runner import run
 from benchmarks.alternatives.created import MIGRATE_PATCH
+from cli_runner import run
 from vllm_backports.hunks import Mismatch, apply_file
 from vllm_backports.patchfile import parse
 

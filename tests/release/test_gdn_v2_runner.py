@@ -15,6 +15,7 @@ from . import gdn_builder, installed
 
 torch, RELEASE = installed.served("gdn-spec-state-v2-runner")
 import numpy as np  # noqa: E402  (after the skip: numpy comes with torch and vLLM)
+
 STATE = "vllm/v1/worker/gpu/model_states/mamba_hybrid.py"
 K = gdn_builder.K
 

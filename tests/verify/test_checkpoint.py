@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from fake_checkpoint import fake_checkpoint
 
+from fake_checkpoint import fake_checkpoint
 from vllm_backports.errors import UsageError
 from vllm_backports.verify import checkpoint, model
 

@@ -115,7 +115,9 @@ def test_the_multimodal_architecture_is_written_only_where_the_registry_lacks_th
         "Qwen3_5MoeForConditionalGeneration")
     assert not any(model.is_multimodal(model.MODEL_CLASSES[n].vllm_architecture) for n in CLASSES)
     with pytest.raises(ValueError, match="qwen3_next is not written as Qwen3_5ForConditionalGeneration"):
-        model.write_model(Path("/nonexistent"), model_class="qwen3_next", architecture="Qwen3_5ForConditionalGeneration")
+        model.write_model(
+            Path("/nonexistent"), model_class="qwen3_next", architecture="Qwen3_5ForConditionalGeneration"
+        )
 
 
 def test_the_vision_config_has_what_vllm_reads_to_build_the_tower_it_drops():
@@ -258,7 +260,7 @@ def _shapes(directory: Path, safetensors, prefix: str = "") -> dict[str, tuple]:
     out = {}
     for shard in directory.glob("*.safetensors"):
         with safetensors.safe_open(str(shard), "pt") as f:
-            out.update({k: tuple(f.get_slice(k).get_shape()) for k in f.keys() if k.startswith(prefix)})
+            out.update({k: tuple(f.get_slice(k).get_shape()) for k in f.keys() if k.startswith(prefix)})  # noqa: SIM118
     return out
 
 
@@ -334,7 +336,7 @@ def test_the_multimodal_checkpoint_holds_the_same_text_model_where_vllm_0_26_rea
     for shard in ("model.safetensors", "model-mtp.safetensors"):
         with safetensors.safe_open(str(text_only / shard), "pt") as f, \
                 safetensors.safe_open(str(mm / shard), "pt") as g:
-            for k in f.keys():
+            for k in f.keys():  # noqa: SIM118  (a safe_open handle has keys(), no __iter__)
                 mk = model.MULTIMODAL_TEXT_PREFIX + k[len("model."):] if k.startswith("model.") else k
                 assert torch.equal(f.get_tensor(k), g.get_tensor(mk)), k
 
@@ -444,7 +446,7 @@ def test_the_reference_reloads_the_checkpoint_in_float32_with_its_transformers_c
     with safetensors.safe_open(str(written[name] / "model.safetensors"), "pt") as f, \
             safetensors.safe_open(str(tmp_path / "again" / "model.safetensors"), "pt") as g:
         assert set(f.keys()) == set(g.keys())
-        for k in f.keys():
+        for k in f.keys():  # noqa: SIM118  (a safe_open handle has keys(), no __iter__)
             assert torch.equal(f.get_tensor(k), g.get_tensor(k)), k
 
 

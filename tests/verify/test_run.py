@@ -479,3 +479,28 @@ def test_the_registry_decides_the_checkpoints_architecture_and_text_only_engines
     assert written == [("qwen3_5", architecture)]
     assert len(specs) == 2 and all(s.get("text_only", False) is text_only for s in specs)
     assert result["scenario"]["architecture"] == architecture
+
+
+def test_sequences_split_by_round_in_the_order_the_engine_returned_them():
+    from vllm_backports.verify.run import by_round
+
+    seqs = [[0.1], [0.2], [0.3], [0.4], [0.5], [0.6]]
+    assert by_round(seqs, 1) == [seqs]
+    assert by_round(seqs, 3) == [[[0.1], [0.2]], [[0.3], [0.4]], [[0.5], [0.6]]]
+    assert by_round([], 2) == [[], []]
+
+
+def test_the_references_prompt_logprobs_are_computed_once_a_prompt():
+    from vllm_backports.verify.run import PromptLogprobs
+
+    asked = []
+
+    class Counting:
+        def prompt_logprobs(self, prompt):
+            asked.append(list(prompt))
+            return [-float(len(prompt))] * (len(prompt) - 1)
+
+    reference = PromptLogprobs(Counting())
+    assert reference([1, 2, 3]) == [-3.0, -3.0] and reference([1, 2, 3]) == [-3.0, -3.0]
+    assert reference([4, 5]) == [-2.0]
+    assert asked == [[1, 2, 3], [4, 5]]

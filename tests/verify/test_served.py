@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from fake_checkpoint import fake_checkpoint
 from rich.console import Console
 
+from fake_checkpoint import fake_checkpoint
 from vllm_backports.errors import BackportError, UsageError
 from vllm_backports.verify import model, report, run, scenarios, served
 

@@ -8,6 +8,7 @@ import importlib.util
 import json
 
 import pytest
+
 from cli_runner import run
 from fake_checkpoint import fake_checkpoint
 

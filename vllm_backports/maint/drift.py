@@ -46,3 +46,13 @@ def write_or_diff(
 def current_text(path: Path) -> str:
     """A generated file's text, "" before its first write."""
     return path.read_text() if path.exists() else ""
+
+
+def splice(text: str, begin: str, end: str, body: str, label: str) -> str:
+    """`text` with what lies between the markers `begin` and `end` replaced by `body`, on lines of
+    its own. A page without both markers, in that order, is an error naming `label`: the generated
+    part has nowhere to go."""
+    start, stop = text.find(begin), text.find(end)
+    if start < 0 or stop < start:
+        raise BackportError(f"{label}: no {begin} ... {end} region to generate into")
+    return text[: start + len(begin)] + "\n" + body + "\n" + text[stop:]

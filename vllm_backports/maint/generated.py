@@ -18,7 +18,7 @@ from ..errors import BackportError, CatalogueError, EvidenceError
 from ..evidence import EVIDENCE_DIR, PAGE, heading, load, matrix_status, render_page, slug
 from ..images import BAKE_DATA, ci_matrix, gdn_builder_matrix, publish_matrices, render_bake_data, smoke_targets
 from ..upstream_tests import markdown
-from .drift import current_text, write_or_diff
+from .drift import current_text, splice, write_or_diff
 
 MATRIX_BEGIN, MATRIX_END = "<!-- support-matrix:begin -->", "<!-- support-matrix:end -->"
 # The owed scenarios' meanings and the dated notes live on their own generated page, so the
@@ -144,12 +144,10 @@ def matrix(home: Path, write: bool) -> None:
     versions.toml and docs/evidence/."""
     path = home / "README.md"
     text = path.read_text()
-    start, end = text.index(MATRIX_BEGIN) + len(MATRIX_BEGIN), text.index(MATRIX_END)
     cat = Catalogue(home)
     evidence = load(home)  # a bad file stops here, before anything is written
-    new = text[:start] + "\n" + render_matrix(cat, evidence) + "\n" + text[end:]
-    a, b = new.index(ARCH_BEGIN) + len(ARCH_BEGIN), new.index(ARCH_END)
-    new = new[:a] + "\n" + render_arches(cat) + "\n" + new[b:]
+    new = splice(text, MATRIX_BEGIN, MATRIX_END, render_matrix(cat, evidence), "README.md")
+    new = splice(new, ARCH_BEGIN, ARCH_END, render_arches(cat), "README.md")
     notes_path = home / NOTES
     notes = render_notes(cat, evidence)
     old_notes = current_text(notes_path)

@@ -371,13 +371,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     rows, noise, threshold = score(scored, plan.threshold)
     logprobs = None
     if plan.prompt_logprobs:
-        known: dict[tuple[int, ...], list[float]] = {}  # every engine runs the same prompts
-
-        def reference(prompt: list[int]) -> list[float]:
-            if tuple(prompt) not in known:
-                known[tuple(prompt)] = ref.prompt_logprobs(prompt)
-            return known[tuple(prompt)]
-
+        reference = PromptLogprobs(ref)
         logprobs = score_prompt_logprobs(rows, [prompt_differences(r, reference) for r in runs])
     result = conclude(rows, noise, threshold, plan, vllm_version, logprobs)
     result["scenario"]["architecture"] = architecture
@@ -399,6 +393,21 @@ def rounds_of(run: dict) -> list[dict]:
     """An engine's judged rounds in order, each {"tokens": ..., and "prompt_logprobs" if asked}:
     the first is the run itself, the rest its "more_rounds" (verify/engine.py)."""
     return [run, *(run.get("more_rounds") or [])]
+
+
+class PromptLogprobs:
+    """The reference's logprobs of a prompt's tokens, each prompt's computed once: every engine of a
+    plan runs the same prompts, and the reference's forward pass is the costly part."""
+
+    def __init__(self, reference: Reference) -> None:
+        self._reference = reference
+        self._known: dict[tuple[int, ...], list[float]] = {}
+
+    def __call__(self, prompt: list[int]) -> list[float]:
+        key = tuple(prompt)
+        if key not in self._known:
+            self._known[key] = self._reference.prompt_logprobs(prompt)
+        return self._known[key]
 
 
 def prompt_differences(run: dict, reference: Callable[[list[int]], list[float]]) -> list[list[float]] | None:
@@ -424,7 +433,7 @@ def score_prompt_logprobs(rows: list[dict], differences: list[list[list[float]] 
             x
             for r, d in zip(rows, differences, strict=True)
             if r["scenario"] == "baseline" and d
-            for s in first_round(d, len(r.get("rounds") or [None]))
+            for s in by_round(d, len(r.get("rounds") or [None]))[0]
             for x in s
         ),
         default=0.0,
@@ -434,18 +443,20 @@ def score_prompt_logprobs(rows: list[dict], differences: list[list[list[float]] 
         if d is None:
             continue
         r["prompt_logprobs"] = judge_prompt_logprobs(d, threshold)
-        per = len(d) // len(r.get("rounds") or [None])
-        for i, rnd in enumerate(r.get("rounds") or []):
-            rnd["prompt_logprob_errors"] = judge_prompt_logprobs(d[i * per : (i + 1) * per], threshold)["errors"]
+        if rounds := r.get("rounds"):
+            for rnd, part in zip(rounds, by_round(d, len(rounds)), strict=True):
+                rnd["prompt_logprob_errors"] = judge_prompt_logprobs(part, threshold)["errors"]
     calibrated = noise <= CALIBRATION_CAP
     return {"threshold": threshold, "baseline_worst_difference": round(noise, 3), "calibrated": calibrated}
 
 
-def first_round(sequences: list, rounds: int) -> list:
-    """The first round's part of sequences judged over `rounds` rounds: only it calibrates (with
-    --rounds a plain engine's later rounds are judged like any run's, so that state carried
-    across requests shows as errors there rather than as a looser threshold)."""
-    return sequences[: len(sequences) // rounds]
+def by_round(sequences: list, rounds: int) -> list[list]:
+    """Sequences judged over `rounds` rounds, split into each round's part: an engine returns its
+    rounds one after the other, the same prompts each time (rounds_of). Only the first part
+    calibrates (with --rounds a plain engine's later rounds are judged like any run's, so that
+    state carried across requests shows as errors there rather than as a looser threshold)."""
+    per = len(sequences) // rounds
+    return [sequences[i * per : (i + 1) * per] for i in range(rounds)]
 
 
 def judge_rounds(run: dict, regrets: list[list[float]], threshold: float) -> list[dict]:
@@ -453,17 +464,16 @@ def judge_rounds(run: dict, regrets: list[list[float]], threshold: float) -> lis
     how many sequences repeat the baseline's tokens and, for a speculative engine, the tokens
     vLLM's counters say were accepted in that round."""
     rounds = rounds_of(run)
-    per = len(regrets) // len(rounds)
     counters = run.get("spec_counters")
     accepted = [None if counters is None else counters.get("num_accepted_tokens")]
     accepted += [None if counters is None else a for a in run.get("timed_rounds_accepted") or []]
     out = []
-    for i, rnd in enumerate(rounds):
+    for i, (rnd, part) in enumerate(zip(rounds, by_round(regrets, len(rounds)), strict=True)):
         same = sum(a == b for a, b in zip(rnd["tokens"], run["baseline_tokens"], strict=True))
         out.append(
             {
                 "round": i + 1,
-                **judge(regrets[i * per : (i + 1) * per], threshold).as_dict(),
+                **judge(part, threshold).as_dict(),
                 "same_as_baseline": same,
                 "accepted": accepted[i] if i < len(accepted) else None,
             }
@@ -484,7 +494,7 @@ def score(
             x
             for r, regrets in scored
             if r["scenario"] == "baseline" and regrets
-            for seq in first_round(regrets, len(rounds_of(r)))
+            for seq in by_round(regrets, len(rounds_of(r)))[0]
             for x in seq
         ),
         default=0.0,
