@@ -21,7 +21,7 @@ def test_every_maintainer_command_is_mounted_under_the_command_line():
     assert main.commands["maint"] is maint.main
     assert {"describe", "port", "watch", "rehash", "lint-headers", "matrix", "evidence", "bake", "matrix-json",
             "digests", "prune-plan", "upstream-tests", "upstream-tests-doc", "bench-table",
-            "owed-table"} == set(maint.main.commands)
+            "owed-table", "verification-index"} == set(maint.main.commands)
 
 
 def test_a_generator_runs_through_the_mount_and_keeps_its_check_mode(tmp_path, monkeypatch):
