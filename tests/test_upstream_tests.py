@@ -324,3 +324,86 @@ def test_report_counts_per_module_and_names_stale_explanations():
     assert data["failures"]["patched"] == {"tests/t.py::a[1]": "AssertionError: 1 != 2"}
     assert data["verdict"] == "ok"
     assert data["stale_explanations"] == ["tests/t.py::gone"]
+
+
+# -- on a GPU, from an archive brought along
+
+
+def test_a_local_archive_is_taken_only_with_its_sha256(tmp_path):
+    archive = tmp_path / "vllm-9.9.9.tar.gz"
+    archive.write_bytes(b"archive bytes")
+    assert ut.local_sdist(archive, ut_sha(b"archive bytes").upper()) == archive
+    with pytest.raises(UsageError, match=r"^--sdist .*vllm-9.9.9.tar.gz: sha256 \w{12} differs from the one given"):
+        ut.local_sdist(archive, "0" * 64)
+    with pytest.raises(UsageError, match=r"^--sdist .*missing.tar.gz: no such file$"):
+        ut.local_sdist(tmp_path / "missing.tar.gz", "0" * 64)
+
+
+def test_an_unknown_device_is_refused_before_anything_is_looked_up(monkeypatch, tmp_path):
+    monkeypatch.setattr(ut, "installed_tree", lambda: pytest.fail("nothing may be looked up"))
+    with pytest.raises(UsageError, match=r"^device 'rocm' is not one of cpu, cuda$"):
+        ut.run("0.20.0", REPO, tmp_path / "work", device="rocm")
+
+
+@pytest.mark.parametrize(("device", "hidden"), [("cpu", True), ("cuda", False)])
+def test_only_the_cpu_side_hides_the_gpu(monkeypatch, tmp_path, device, hidden):
+    seen = {}
+
+    def fake_run(cmd, cwd, env, **kw):
+        seen.update(env)
+        Path(env["VLLM_BACKPORTS_UPSTREAM_RESULTS"]).write_text(json.dumps({"meta": True, "vllm": "/x/vllm"}) + "\n")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(ut.subprocess, "run", fake_run)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    ut.run_side("pristine", tmp_path, ["tests/t.py"], "", 10, device)
+    assert seen["VLLM_BACKPORTS_UPSTREAM_DEVICE"] == device
+    assert ("CUDA_VISIBLE_DEVICES" in seen) is hidden
+
+
+def test_the_conftest_leaves_a_gpu_run_unshimmed():
+    """On a GPU the conftest must not set the CPU platform: importing it imports neither vLLM nor
+    torch there (on the CPU it does both at import)."""
+    code = (
+        "import sys, vllm_backports.upstream_conftest as c; "
+        "print(c._ON_CPU, 'vllm' in sys.modules, 'torch' in sys.modules)"
+    )
+    env = {**__import__("os").environ, "VLLM_BACKPORTS_UPSTREAM_DEVICE": "cuda"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False", "False"]
+
+
+def test_sdist_and_sha256_go_together():
+    done = subprocess.run(
+        [sys.executable, "-m", "vllm_backports.maint", "upstream-tests", "0.20.0", "--sdist", "x.tar.gz"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "error: --sdist and --sha256 go together: the archive and the hash PyPI gave for it"
+    )
+
+
+def test_gpu_reports_follow_the_cpu_ones_under_their_own_heading():
+    cpu = {
+        "vllm": "9.9.9",
+        "series": "9.9.9",
+        "patched_files": [GDN],
+        "modules": [],
+        "totals": {s: {"passed": 0, "failed": 0, "skipped": 0} for s in ("pristine", "patched")},
+        "seconds": {"pristine": 1.0, "patched": 1.0},
+        "differences": [],
+        "verdict": "ok",
+        "machine": {"python": "3.12", "torch": "2.11.0", "cpus": 16},
+        "date": "2026-11-30",
+        "command": "python -m vllm_backports.maint upstream-tests 9.9.9",
+        "host": "Linux x86_64",
+    }
+    gpu = {**cpu, "device": "cuda", "machine": {**cpu["machine"], "gpu": "NVIDIA H200"}}
+    text = ut.markdown([cpu], [gpu])
+    assert text.index("## vLLM 9.9.9\n") < text.index("## vLLM 9.9.9 on a GPU (NVIDIA H200)\n")
+    assert "No GPU run is recorded yet" not in text
+    assert "No GPU run is recorded yet (docs/upstream-tests/gpu/)." in ut.markdown([cpu])

@@ -1,7 +1,9 @@
 """conftest.py of `maint upstream-tests`: copied above a release's own tests/ (never into them) so
 that they run on a CPU machine with vLLM's CUDA wheel, and so that each test's outcome is recorded.
+On a GPU ($VLLM_BACKPORTS_UPSTREAM_DEVICE "cuda") only the hub configs and the recording apply:
+the tests run as upstream runs them.
 
-Shims, each because the tests cannot run here without it:
+Shims on the CPU, each because the tests cannot run there without it:
 - the CPU platform: the CUDA wheel finds no GPU and no "cpu" in its version, so vLLM would settle
   on UnspecifiedPlatform, which has no device type for the tests' tensors;
 - pinned host memory off: pinning needs a GPU driver;
@@ -97,6 +99,7 @@ HUB_CONFIGS = {
 }
 
 _RESULTS = os.environ.get("VLLM_BACKPORTS_UPSTREAM_RESULTS")
+_ON_CPU = os.environ.get("VLLM_BACKPORTS_UPSTREAM_DEVICE", "cpu") == "cpu"
 
 
 def _record(entry: dict) -> None:
@@ -148,14 +151,18 @@ def _cpu_platform() -> None:
 
 
 # At import, before upstream's tests/conftest.py (loaded after this one) imports the rest of vLLM.
-_torch_cpu_probes()
-_cpu_platform()
+if _ON_CPU:
+    _torch_cpu_probes()
+    _cpu_platform()
 
 
 @pytest.fixture(autouse=True)
 def _no_pinned_memory(monkeypatch):
     # Modules keep their own copy of PIN_MEMORY (`from vllm.utils.torch_utils import PIN_MEMORY`),
     # some taken before the platform above was set: each test sees all of them off.
+    if not _ON_CPU:
+        yield
+        return
     for name, module in list(sys.modules.items()):
         if name.startswith("vllm") and getattr(module, "PIN_MEMORY", False) is True:
             monkeypatch.setattr(module, "PIN_MEMORY", False)
@@ -166,7 +173,7 @@ def pytest_configure(config):
     import vllm
     import vllm.platforms
 
-    config.addinivalue_line("markers", "skip_global_cleanup: upstream's marker, set on every test here")
+    config.addinivalue_line("markers", "skip_global_cleanup: upstream's marker, set on every CPU test here")
     for name, config_json in HUB_CONFIGS.items():
         directory = Path(name)  # relative: the run's working directory, which the tests see
         directory.mkdir(parents=True, exist_ok=True)
@@ -175,6 +182,8 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(items):
+    if not _ON_CPU:
+        return  # on a GPU, upstream's clean-up between tests is part of how its tests run
     for item in items:
         item.add_marker(pytest.mark.skip_global_cleanup)
 

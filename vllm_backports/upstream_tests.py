@@ -1,5 +1,7 @@
-"""A release's own tests, from its PyPI source archive, run on the CPU against the installed release
-as published (pristine) and against a copy of it with the release's series applied (patched).
+"""A release's own tests, from its PyPI source archive, run against the installed release as
+published (pristine) and against a copy of it with the release's series applied (patched): on the
+CPU, with the shims of upstream_conftest.py, or on a GPU as upstream runs them (`device` "cuda";
+there the archive may come from a local file with its sha256, since GPU machines may be offline).
 
 Selection: a module `tests/**/test_*.py` of the archive is selected when its text names a module
 the series patches by its dotted name (`vllm.v1.attention.backends.gdn_attn`, in an import or a
@@ -27,6 +29,7 @@ from pathlib import Path
 import requests
 
 from .catalogue import Catalogue
+from .digest import sha256_file
 from .errors import BackportError, CatalogueError, UsageError
 from .pypi import cache_root, download, release_sdist
 from .tree import installed_tree
@@ -34,6 +37,7 @@ from .tree import installed_tree
 CONFTEST = Path(__file__).with_name("upstream_conftest.py")
 EXPLANATIONS = "docs/upstream-tests/explained.toml"
 OUTCOMES = ("passed", "failed", "skipped")
+DEVICES = ("cpu", "cuda")
 # Worst first: a test reported failed in any phase failed, one skipped in setup never ran.
 _RANK = {"error": 0, "failed": 0, "skipped": 1, "passed": 2}
 
@@ -103,6 +107,17 @@ def fetch_sdist(version: str, session: requests.Session | None = None) -> Path:
     session = session or requests.Session()
     entry = release_sdist(session, version)
     return download(session, entry, cache_root() / "sdist" / entry.filename)
+
+
+def local_sdist(path: Path, sha256: str) -> Path:
+    """A source archive brought along (where PyPI cannot be reached), checked against the sha256
+    that a fetch from PyPI recorded (fetch_sdist's check), before anything runs."""
+    if not path.is_file():
+        raise UsageError(f"--sdist {path}: no such file")
+    got = sha256_file(path)
+    if got != sha256.lower():
+        raise UsageError(f"--sdist {path}: sha256 {got[:12]} differs from the one given ({sha256[:12]})")
+    return path
 
 
 def extract_tests(archive: Path, dest: Path) -> Path:
@@ -257,17 +272,19 @@ def patched_copy(src_root: Path, dest: Path, series_paths, version: str, home: P
         raise RunError(f"apply.py on the copy exited {done.returncode}: {last[0]}")
 
 
-def run_side(name: str, work: Path, modules: list[str], pythonpath: str, timeout: int) -> Side:
+def run_side(name: str, work: Path, modules: list[str], pythonpath: str, timeout: int, device: str = "cpu") -> Side:
     results = work / f"results-{name}.jsonl"
     results.unlink(missing_ok=True)
     env = {
         **os.environ,
         "VLLM_BACKPORTS_UPSTREAM_RESULTS": str(results),
+        "VLLM_BACKPORTS_UPSTREAM_DEVICE": device,
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
-        "CUDA_VISIBLE_DEVICES": "",
         "PYTHONDONTWRITEBYTECODE": "1",
     }
+    if device == "cpu":  # the CPU shims assume no GPU is seen, also where there is one
+        env["CUDA_VISIBLE_DEVICES"] = ""
     env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, os.environ.get("PYTHONPATH", "")) if p)
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--continue-on-collection-errors"]
     cmd += ["--rootdir", str(work), *modules]  # a module that fails to import is a result, not a stop
@@ -285,8 +302,19 @@ def run_side(name: str, work: Path, modules: list[str], pythonpath: str, timeout
     return side
 
 
-def run(version: str, home: Path, work: Path, timeout: int = 1800, session: requests.Session | None = None) -> dict:
-    """Fetch, select, run both sides and compare: the report `maint upstream-tests` prints."""
+def run(
+    version: str,
+    home: Path,
+    work: Path,
+    timeout: int = 1800,
+    session: requests.Session | None = None,
+    device: str = "cpu",
+    sdist: tuple[Path, str] | None = None,
+) -> dict:
+    """Fetch (or take `sdist`, a path and its sha256), select, run both sides on `device` and
+    compare: the report `maint upstream-tests` prints."""
+    if device not in DEVICES:
+        raise UsageError(f"device {device!r} is not one of {', '.join(DEVICES)}")
     cat = Catalogue(home)
     release = cat.releases.get(version)
     if release is None:
@@ -299,7 +327,7 @@ def run(version: str, home: Path, work: Path, timeout: int = 1800, session: requ
         raise UsageError(f"this Python has vLLM {tree.version} installed, not {version}")
     explained = load_explanations(home / EXPLANATIONS, version)
 
-    archive = fetch_sdist(version, session)
+    archive = local_sdist(*sdist) if sdist else fetch_sdist(version, session)
     extract_tests(archive, work)
     selected = select(work, paths)
     if not selected:
@@ -311,14 +339,16 @@ def run(version: str, home: Path, work: Path, timeout: int = 1800, session: requ
     patched_copy(tree.root, copy, paths, version, home)
     modules = [s.module for s in selected]
     sides = {
-        "pristine": run_side("pristine", work, modules, "", timeout),
-        "patched": run_side("patched", work, modules, str(copy), timeout),
+        "pristine": run_side("pristine", work, modules, "", timeout, device),
+        "patched": run_side("patched", work, modules, str(copy), timeout, device),
     }
     if not Path(sides["pristine"].vllm_from).is_relative_to(tree.root):
         raise RunError(f"pristine: vLLM was imported from {sides['pristine'].vllm_from}, not {tree.root}")
     if not Path(sides["patched"].vllm_from).is_relative_to(copy):
         raise RunError(f"patched: vLLM was imported from {sides['patched'].vllm_from}, not the patched copy")
-    return report(version, release.series, paths, selected, sides, explained, archive.name)
+    data = report(version, release.series, paths, selected, sides, explained, archive.name)
+    data["device"] = device
+    return data
 
 
 def report(version, series, paths, selected, sides: dict[str, Side], explained, archive: str) -> dict:
@@ -414,8 +444,9 @@ def summary_lines(data: dict) -> list[str]:
     return lines
 
 
-def markdown(reports: list[dict]) -> str:
-    """docs/UPSTREAM-TESTS.md, from the committed results (docs/upstream-tests/<release>.json)."""
+def markdown(reports: list[dict], gpu_reports: list[dict] | None = None) -> str:
+    """docs/UPSTREAM-TESTS.md, from the committed results: docs/upstream-tests/<release>.json, run
+    on the CPU, then docs/upstream-tests/gpu/<release>.json, run on a GPU without the CPU shims."""
     out = [
         "# Upstream tests, pristine and patched",
         "",
@@ -433,11 +464,17 @@ def markdown(reports: list[dict]) -> str:
         "`vllm_backports/upstream_conftest.py`, put above upstream's `tests/`; upstream files are never",
         "edited. A test that passes pristine and not patched fails the run unless",
         f"`{EXPLANATIONS}` explains it. Counts are passed / failed (errors included) / skipped.",
+        "The GPU runs, after the CPU ones, are the same selection run on a GPU as upstream runs it",
+        "(`--device cuda`: no CPU shim; the hub configs above still stand in for downloads).",
         "",
     ]
-    for data in reports:
+    gpu_reports = gpu_reports or []
+    if not gpu_reports:
+        out += ["No GPU run is recorded yet (docs/upstream-tests/gpu/).", ""]
+    for data in [*reports, *gpu_reports]:
+        where = f" on a GPU ({data['machine'].get('gpu') or 'unnamed'})" if data.get("device") == "cuda" else ""
         out += [
-            f"## vLLM {data['vllm']}",
+            f"## vLLM {data['vllm']}{where}",
             "",
             f"Series {data['series']}, patching {', '.join(f'`{p}`' for p in data['patched_files'])}.",
             f"Run on {data['date']}: `{data['command']}` on {data['host']}; Python"

@@ -5,6 +5,8 @@
 #   REL=0.26.0 bash docs/runs/steps.sh verify fix mtp 16 graphs turboquant_k8v4
 #   REL=0.31.0 bash docs/runs/steps.sh fastpath   (after setup; releases whose series carries
 #        turboquant-prefill-fastpath, vLLM #46460)
+#   REL=0.28.0 bash docs/runs/steps.sh upstream-gpu   (after setup, carrying .stage-sdist-0.28.0 from
+#        docs/runs/stage-sdist.sh: the release's own tests on the GPU, pristine and patched)
 #   REL=0.31.0 bash docs/runs/steps.sh model; ... poll 500; ... model-compare   (verify --model's
 #        teacher-forced reference against the float32 one, on the tiny checkpoint)
 #   REL=0.28.0 bash docs/runs/steps.sh bench-ab start nospec qwen3_5-9b 20 resident; ... bench-ab poll 540
@@ -132,6 +134,15 @@ case $step in
     PYTHONPATH=${SITE[raw]}:.gpu-pytest VLLM_BACKPORTS_REQUIRE_VLLM=1 python3 -m pytest -q -s -p no:cacheprovider --tb=short \
       tests/gpu/test_turboquant_prefill_fastpath.py > "$out/fastpath.txt" 2>&1; echo "fastpath: exit $?"
     grep -E '^[0-9.]+ cuda |passed|failed|FAILED|Error' "$out/fastpath.txt" | tail -20 ;;
+  upstream-gpu) # the release's own tests that exercise the series' files, on the GPU, pristine
+      # (the raw site) and patched (a copy apply.py patches): `maint upstream-tests --device cuda`
+      # from the archive of docs/runs/stage-sdist.sh, carried as .stage-sdist-$REL
+    a=$(ls .stage-sdist-"$REL"/vllm-*.tar.gz) || exit 1
+    PYTHONPATH=${SITE[raw]}:.gpu-pytest python3 -m vllm_backports.maint upstream-tests "$REL" --device cuda \
+      --sdist "$a" --sha256 "$(cat .stage-sdist-"$REL"/sdist.sha256)" --timeout 560 --json --out "$out/upstream-gpu-$REL.json" \
+      > "$out/upstream-gpu-$REL.txt" 2>&1; echo "upstream-gpu: exit $?"
+    python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print(d['verdict'], d['totals'], d['machine'].get('gpu'))" \
+      "$out/upstream-gpu-$REL.json" 2>/dev/null || tail -5 "$out/upstream-gpu-$REL.txt" ;;
   verify) # SITE PRESET BATCH MODE KV
     site=$1 preset=$2 batch=$3 mode=$4 kv=$5; tag="$kv-$site-$preset-b$batch-$mode-tp${TP:-1}-${PREFILL:-triton}"
     PYTHONPATH=${SITE[$site]} python3 apply.py verify --prefill-backend "${PREFILL:-triton}" --work-dir "/tmp/v-$REL-$tag" --json --tp "${TP:-1}" \

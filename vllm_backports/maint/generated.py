@@ -216,16 +216,22 @@ def matrix_json(home: Path, kind: str) -> None:
 )
 @click.pass_obj
 def upstream_tests_doc(home: Path, write: bool) -> None:
-    """Regenerate docs/UPSTREAM-TESTS.md from docs/upstream-tests/<release>.json."""
-    files = sorted((home / "docs" / "upstream-tests").glob("*.json"), key=lambda p: Version(p.stem))
-    reports = []
-    for f in files:
-        try:
-            reports.append(json.loads(f.read_text()))
-        except ValueError as exc:
-            raise BackportError(f"{f.name}: not JSON ({exc})") from None
+    """Regenerate docs/UPSTREAM-TESTS.md from docs/upstream-tests/<release>.json (CPU) and
+    docs/upstream-tests/gpu/<release>.json (GPU)."""
+    root = home / "docs" / "upstream-tests"
+
+    def read(folder: Path) -> list[dict]:
+        reports = []
+        for f in sorted(folder.glob("*.json"), key=lambda p: Version(p.stem)):
+            try:
+                reports.append(json.loads(f.read_text()))
+            except ValueError as exc:
+                raise BackportError(f"{f.relative_to(root).as_posix()}: not JSON ({exc})") from None
+        return reports
+
     path = home / "docs" / "UPSTREAM-TESTS.md"
-    write_or_diff(path, current_text(path), markdown(reports), write, "upstream test results are current")
+    text = markdown(read(root), read(root / "gpu"))
+    write_or_diff(path, current_text(path), text, write, "upstream test results are current")
 
 
 BENCHMARKS = Path("docs/BENCHMARKS.md")
