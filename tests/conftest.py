@@ -105,7 +105,7 @@ def build_home(root: Path) -> Home:
         # backports and upstream are derived: from the series file and from upstream_in
         lines = [f'[releases."{v}"]', 'torch = "2.11.0"', "cuda = 13", f'wheel = "vllm-{v}-x86_64.whl"',
                  'wheel_sha256 = "00"', 'record_sha256 = "00"', f'series = "{series_name}"',
-                 'bugs = ["fix-thing"]' if not series_name else "bugs = []"]
+                 *(['bugs = ["fix-thing"]'] if not series_name else [])]
         if series_name:
             lines += [f'[releases."{v}".files]', f'"vllm/mod.py" = "{sha(home.pristine[v]["vllm/mod.py"])}"']
         return "\n".join(lines) + "\n"

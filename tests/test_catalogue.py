@@ -46,8 +46,8 @@ REPO = Path(__file__).resolve().parent.parent
         ),
         ('since = "0.20.0"\n', 'since = "0.2o.0"\n', "'0.2o.0' is not a version"),
         (
-            'series = "0.33.0"\nbugs = []',
-            'series = "0.33.0"\nbugs = "turboquant-prefill-fastpath"',
+            'series = "0.33.0"\n',
+            'series = "0.33.0"\nbugs = "turboquant-prefill-fastpath"\n',
             "bugs must be a list of strings",
         ),
         ('[series."0.33.0".files]\n', '[series."0.33.0".fils]\n', "unknown key 'fils'"),
