@@ -186,3 +186,14 @@ def test_a_series_file_listing_a_patch_twice_is_refused(tmp_path):
     (tmp_path / "versions.toml").write_text(repin((tmp_path / "versions.toml").read_text(), tmp_path / "backports"))
     with pytest.raises(CatalogueError, match="lists 0001-turboquant-spec-decode.patch twice"):
         Catalogue(tmp_path).series("0.33.0")
+
+
+def test_a_releases_image_defaults_to_its_official_tag(tmp_path):
+    assert all(r.image == f"vllm/vllm-openai:v{v}" for v, r in CAT.releases.items())
+    text = (REPO / "versions.toml").read_text()
+    old = 'series = "0.33.0"\n'
+    (tmp_path / "versions.toml").write_text(text.replace(old, old + 'image = "example.org/vllm:0.33.0"\n', 1))
+    shutil.copytree(REPO / "backports", tmp_path / "backports")
+    cat = Catalogue(tmp_path)
+    assert cat.releases["0.33.0"].image == "example.org/vllm:0.33.0"
+    assert cat.releases["0.32.0"].image == "vllm/vllm-openai:v0.32.0"

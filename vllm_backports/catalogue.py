@@ -44,6 +44,8 @@ RETIRED_RELEASE_KEYS = {
     "ran_on_gpu": "docs/evidence/<release>/ (a release ran on a GPU when it has evidence there)",
     "covered_by": "the pinned hashes (a release is covered by one with the same series and pristine files)",
 }
+# The official image a release's backported images build on, unless versions.toml names another.
+DEFAULT_IMAGE = "vllm/vllm-openai:v{version}"
 # Derived, never written: a release's backports are what its series applies, its upstream list
 # the backports whose upstream_in it has reached.
 DERIVED_RELEASE_KEYS = {"backports": "its series' patches", "upstream": "the backports' upstream_in"}
@@ -229,7 +231,7 @@ class Release:
     backports: tuple[str, ...]
     upstream: tuple[str, ...]
     bugs: tuple[str, ...]  # known bugs without a backport here yet, for the support matrix
-    image: str
+    image: str  # DEFAULT_IMAGE unless versions.toml names another
     image_digests: dict[str, str]
     files: dict[str, str]  # pristine sha256 of every file the series touches
     # How far the series is proven on this release beyond its docs/evidence/ files, for the support
@@ -383,7 +385,7 @@ class Catalogue:
             backports=shipped,
             upstream=upstream,
             bugs=_field(raw, "bugs", list, where, ()),
-            image=_field(raw, "image", str, where, ""),
+            image=_field(raw, "image", str, where, DEFAULT_IMAGE.format(version=key)),
             image_digests=dict(_field(raw, "image_digests", dict, where, {})),
             files=dict(_field(raw, "files", dict, where, {})),
             owed=_owed(_field(raw, "owed", list, where, ()), where),

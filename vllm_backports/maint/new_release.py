@@ -35,7 +35,6 @@ def describe(home: Path, version: str, series_name: str) -> None:
         f'wheel_sha256 = "{info.wheel.sha256}"',
         f'record_sha256 = "{info.record_sha256}"',
         f'series = "{series_name}"',
-        f'image = "vllm/vllm-openai:v{version}"',
         "image_digests = {}  # `maint digests --write` pins them",
         f'[releases."{version}".files]',
         *(f'"{p}" = "{info.hashes[p]}"' for p in paths if p in info.hashes),
