@@ -122,9 +122,7 @@ def build_home(root: Path) -> Home:
         release("0.21.0", "s2"),
     ]
     for name, files in series.items():
-        rels = '["0.20.0"]' if name == "s1" else '["0.21.0"]'
-        parts.append(f'[series."{name}"]\nreleases = {rels}\n[series."{name}".files]\n'
-                     + "".join(f'"{f}" = "{sha(d)}"\n' for f, d in files.items()))
+        parts.append(f'[series."{name}".files]\n' + "".join(f'"{f}" = "{sha(d)}"\n' for f, d in files.items()))
     (root / "versions.toml").write_text("\n".join(parts))
     return home
 

@@ -197,3 +197,22 @@ def test_a_releases_image_defaults_to_its_official_tag(tmp_path):
     cat = Catalogue(tmp_path)
     assert cat.releases["0.33.0"].image == "example.org/vllm:0.33.0"
     assert cat.releases["0.32.0"].image == "vllm/vllm-openai:v0.32.0"
+
+
+def test_a_series_releases_are_derived_from_the_releases():
+    for name in CAT.series_names():
+        assert CAT.series(name).releases == tuple(v for v in CAT.versions if CAT.releases[v].series == name), name
+    assert CAT.series("0.22.0").releases == ("0.22.0", "0.22.1")
+
+
+def test_a_series_releases_written_by_hand_are_refused(tmp_path):
+    text = (REPO / "versions.toml").read_text()
+    old = '[series."0.33.0".files]\n'
+    assert old in text
+    (tmp_path / "versions.toml").write_text(text.replace(old, 'releases = ["0.33.0"]\n' + old, 1))
+    shutil.copytree(REPO / "backports", tmp_path / "backports")
+    with pytest.raises(CatalogueError) as caught:
+        Catalogue(tmp_path)
+    assert str(caught.value) == (
+        "versions.toml: [series.\"0.33.0\"]: 'releases' is derived from the releases' series; remove it"
+    )

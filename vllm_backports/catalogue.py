@@ -49,7 +49,9 @@ DEFAULT_IMAGE = "vllm/vllm-openai:v{version}"
 # Derived, never written: a release's backports are what its series applies, its upstream list
 # the backports whose upstream_in it has reached.
 DERIVED_RELEASE_KEYS = {"backports": "its series' patches", "upstream": "the backports' upstream_in"}
-SERIES_KEYS = {"releases", "files"}
+SERIES_KEYS = {"files"}
+# Derived, never written: the releases a series serves are those whose `series` names it.
+DERIVED_SERIES_KEYS = {"releases": "the releases' series"}
 BACKPORT_KEYS = {"title", "bug", "origin", "upstream_in", "releases", "together_with"}
 ARCH_KEYS = {"platforms", "gpus", "gdn_prefill_backend", "why"}
 VARIANT_KEYS = {"tag_suffix", "since", "why"}
@@ -246,7 +248,7 @@ class Release:
 class Series:
     name: str
     root: Path | Traversable
-    releases: tuple[str, ...]
+    releases: tuple[str, ...]  # derived: the releases whose `series` names this one, in version order
     patches: tuple[Patch, ...]
     pinned: dict[str, str]  # file name -> sha256, as verified when the series was loaded
 
@@ -293,8 +295,10 @@ class Catalogue:
         # before the releases, whose lists are read from the series
         for name, raw in self.data.get("series", {}).items():
             where = f'[series."{name}"]'
+            for derived, source in DERIVED_SERIES_KEYS.items():
+                if derived in raw:
+                    raise CatalogueError(f"versions.toml: {where}: {derived!r} is derived from {source}; remove it")
             _unknown(raw, SERIES_KEYS, where)
-            _field(raw, "releases", list, where)
             _field(raw, "files", dict, where)
         self.backports = {k: self._backport(k, v) for k, v in self.data.get("backports", {}).items()}
         self._order_cache: dict[str, tuple[str, ...]] = {}
@@ -476,10 +480,14 @@ class Catalogue:
             except PatchError as exc:
                 raise CatalogueError(f"backports/{name}/{exc}") from None
         series = Series(
-            name=name, root=root, releases=tuple(raw.get("releases", ())), patches=tuple(patches), pinned=dict(pinned)
+            name=name, root=root, releases=self.releases_of(name), patches=tuple(patches), pinned=dict(pinned)
         )
         self._series_cache[name] = series
         return series
+
+    def releases_of(self, name: str) -> tuple[str, ...]:
+        """The releases series NAME serves, in version order: those whose `series` names it."""
+        return tuple(v for v in self.versions if self.releases[v].series == name)
 
     def series_names(self) -> list[str]:
         return list(self.data.get("series", {}))
