@@ -216,3 +216,18 @@ def test_a_series_releases_written_by_hand_are_refused(tmp_path):
     assert str(caught.value) == (
         "versions.toml: [series.\"0.33.0\"]: 'releases' is derived from the releases' series; remove it"
     )
+
+
+def test_two_series_pinning_identical_files_are_refused(tmp_path):
+    text = (REPO / "versions.toml").read_text()
+    start = text.index('[series."0.33.0".files]')
+    twin = text[start:].replace('[series."0.33.0".files]', '[series."0.33.1".files]', 1)
+    (tmp_path / "versions.toml").write_text(text + "\n" + twin)
+    shutil.copytree(REPO / "backports", tmp_path / "backports")
+    shutil.copytree(REPO / "backports/0.33.0", tmp_path / "backports/0.33.1")
+    with pytest.raises(CatalogueError) as caught:
+        Catalogue(tmp_path)
+    assert str(caught.value) == (
+        'versions.toml: [series."0.33.0"] and [series."0.33.1"] pin identical files: keep one, '
+        "and name it as the series of the other's releases"
+    )

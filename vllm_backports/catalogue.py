@@ -300,6 +300,7 @@ class Catalogue:
                     raise CatalogueError(f"versions.toml: {where}: {derived!r} is derived from {source}; remove it")
             _unknown(raw, SERIES_KEYS, where)
             _field(raw, "files", dict, where)
+        self._refuse_identical_series()
         self.backports = {k: self._backport(k, v) for k, v in self.data.get("backports", {}).items()}
         self._order_cache: dict[str, tuple[str, ...]] = {}
         self.releases = {k: self._release(k, v) for k, v in self.data.get("releases", {}).items()}
@@ -312,6 +313,20 @@ class Catalogue:
             for k, v in self.data.get("unpublished", {}).items()
         }
         self._series_cache: dict[str, Series] = {}
+
+    def _refuse_identical_series(self) -> None:
+        """Two series that pin the same files are one series under two names: releases name one."""
+        seen: dict[frozenset, str] = {}
+        for name, raw in self.data.get("series", {}).items():
+            pins = frozenset(raw.get("files", {}).items())
+            if not pins:
+                continue  # a new series before `maint rehash --write`
+            if pins in seen:
+                raise CatalogueError(
+                    f'versions.toml: [series."{seen[pins]}"] and [series."{name}"] pin identical files: keep one, '
+                    "and name it as the series of the other's releases"
+                )
+            seen[pins] = name
 
     def _arch(self, key: str, raw: dict) -> Arch:
         where = f"[arches.{key}]"
