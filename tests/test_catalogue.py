@@ -231,3 +231,17 @@ def test_two_series_pinning_identical_files_are_refused(tmp_path):
         'versions.toml: [series."0.33.0"] and [series."0.33.1"] pin identical files: keep one, '
         "and name it as the series of the other's releases"
     )
+
+
+def test_a_series_file_is_read_through_its_pin_or_as_it_stands(tmp_path):
+    shutil.copy(REPO / "versions.toml", tmp_path / "versions.toml")
+    shutil.copytree(REPO / "backports", tmp_path / "backports")
+    cat = Catalogue(tmp_path)
+    patch = tmp_path / "backports/0.33.0/0001-turboquant-spec-decode.patch"
+    assert cat.series_file("0.33.0", patch.name) == patch.read_bytes()
+    patch.write_bytes(patch.read_bytes() + b"\n")
+    with pytest.raises(CatalogueError, match="0001-turboquant-spec-decode.patch: sha256 differs"):
+        cat.series_file("0.33.0", patch.name)
+    assert cat.series_file_unpinned("0.33.0", patch.name) == patch.read_bytes()
+    with pytest.raises(FileNotFoundError):
+        cat.series_file_unpinned("0.33.0", "0009-absent.patch")

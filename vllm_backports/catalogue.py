@@ -429,15 +429,16 @@ class Catalogue:
         """The patch file names a series file lists, each pinned. Read once a series: several
         releases share one, and loading the series to apply it needs the order again."""
         if name not in self._order_cache:
-            order = series_order(self._pinned(name, "series"))
+            order = series_order(self.series_file(name, "series"))
             for fname in order:
                 if fname not in self.data["series"][name].get("files", {}):
                     raise CatalogueError(f"backports/{name}/series names {fname}, which is not recorded")
             self._order_cache[name] = tuple(order)
         return self._order_cache[name]
 
-    def _pinned(self, name: str, fname: str) -> bytes:
-        """A file of backports/NAME/, refused unless its sha256 is the one versions.toml pins."""
+    def series_file(self, name: str, fname: str) -> bytes:
+        """A file of backports/NAME/ (its series file or a patch), refused unless its sha256 is the
+        one versions.toml pins: what is applied, ported or listed is what was reviewed."""
         want = self.data["series"][name].get("files", {}).get(fname)
         if want is None:
             raise CatalogueError(f"backports/{name}/{fname}: not recorded in versions.toml")
@@ -452,6 +453,11 @@ class Catalogue:
                 f"{want[:12]}): the backport was edited or tampered with"
             )
         return data
+
+    def series_file_unpinned(self, name: str, fname: str) -> bytes:
+        """A file of backports/NAME/ as it is, pinned or not (FileNotFoundError when absent): for
+        `maint lint-headers`, which reads every file as it stands to report all it finds at once."""
+        return (self.home / "backports" / name / fname).read_bytes()
 
     @cached_property
     def versions(self) -> list[str]:
@@ -485,7 +491,7 @@ class Catalogue:
             raise CatalogueError(f"backports/{name}/{extra}: not recorded in versions.toml")
         order = self._series_order(name)
         # Every pinned file is checked, also one the series file does not list.
-        contents = {fname: self._pinned(name, fname) for fname in pinned if fname != "series"}
+        contents = {fname: self.series_file(name, fname) for fname in pinned if fname != "series"}
         for fname in {f for f in order if order.count(f) > 1}:
             raise CatalogueError(f"backports/{name}/series lists {fname} twice")
         patches = []
