@@ -105,7 +105,7 @@ def build_home(root: Path) -> Home:
         # backports and upstream are derived: from the series file and from upstream_in
         lines = [f'[releases."{v}"]', 'torch = "2.11.0"', "cuda = 13", f'wheel = "vllm-{v}-x86_64.whl"',
                  'wheel_sha256 = "00"', 'record_sha256 = "00"', f'series = "{series_name}"',
-                 'bugs = ["fix-thing"]' if not series_name else "bugs = []"]
+                 *(['bugs = ["fix-thing"]'] if not series_name else [])]
         if series_name:
             lines += [f'[releases."{v}".files]', f'"vllm/mod.py" = "{sha(home.pristine[v]["vllm/mod.py"])}"']
         return "\n".join(lines) + "\n"
@@ -122,9 +122,7 @@ def build_home(root: Path) -> Home:
         release("0.21.0", "s2"),
     ]
     for name, files in series.items():
-        rels = '["0.20.0"]' if name == "s1" else '["0.21.0"]'
-        parts.append(f'[series."{name}"]\nreleases = {rels}\n[series."{name}".files]\n'
-                     + "".join(f'"{f}" = "{sha(d)}"\n' for f, d in files.items()))
+        parts.append(f'[series."{name}".files]\n' + "".join(f'"{f}" = "{sha(d)}"\n' for f, d in files.items()))
     (root / "versions.toml").write_text("\n".join(parts))
     return home
 

@@ -46,8 +46,8 @@ REPO = Path(__file__).resolve().parent.parent
         ),
         ('since = "0.20.0"\n', 'since = "0.2o.0"\n', "'0.2o.0' is not a version"),
         (
-            'series = "0.33.0"\nbugs = []',
-            'series = "0.33.0"\nbugs = "turboquant-prefill-fastpath"',
+            'series = "0.33.0"\n',
+            'series = "0.33.0"\nbugs = "turboquant-prefill-fastpath"\n',
             "bugs must be a list of strings",
         ),
         ('[series."0.33.0".files]\n', '[series."0.33.0".fils]\n', "unknown key 'fils'"),
@@ -186,3 +186,62 @@ def test_a_series_file_listing_a_patch_twice_is_refused(tmp_path):
     (tmp_path / "versions.toml").write_text(repin((tmp_path / "versions.toml").read_text(), tmp_path / "backports"))
     with pytest.raises(CatalogueError, match="lists 0001-turboquant-spec-decode.patch twice"):
         Catalogue(tmp_path).series("0.33.0")
+
+
+def test_a_releases_image_defaults_to_its_official_tag(tmp_path):
+    assert all(r.image == f"vllm/vllm-openai:v{v}" for v, r in CAT.releases.items())
+    text = (REPO / "versions.toml").read_text()
+    old = 'series = "0.33.0"\n'
+    (tmp_path / "versions.toml").write_text(text.replace(old, old + 'image = "example.org/vllm:0.33.0"\n', 1))
+    shutil.copytree(REPO / "backports", tmp_path / "backports")
+    cat = Catalogue(tmp_path)
+    assert cat.releases["0.33.0"].image == "example.org/vllm:0.33.0"
+    assert cat.releases["0.32.0"].image == "vllm/vllm-openai:v0.32.0"
+
+
+def test_a_series_releases_are_derived_from_the_releases():
+    for name in CAT.series_names():
+        assert CAT.series(name).releases == tuple(v for v in CAT.versions if CAT.releases[v].series == name), name
+    assert CAT.series("0.22.0").releases == ("0.22.0", "0.22.1")
+
+
+def test_a_series_releases_written_by_hand_are_refused(tmp_path):
+    text = (REPO / "versions.toml").read_text()
+    old = '[series."0.33.0".files]\n'
+    assert old in text
+    (tmp_path / "versions.toml").write_text(text.replace(old, 'releases = ["0.33.0"]\n' + old, 1))
+    shutil.copytree(REPO / "backports", tmp_path / "backports")
+    with pytest.raises(CatalogueError) as caught:
+        Catalogue(tmp_path)
+    assert str(caught.value) == (
+        "versions.toml: [series.\"0.33.0\"]: 'releases' is derived from the releases' series; remove it"
+    )
+
+
+def test_two_series_pinning_identical_files_are_refused(tmp_path):
+    text = (REPO / "versions.toml").read_text()
+    start = text.index('[series."0.33.0".files]')
+    twin = text[start:].replace('[series."0.33.0".files]', '[series."0.33.1".files]', 1)
+    (tmp_path / "versions.toml").write_text(text + "\n" + twin)
+    shutil.copytree(REPO / "backports", tmp_path / "backports")
+    shutil.copytree(REPO / "backports/0.33.0", tmp_path / "backports/0.33.1")
+    with pytest.raises(CatalogueError) as caught:
+        Catalogue(tmp_path)
+    assert str(caught.value) == (
+        'versions.toml: [series."0.33.0"] and [series."0.33.1"] pin identical files: keep one, '
+        "and name it as the series of the other's releases"
+    )
+
+
+def test_a_series_file_is_read_through_its_pin_or_as_it_stands(tmp_path):
+    shutil.copy(REPO / "versions.toml", tmp_path / "versions.toml")
+    shutil.copytree(REPO / "backports", tmp_path / "backports")
+    cat = Catalogue(tmp_path)
+    patch = tmp_path / "backports/0.33.0/0001-turboquant-spec-decode.patch"
+    assert cat.series_file("0.33.0", patch.name) == patch.read_bytes()
+    patch.write_bytes(patch.read_bytes() + b"\n")
+    with pytest.raises(CatalogueError, match="0001-turboquant-spec-decode.patch: sha256 differs"):
+        cat.series_file("0.33.0", patch.name)
+    assert cat.series_file_unpinned("0.33.0", patch.name) == patch.read_bytes()
+    with pytest.raises(FileNotFoundError):
+        cat.series_file_unpinned("0.33.0", "0009-absent.patch")

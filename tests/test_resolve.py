@@ -94,7 +94,7 @@ def test_nightly_matches_a_series_whose_patches_touch_one_file_in_turn(home):
         (home.root / "backports/s3" / name).write_bytes(data)
     pins = "".join(f'"{name}" = "{sha(data)}"\n' for name, data in files.items())
     with open(home.root / "versions.toml", "a") as toml:
-        toml.write(f'\n[series."s3"]\nreleases = []\n[series."s3".files]\n{pins}')
+        toml.write(f'\n[series."s3".files]\n{pins}')
     site = home.tree(NIGHTLY, files={"vllm/other.py": other})  # no mod.py: s1 and s2 do not fit
     res = resolve(Catalogue(home.root), open_tree(site), Requested("auto"))
     assert res.series is not None and res.series.name == "s3"

@@ -44,10 +44,14 @@ RETIRED_RELEASE_KEYS = {
     "ran_on_gpu": "docs/evidence/<release>/ (a release ran on a GPU when it has evidence there)",
     "covered_by": "the pinned hashes (a release is covered by one with the same series and pristine files)",
 }
+# The official image a release's backported images build on, unless versions.toml names another.
+DEFAULT_IMAGE = "vllm/vllm-openai:v{version}"
 # Derived, never written: a release's backports are what its series applies, its upstream list
 # the backports whose upstream_in it has reached.
 DERIVED_RELEASE_KEYS = {"backports": "its series' patches", "upstream": "the backports' upstream_in"}
-SERIES_KEYS = {"releases", "files"}
+SERIES_KEYS = {"files"}
+# Derived, never written: the releases a series serves are those whose `series` names it.
+DERIVED_SERIES_KEYS = {"releases": "the releases' series"}
 BACKPORT_KEYS = {"title", "bug", "origin", "upstream_in", "releases", "together_with"}
 ARCH_KEYS = {"platforms", "gpus", "gdn_prefill_backend", "why"}
 VARIANT_KEYS = {"tag_suffix", "since", "why"}
@@ -229,7 +233,7 @@ class Release:
     backports: tuple[str, ...]
     upstream: tuple[str, ...]
     bugs: tuple[str, ...]  # known bugs without a backport here yet, for the support matrix
-    image: str
+    image: str  # DEFAULT_IMAGE unless versions.toml names another
     image_digests: dict[str, str]
     files: dict[str, str]  # pristine sha256 of every file the series touches
     # How far the series is proven on this release beyond its docs/evidence/ files, for the support
@@ -244,7 +248,7 @@ class Release:
 class Series:
     name: str
     root: Path | Traversable
-    releases: tuple[str, ...]
+    releases: tuple[str, ...]  # derived: the releases whose `series` names this one, in version order
     patches: tuple[Patch, ...]
     pinned: dict[str, str]  # file name -> sha256, as verified when the series was loaded
 
@@ -291,9 +295,12 @@ class Catalogue:
         # before the releases, whose lists are read from the series
         for name, raw in self.data.get("series", {}).items():
             where = f'[series."{name}"]'
+            for derived, source in DERIVED_SERIES_KEYS.items():
+                if derived in raw:
+                    raise CatalogueError(f"versions.toml: {where}: {derived!r} is derived from {source}; remove it")
             _unknown(raw, SERIES_KEYS, where)
-            _field(raw, "releases", list, where)
             _field(raw, "files", dict, where)
+        self._refuse_identical_series()
         self.backports = {k: self._backport(k, v) for k, v in self.data.get("backports", {}).items()}
         self._order_cache: dict[str, tuple[str, ...]] = {}
         self.releases = {k: self._release(k, v) for k, v in self.data.get("releases", {}).items()}
@@ -306,6 +313,20 @@ class Catalogue:
             for k, v in self.data.get("unpublished", {}).items()
         }
         self._series_cache: dict[str, Series] = {}
+
+    def _refuse_identical_series(self) -> None:
+        """Two series that pin the same files are one series under two names: releases name one."""
+        seen: dict[frozenset, str] = {}
+        for name, raw in self.data.get("series", {}).items():
+            pins = frozenset(raw.get("files", {}).items())
+            if not pins:
+                continue  # a new series before `maint rehash --write`
+            if pins in seen:
+                raise CatalogueError(
+                    f'versions.toml: [series."{seen[pins]}"] and [series."{name}"] pin identical files: keep one, '
+                    "and name it as the series of the other's releases"
+                )
+            seen[pins] = name
 
     def _arch(self, key: str, raw: dict) -> Arch:
         where = f"[arches.{key}]"
@@ -383,7 +404,7 @@ class Catalogue:
             backports=shipped,
             upstream=upstream,
             bugs=_field(raw, "bugs", list, where, ()),
-            image=_field(raw, "image", str, where, ""),
+            image=_field(raw, "image", str, where, DEFAULT_IMAGE.format(version=key)),
             image_digests=dict(_field(raw, "image_digests", dict, where, {})),
             files=dict(_field(raw, "files", dict, where, {})),
             owed=_owed(_field(raw, "owed", list, where, ()), where),
@@ -408,15 +429,16 @@ class Catalogue:
         """The patch file names a series file lists, each pinned. Read once a series: several
         releases share one, and loading the series to apply it needs the order again."""
         if name not in self._order_cache:
-            order = series_order(self._pinned(name, "series"))
+            order = series_order(self.series_file(name, "series"))
             for fname in order:
                 if fname not in self.data["series"][name].get("files", {}):
                     raise CatalogueError(f"backports/{name}/series names {fname}, which is not recorded")
             self._order_cache[name] = tuple(order)
         return self._order_cache[name]
 
-    def _pinned(self, name: str, fname: str) -> bytes:
-        """A file of backports/NAME/, refused unless its sha256 is the one versions.toml pins."""
+    def series_file(self, name: str, fname: str) -> bytes:
+        """A file of backports/NAME/ (its series file or a patch), refused unless its sha256 is the
+        one versions.toml pins: what is applied, ported or listed is what was reviewed."""
         want = self.data["series"][name].get("files", {}).get(fname)
         if want is None:
             raise CatalogueError(f"backports/{name}/{fname}: not recorded in versions.toml")
@@ -431,6 +453,11 @@ class Catalogue:
                 f"{want[:12]}): the backport was edited or tampered with"
             )
         return data
+
+    def series_file_unpinned(self, name: str, fname: str) -> bytes:
+        """A file of backports/NAME/ as it is, pinned or not (FileNotFoundError when absent): for
+        `maint lint-headers`, which reads every file as it stands to report all it finds at once."""
+        return (self.home / "backports" / name / fname).read_bytes()
 
     @cached_property
     def versions(self) -> list[str]:
@@ -464,7 +491,7 @@ class Catalogue:
             raise CatalogueError(f"backports/{name}/{extra}: not recorded in versions.toml")
         order = self._series_order(name)
         # Every pinned file is checked, also one the series file does not list.
-        contents = {fname: self._pinned(name, fname) for fname in pinned if fname != "series"}
+        contents = {fname: self.series_file(name, fname) for fname in pinned if fname != "series"}
         for fname in {f for f in order if order.count(f) > 1}:
             raise CatalogueError(f"backports/{name}/series lists {fname} twice")
         patches = []
@@ -474,10 +501,14 @@ class Catalogue:
             except PatchError as exc:
                 raise CatalogueError(f"backports/{name}/{exc}") from None
         series = Series(
-            name=name, root=root, releases=tuple(raw.get("releases", ())), patches=tuple(patches), pinned=dict(pinned)
+            name=name, root=root, releases=self.releases_of(name), patches=tuple(patches), pinned=dict(pinned)
         )
         self._series_cache[name] = series
         return series
+
+    def releases_of(self, name: str) -> tuple[str, ...]:
+        """The releases series NAME serves, in version order: those whose `series` names it."""
+        return tuple(v for v in self.versions if self.releases[v].series == name)
 
     def series_names(self) -> list[str]:
         return list(self.data.get("series", {}))

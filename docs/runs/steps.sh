@@ -39,7 +39,9 @@ declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl-$REL [p65]=/tmp/site-
 # spec-prefill-decode-graph: vLLM #49918; turboquant-prefill-fastpath: vLLM #46460
 LESS=(spec-prefill-decode-graph turboquant-prefill-fastpath)
 for id in "${LESS[@]}"; do SITE[less-$id]=/tmp/site-less-$id-$REL; done
-carries() { grep -q -- "-$1.patch\$" "backports/$REL/series" 2>/dev/null; }
+# The release's series, as versions.toml names it (point releases share one; "" for none).
+SERIES=$(python3 -c 'import sys, tomllib; print(tomllib.load(open("versions.toml", "rb"))["releases"].get(sys.argv[1], {}).get("series", ""))' "$REL")
+carries() { [ -n "$SERIES" ] && grep -q -- "-$1.patch\$" "backports/$SERIES/series" 2>/dev/null; }
 # TurboQuant as released: turboquant-prefill-fastpath is written on turboquant-spec-decode's lines
 TQ_SKIP=(--skip turboquant-spec-decode); carries turboquant-prefill-fastpath && TQ_SKIP+=(--skip turboquant-prefill-fastpath)
 P65_PATCH=benchmarks/alternatives/turboquant-cudagraph/$REL/0001-turboquant-cudagraph.patch

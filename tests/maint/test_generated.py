@@ -104,8 +104,8 @@ def test_matrix_cell_of_a_release_without_a_series_is_a_dash(tmp_path, monkeypat
     home = copy_checkout(tmp_path, monkeypatch)
     toml = home / "versions.toml"
     # without its series the release is left with the bug that series fixes
-    toml.write_text(toml.read_text().replace('series = "0.33.0"\nbugs = []',
-                                             'series = ""\nbugs = ["turboquant-prefill-fastpath"]', 1))
+    toml.write_text(toml.read_text().replace('series = "0.33.0"\n',
+                                             'series = ""\nbugs = ["turboquant-prefill-fastpath"]\n', 1))
     assert CliRunner().invoke(maint.main, ["matrix", "--write"]).exit_code == 0
     row = _matrix_rows((home / "README.md").read_text())["0.33.0"]
     assert row.endswith("| turboquant-prefill-fastpath | - |") and _notes(home)["0.33.0"].startswith("Series -,")

@@ -26,9 +26,8 @@ def lint_headers(cat: Catalogue, today: datetime.date) -> tuple[int, list[str]]:
     count = 0
     origins: dict[str, dict[str, str]] = {}  # backport -> Origin -> the first file giving it
     for name in cat.series_names():
-        folder = cat.home / "backports" / name
         try:
-            order = series_order((folder / "series").read_bytes())
+            order = series_order(cat.series_file_unpinned(name, "series"))
         except FileNotFoundError:
             problems.append(f"backports/{name}: no series file")
             continue
@@ -37,7 +36,7 @@ def lint_headers(cat: Catalogue, today: datetime.date) -> tuple[int, list[str]]:
             count += 1
             try:
                 bid = backport_id_of(fname)
-                header = header_of((folder / fname).read_bytes(), fname)
+                header = header_of(cat.series_file_unpinned(name, fname), fname)
             except FileNotFoundError:
                 problems.append(f"{where}: missing")
                 continue

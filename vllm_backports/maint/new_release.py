@@ -35,7 +35,6 @@ def describe(home: Path, version: str, series_name: str) -> None:
         f'wheel_sha256 = "{info.wheel.sha256}"',
         f'record_sha256 = "{info.record_sha256}"',
         f'series = "{series_name}"',
-        f'image = "vllm/vllm-openai:v{version}"',
         "image_digests = {}  # `maint digests --write` pins them",
         f'[releases."{version}".files]',
         *(f'"{p}" = "{info.hashes[p]}"' for p in paths if p in info.hashes),
@@ -68,7 +67,7 @@ def port(home: Path, series_name: str, version: str, name: str, write: bool) -> 
             click.echo(f"left out: {patch.name}: {patch.backport_id} is upstream from {upstream_in}", err=True)
             left_out.add(patch.name)
             continue
-        data = (series.root / patch.name).read_bytes()
+        data = cat.series_file(series_name, patch.name)
         new, problems = port_patch(data, patch, contents)
         for p in problems:
             failed = True
@@ -88,7 +87,7 @@ def port(home: Path, series_name: str, version: str, name: str, write: bool) -> 
         sys.exit(1)
     kept = [
         line
-        for line in (series.root / "series").read_text().splitlines(keepends=True)
+        for line in cat.series_file(series_name, "series").decode().splitlines(keepends=True)
         if series_entry(line) not in left_out
     ]
     out = {"series": "".join(kept).encode(), **out}
