@@ -58,8 +58,18 @@ def test_a_selection_is_checked_against_the_series_of_the_release_named(cat):
     # 0.19.1 has no series and auto has none until the tree is read: the core checks those
     assert _parse(cat, vllm="0.19.1", only=("anything",)).only == ("anything",)
     assert _parse(cat, vllm="auto", only=("anything",)).only == ("anything",)
-    # status takes no selection
-    assert _parse(cat, Command.STATUS, only=("anything",)).command is Command.STATUS
+
+
+@pytest.mark.parametrize(("words", "flag"), [
+    (dict(only=("fix-thing",)), "--only"),
+    (dict(skip=("fix-thing",)), "--skip"),
+    (dict(only=("fix-thing",), skip=("add-kernel",)), "--only"),
+])
+def test_status_refuses_a_selection(cat, words, flag):
+    with pytest.raises(UsageError) as caught:
+        _parse(cat, Command.STATUS, **words)
+    assert str(caught.value) == f"{flag} goes with apply, revert and check, not status"
+    assert _parse(cat, Command.STATUS).command is Command.STATUS
 
 
 def test_request_holds_what_the_core_needs_and_nothing_of_the_command_line(cat):

@@ -51,6 +51,10 @@ def parse_request(
     skip: tuple[str, ...] = (),
 ) -> Request:
     """The command line's words as a Request, or the one usage error that refuses them."""
+    if command is Command.STATUS and (only or skip):
+        # status reports the whole tree; a selection it would ignore is refused instead
+        flag = "--only" if only else "--skip"
+        raise UsageError(f"{flag} goes with apply, revert and check, not status")
     if fetch and target is None and command in (Command.REVERT, Command.STATUS):
         raise UsageError(
             f"{command.value} --fetch needs --target DIR: without it every run lays out a fresh pristine copy "
