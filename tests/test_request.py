@@ -9,7 +9,7 @@ import pytest
 
 from vllm_backports.catalogue import Catalogue
 from vllm_backports.errors import UsageError
-from vllm_backports.request import Command, Request, parse_request
+from vllm_backports.request import Command, Output, Request, parse_request
 
 
 @pytest.fixture
@@ -74,4 +74,10 @@ def test_status_refuses_a_selection(cat, words, flag):
 
 def test_request_holds_what_the_core_needs_and_nothing_of_the_command_line(cat):
     assert {f.name for f in dataclasses.fields(Request)} == {
-        "command", "vllm", "target", "fetch", "only", "skip"}
+        "command", "vllm", "target", "fetch", "only", "skip", "output"}
+
+
+def test_the_output_mode_is_part_of_the_request(cat):
+    assert _parse(cat).output is Output.TEXT
+    as_json = parse_request(cat, Command.STATUS, vllm="0.20.0", target=None, fetch=False, as_json=True)
+    assert as_json.output is Output.JSON

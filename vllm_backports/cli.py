@@ -22,7 +22,7 @@ from .errors import UsageError
 from .guard import main_guarded, run_guarded
 from .pypi import Fetched
 from .report import Reporter, outcome_table
-from .request import Command, parse_request
+from .request import Command, Output, Request, parse_request
 from .resolve import Resolution
 from .tree import Tree
 from .verify.model import FLASHINFER_GDN_HEAD_DIM, MODEL_CLASS, MODEL_CLASSES, flashinfer_classes
@@ -74,6 +74,35 @@ def guarded(fn):
         run_guarded(reporter, lambda: fn(reporter=reporter, **kwargs))
 
     return wrapper
+
+
+def guarded_request(command: Command):
+    """apply, check, revert and status under the guard: the words parsed into a Request, and the
+    Reporter built from the Request's output mode. A refusal comes before there is a Request; the
+    guard renders it in the mode the words ask for."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(vllm, target, fetch, only, skip, as_json) -> None:
+            def body() -> int:
+                cat = Catalogue(HOME)
+                request = parse_request(
+                    cat,
+                    command,
+                    vllm=vllm,
+                    target=target,
+                    fetch=bool(fetch),
+                    only=only,
+                    skip=skip,
+                    as_json=bool(as_json),
+                )
+                return fn(cat, request, Reporter(request.output is Output.JSON))
+
+            run_guarded(Reporter(bool(as_json)), body)
+
+        return wrapper
+
+    return decorate
 
 
 class _Group(click.Group):
@@ -131,10 +160,9 @@ def _nothing_backported(command: str, reporter: Reporter, tree: Tree, res: Resol
     return 0
 
 
-def _run(command: Command, reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
-    cat = Catalogue(HOME)
-    request = parse_request(cat, command, vllm=vllm, target=target, fetch=bool(fetch), only=only, skip=skip)
+def _run(cat: Catalogue, request: Request, reporter: Reporter) -> int:
     done = core.run(cat, request, reporter.progress, reporter.note)
+    command = request.command
     tree, res, plan, name = done.tree, done.resolution, done.plan, command.value
     info = _fetched(done.fetched)
     if plan is None or res.series is None:
@@ -182,35 +210,33 @@ def _summarise(command: Command, plan: engine.Plan) -> dict:
 
 @main.command("apply")
 @shared_options
-@guarded
-def apply_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
+@guarded_request(Command.APPLY)
+def apply_cmd(cat: Catalogue, request: Request, reporter: Reporter) -> int:
     """Apply the series (the default command)."""
-    return _run(Command.APPLY, reporter, vllm, target, fetch, only, skip, as_json)
+    return _run(cat, request, reporter)
 
 
 @main.command("check")
 @shared_options
-@guarded
-def check_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
+@guarded_request(Command.CHECK)
+def check_cmd(cat: Catalogue, request: Request, reporter: Reporter) -> int:
     """Dry run: what apply would do, and the first mismatching hunk of any drift."""
-    return _run(Command.CHECK, reporter, vllm, target, fetch, only, skip, as_json)
+    return _run(cat, request, reporter)
 
 
 @main.command("revert")
 @shared_options
-@guarded
-def revert_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
+@guarded_request(Command.REVERT)
+def revert_cmd(cat: Catalogue, request: Request, reporter: Reporter) -> int:
     """Undo applied backports; the files get back their exact pristine bytes."""
-    return _run(Command.REVERT, reporter, vllm, target, fetch, only, skip, as_json)
+    return _run(cat, request, reporter)
 
 
 @main.command("status")
 @shared_options
-@guarded
-def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
+@guarded_request(Command.STATUS)
+def status_cmd(cat: Catalogue, request: Request, reporter: Reporter) -> int:
     """What this vLLM install carries, from the manifest beside it, checked against the files."""
-    cat = Catalogue(HOME)
-    request = parse_request(cat, Command.STATUS, vllm=vllm, target=target, fetch=bool(fetch), only=only, skip=skip)
     seen = core.status(cat, request, reporter.progress, reporter.note)
     tree, res, manifest, journal, ok = seen.tree, seen.resolution, seen.manifest, seen.journal, seen.consistent
     applied = list(manifest.applied) if manifest else []
