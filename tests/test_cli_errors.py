@@ -463,6 +463,16 @@ def test_unknown_backport_id_lists_the_series(home, site, tmp_path):
     refused(tmp_path, ["revert", *apply_args(site), "--only", "zzz"], 2, "series s1 has: fix-thing, add-kernel")
 
 
+@pytest.mark.parametrize("flag", ["--only", "--skip"])
+@pytest.mark.parametrize("where", ["command", "group"])
+def test_status_refuses_a_selection(home, site, tmp_path, flag, where):
+    words = ["status", *apply_args(site), flag, "fix-thing"]
+    if where == "group":  # given before the command, as the group's shared options allow
+        words = [flag, "fix-thing", "status", *apply_args(site)]
+    message = refused(tmp_path, words, 2)
+    assert message == f"{flag} goes with apply, revert and check, not status"
+
+
 # s1's second patch rewritten to sit on the first one's output line
 STACKED = (HEADER.format(desc="edit line 11, on top of fix-thing") + "--- a/vllm/mod.py\n+++ b/vllm/mod.py\n"
            "@@ -9,3 +9,3 @@\n line 9\n line 10 fixed\n-line 11\n+line 11 edited\n").encode()

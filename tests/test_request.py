@@ -9,7 +9,7 @@ import pytest
 
 from vllm_backports.catalogue import Catalogue
 from vllm_backports.errors import UsageError
-from vllm_backports.request import Command, Request, parse_request
+from vllm_backports.request import Command, Output, Request, parse_request
 
 
 @pytest.fixture
@@ -58,10 +58,26 @@ def test_a_selection_is_checked_against_the_series_of_the_release_named(cat):
     # 0.19.1 has no series and auto has none until the tree is read: the core checks those
     assert _parse(cat, vllm="0.19.1", only=("anything",)).only == ("anything",)
     assert _parse(cat, vllm="auto", only=("anything",)).only == ("anything",)
-    # status takes no selection
-    assert _parse(cat, Command.STATUS, only=("anything",)).command is Command.STATUS
+
+
+@pytest.mark.parametrize(("words", "flag"), [
+    (dict(only=("fix-thing",)), "--only"),
+    (dict(skip=("fix-thing",)), "--skip"),
+    (dict(only=("fix-thing",), skip=("add-kernel",)), "--only"),
+])
+def test_status_refuses_a_selection(cat, words, flag):
+    with pytest.raises(UsageError) as caught:
+        _parse(cat, Command.STATUS, **words)
+    assert str(caught.value) == f"{flag} goes with apply, revert and check, not status"
+    assert _parse(cat, Command.STATUS).command is Command.STATUS
 
 
 def test_request_holds_what_the_core_needs_and_nothing_of_the_command_line(cat):
     assert {f.name for f in dataclasses.fields(Request)} == {
-        "command", "vllm", "target", "fetch", "only", "skip"}
+        "command", "vllm", "target", "fetch", "only", "skip", "output"}
+
+
+def test_the_output_mode_is_part_of_the_request(cat):
+    assert _parse(cat).output is Output.TEXT
+    as_json = parse_request(cat, Command.STATUS, vllm="0.20.0", target=None, fetch=False, as_json=True)
+    assert as_json.output is Output.JSON

@@ -18,15 +18,14 @@ from rich.table import Table
 from . import __version__, core, engine, maint
 from . import manifest as manifests
 from .catalogue import Catalogue, data_home
-from .errors import UsageError
 from .guard import main_guarded, run_guarded
 from .pypi import Fetched
 from .report import Reporter, outcome_table
-from .request import Command, parse_request
+from .request import Command, Output, Request, parse_request
 from .resolve import Resolution
 from .tree import Tree
-from .verify.model import FLASHINFER_GDN_HEAD_DIM, MODEL_CLASS, MODEL_CLASSES, flashinfer_classes
-from .verify.scenarios import PRESETS, PROMPT_SETS, SWITCHES, TURBOQUANT
+from .verify.model import MODEL_CLASS, MODEL_CLASSES
+from .verify.scenarios import PRESETS, SWITCHES, TURBOQUANT
 
 HOME = data_home()
 
@@ -74,6 +73,35 @@ def guarded(fn):
         run_guarded(reporter, lambda: fn(reporter=reporter, **kwargs))
 
     return wrapper
+
+
+def guarded_request(command: Command):
+    """apply, check, revert and status under the guard: the words parsed into a Request, and the
+    Reporter built from the Request's output mode. A refusal comes before there is a Request; the
+    guard renders it in the mode the words ask for."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(vllm, target, fetch, only, skip, as_json) -> None:
+            def body() -> int:
+                cat = Catalogue(HOME)
+                request = parse_request(
+                    cat,
+                    command,
+                    vllm=vllm,
+                    target=target,
+                    fetch=bool(fetch),
+                    only=only,
+                    skip=skip,
+                    as_json=bool(as_json),
+                )
+                return fn(cat, request, Reporter(request.output is Output.JSON))
+
+            run_guarded(Reporter(bool(as_json)), body)
+
+        return wrapper
+
+    return decorate
 
 
 class _Group(click.Group):
@@ -131,10 +159,9 @@ def _nothing_backported(command: str, reporter: Reporter, tree: Tree, res: Resol
     return 0
 
 
-def _run(command: Command, reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
-    cat = Catalogue(HOME)
-    request = parse_request(cat, command, vllm=vllm, target=target, fetch=bool(fetch), only=only, skip=skip)
+def _run(cat: Catalogue, request: Request, reporter: Reporter) -> int:
     done = core.run(cat, request, reporter.progress, reporter.note)
+    command = request.command
     tree, res, plan, name = done.tree, done.resolution, done.plan, command.value
     info = _fetched(done.fetched)
     if plan is None or res.series is None:
@@ -182,35 +209,33 @@ def _summarise(command: Command, plan: engine.Plan) -> dict:
 
 @main.command("apply")
 @shared_options
-@guarded
-def apply_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
+@guarded_request(Command.APPLY)
+def apply_cmd(cat: Catalogue, request: Request, reporter: Reporter) -> int:
     """Apply the series (the default command)."""
-    return _run(Command.APPLY, reporter, vllm, target, fetch, only, skip, as_json)
+    return _run(cat, request, reporter)
 
 
 @main.command("check")
 @shared_options
-@guarded
-def check_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
+@guarded_request(Command.CHECK)
+def check_cmd(cat: Catalogue, request: Request, reporter: Reporter) -> int:
     """Dry run: what apply would do, and the first mismatching hunk of any drift."""
-    return _run(Command.CHECK, reporter, vllm, target, fetch, only, skip, as_json)
+    return _run(cat, request, reporter)
 
 
 @main.command("revert")
 @shared_options
-@guarded
-def revert_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
+@guarded_request(Command.REVERT)
+def revert_cmd(cat: Catalogue, request: Request, reporter: Reporter) -> int:
     """Undo applied backports; the files get back their exact pristine bytes."""
-    return _run(Command.REVERT, reporter, vllm, target, fetch, only, skip, as_json)
+    return _run(cat, request, reporter)
 
 
 @main.command("status")
 @shared_options
-@guarded
-def status_cmd(reporter: Reporter, vllm, target, fetch, only, skip, as_json) -> int:
+@guarded_request(Command.STATUS)
+def status_cmd(cat: Catalogue, request: Request, reporter: Reporter) -> int:
     """What this vLLM install carries, from the manifest beside it, checked against the files."""
-    cat = Catalogue(HOME)
-    request = parse_request(cat, Command.STATUS, vllm=vllm, target=target, fetch=bool(fetch), only=only, skip=skip)
     seen = core.status(cat, request, reporter.progress, reporter.note)
     tree, res, manifest, journal, ok = seen.tree, seen.resolution, seen.manifest, seen.journal, seen.consistent
     applied = list(manifest.applied) if manifest else []
@@ -510,22 +535,26 @@ def verify_cmd(
     2: this machine cannot run verify, or the plain baseline itself fails (no calibration).
     """
     from .verify.report import judged_lines, prompt_logprob_cell, verdict
-    from .verify.run import Plan, execute
+    from .verify.run import Plan, check_tiny_model_options, execute
 
     if model is not None:
-        if calibrate_kv is not None:
-            raise UsageError("--calibrate-kv goes with the tiny model's prompt sets, not with --model")
-        for name, value in (
-            ("--rounds", rounds if rounds != 1 else None),
-            ("--prompt-logprobs", prompt_logprobs or None),
-            ("--check-accepted-counts", check_accepted_counts or None),
-        ):
-            if value is not None:
-                raise UsageError(f"{name} goes with the tiny model (the float32 reference), not with --model")
+        from .verify import served
+
+        ctx = click.get_current_context()
+        given = ctx.get_parameter_source("model_class") not in (None, click.core.ParameterSource.DEFAULT)
+        prompts_file = served.check_model_options(
+            model_class=model_class if given else None,
+            batches=tuple(batches),
+            prompt_set=prompt_set,
+            calibrate_kv=calibrate_kv,
+            rounds=rounds,
+            prompt_logprobs=prompt_logprobs,
+            check_accepted_counts=check_accepted_counts,
+        )
         return _verify_model(
             reporter,
             model=model,
-            prompt_set=prompt_set,
+            prompts_file=prompts_file,
             batches=batches,
             modes=modes,
             presets=presets,
@@ -543,27 +572,14 @@ def verify_cmd(
             float32_reference=float32_reference,
             work_dir=work_dir,
         )
-    for name, value, why in (
-        ("--max-tokens", max_tokens, "the tiny model's runs fix their own"),
-        ("--max-num-batched-tokens", max_num_batched_tokens, "the tiny model's runs fix their own"),
-        ("--float32-reference", float32_reference or None, "without it, verify always judges by float32"),
-    ):
-        if value is not None:
-            raise UsageError(f"{name} goes with --model ({why})")
-    heads = MODEL_CLASSES[model_class].config["linear_key_head_dim"]
-    if prefill_backend == "flashinfer" and heads != FLASHINFER_GDN_HEAD_DIM:
-        # FlashInfer's GDN prefill kernel raises at the first prefill otherwise (vLLM 0.26.0,
-        # 0.28.0 on sm_90, 2026-11-25): only the classes with real Qwen3.5 head sizes run it
-        raise UsageError(
-            f"--prefill-backend flashinfer: FlashInfer's GDN prefill runs heads of {FLASHINFER_GDN_HEAD_DIM} only; "
-            f"the {model_class} tiny model has {heads} (use --model-class {' or '.join(flashinfer_classes())})"
-        )
-    prompt_set = prompt_set or "random"
-    if prompt_set not in PROMPT_SETS:
-        raise UsageError(
-            f"--prompts {prompt_set}: not one of the tiny model's prompt sets ({', '.join(sorted(PROMPT_SETS))}); "
-            "a JSONL file of prompts goes with --model"
-        )
+    prompt_set = check_tiny_model_options(
+        model_class=model_class,
+        prefill_backend=prefill_backend,
+        prompt_set=prompt_set,
+        max_tokens=max_tokens,
+        max_num_batched_tokens=max_num_batched_tokens,
+        float32_reference=float32_reference,
+    )
     plan = Plan(
         batches=tuple(int(b) for b in batches) or (1, 16),
         modes=tuple(modes) or ("eager", "graphs"),
@@ -656,7 +672,7 @@ def _verify_model(
     reporter: Reporter,
     *,
     model: Path,
-    prompt_set: str | None,
+    prompts_file: Path | None,
     batches,
     modes,
     presets,
@@ -674,22 +690,9 @@ def _verify_model(
     float32_reference: bool,
     work_dir: Path,
 ) -> int:
-    """verify --model: the checks of options that do not combine, then the run and its report."""
+    """verify --model, its options checked (served.check_model_options): the run and its report."""
     from .verify import report, served
 
-    ctx = click.get_current_context()
-    if ctx.get_parameter_source("model_class") not in (None, click.core.ParameterSource.DEFAULT):
-        raise UsageError("--model-class picks the tiny model's family; with --model the checkpoint decides")
-    if len(set(batches)) > 1:
-        raise UsageError("--model runs one batch size: give --batch once")
-    prompts_file = None
-    if prompt_set is not None:
-        prompts_file = Path(prompt_set)
-        if prompt_set in PROMPT_SETS and not prompts_file.exists():
-            raise UsageError(
-                f"--prompts {prompt_set} is one of the tiny model's prompt sets; with --model, --prompts is a "
-                "JSONL file of prompts"
-            )
     plan = served.ModelPlan(
         model=model.resolve(),
         prompts=prompts_file,

@@ -73,7 +73,7 @@ class Summary:
     cudagraph_mode: tuple
     gpu: str
     gpus: int
-    date: str  # the day the session ran (UTC), YYYY-MM-DD
+    date: str  # the day the run was made (UTC), YYYY-MM-DD
     target_errors: int
     target_tokens: int
     control_errors: int | None  # None: no control

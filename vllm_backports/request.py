@@ -20,6 +20,13 @@ class Command(enum.Enum):
     STATUS = "status"
 
 
+class Output(enum.Enum):
+    """How the result is rendered: tables and lines for people, or one JSON object on stdout."""
+
+    TEXT = "text"
+    JSON = "json"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Request:
     command: Command
@@ -28,6 +35,7 @@ class Request:
     fetch: bool  # work on the release's pristine files from PyPI
     only: tuple[str, ...] = ()
     skip: tuple[str, ...] = ()
+    output: Output = Output.TEXT
 
     @property
     def fresh_copy(self) -> bool:
@@ -49,8 +57,13 @@ def parse_request(
     fetch: bool,
     only: tuple[str, ...] = (),
     skip: tuple[str, ...] = (),
+    as_json: bool = False,
 ) -> Request:
     """The command line's words as a Request, or the one usage error that refuses them."""
+    if command is Command.STATUS and (only or skip):
+        # status reports the whole tree; a selection it would ignore is refused instead
+        flag = "--only" if only else "--skip"
+        raise UsageError(f"{flag} goes with apply, revert and check, not status")
     if fetch and target is None and command in (Command.REVERT, Command.STATUS):
         raise UsageError(
             f"{command.value} --fetch needs --target DIR: without it every run lays out a fresh pristine copy "
@@ -68,4 +81,12 @@ def parse_request(
         # lays the release's files out in --target. With auto the series is known once the tree
         # is read, and the core checks the selection then.
         select(cat.series(requested.release.series), only, skip, together(cat))
-    return Request(command=command, vllm=requested, target=target, fetch=fetch, only=only, skip=skip)
+    return Request(
+        command=command,
+        vllm=requested,
+        target=target,
+        fetch=fetch,
+        only=only,
+        skip=skip,
+        output=Output.JSON if as_json else Output.TEXT,
+    )

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from vllm_backports.errors import UsageError
-from vllm_backports.verify.run import PACKAGE_ROOT, Plan, conclude, engine_env, site_version
+from vllm_backports.verify.run import (
+    PACKAGE_ROOT,
+    Plan,
+    check_tiny_model_options,
+    conclude,
+    engine_env,
+    site_version,
+)
 
 
 def row(site: str, scenario: str, errors: int) -> dict:
@@ -504,3 +511,36 @@ def test_the_references_prompt_logprobs_are_computed_once_a_prompt():
     assert reference([1, 2, 3]) == [-3.0, -3.0] and reference([1, 2, 3]) == [-3.0, -3.0]
     assert reference([4, 5]) == [-2.0]
     assert asked == [[1, 2, 3], [4, 5]]
+
+
+def tiny(**kw) -> str:
+    words = {"model_class": "qwen3_next", "prefill_backend": "default", "prompt_set": None, "max_tokens": None,
+             "max_num_batched_tokens": None, "float32_reference": False} | kw
+    return check_tiny_model_options(**words)
+
+
+def test_the_tiny_model_takes_its_prompt_sets_random_by_default():
+    assert tiny() == "random"
+    assert tiny(prompt_set="churn") == "churn"
+    assert tiny(model_class="qwen3_5", prefill_backend="flashinfer") == "random"
+
+
+@pytest.mark.parametrize(("words", "message"), [
+    (dict(max_tokens=64), "--max-tokens goes with --model (the tiny model's runs fix their own)"),
+    (dict(max_num_batched_tokens=512), "--max-num-batched-tokens goes with --model (the tiny model's runs fix "
+                                       "their own)"),
+    (dict(float32_reference=True), "--float32-reference goes with --model (without it, verify always judges by "
+                                   "float32)"),
+    (dict(prefill_backend="flashinfer"), "--prefill-backend flashinfer: FlashInfer's GDN prefill runs heads of 128 "
+                                         "only; the qwen3_next tiny model has 64 (use --model-class qwen3_5 or "
+                                         "qwen3_5_moe)"),
+    (dict(prompt_set="prompts.jsonl"), "--prompts prompts.jsonl: not one of the tiny model's prompt sets (churn, "
+                                       "k-plus-1, producer-consumer, random, shared-prefix, tq-continuation); a "
+                                       "JSONL file of prompts goes with --model"),
+    # the first refusal wins: a --model option before the prompt set
+    (dict(max_tokens=64, prompt_set="prompts.jsonl"), "--max-tokens goes with --model"),
+])
+def test_the_tiny_model_refuses_what_its_plan_cannot_take(words, message):
+    with pytest.raises(UsageError) as caught:
+        tiny(**words)
+    assert str(caught.value).startswith(message)

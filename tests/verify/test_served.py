@@ -257,3 +257,40 @@ def test_the_report_names_release_backports_configuration_and_where_errors_are(c
     assert below == ["ngram/target graphs: errors in tool-call (4 of 4 sequences)",
                      "verify: FAILED: speculative output is not what the model predicts"]
     assert len(text.splitlines()) < 25  # one screen
+
+
+def model_options(**kw) -> Path | None:
+    words = {"model_class": None, "batches": (), "prompt_set": None, "calibrate_kv": None, "rounds": 1,
+             "prompt_logprobs": False, "check_accepted_counts": False} | kw
+    return served.check_model_options(**words)
+
+
+def test_a_model_run_takes_a_prompts_file_or_the_built_in_set(tmp_path, monkeypatch):
+    assert model_options() is None
+    assert model_options(batches=("16", "16"), prompt_set="mine.jsonl") == Path("mine.jsonl")
+    # a file that happens to bear a prompt set's name is a file
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "churn").write_text("")
+    assert model_options(prompt_set="churn") == Path("churn")
+
+
+@pytest.mark.parametrize(("words", "message"), [
+    (dict(calibrate_kv="auto"), "--calibrate-kv goes with the tiny model's prompt sets, not with --model"),
+    (dict(rounds=2), "--rounds goes with the tiny model (the float32 reference), not with --model"),
+    (dict(prompt_logprobs=True), "--prompt-logprobs goes with the tiny model (the float32 reference), not with "
+                                 "--model"),
+    (dict(check_accepted_counts=True), "--check-accepted-counts goes with the tiny model (the float32 reference), "
+                                       "not with --model"),
+    (dict(model_class="qwen3_5"), "--model-class picks the tiny model's family; with --model the checkpoint "
+                                  "decides"),
+    (dict(batches=("1", "16")), "--model runs one batch size: give --batch once"),
+    (dict(prompt_set="shared-prefix"), "--prompts shared-prefix is one of the tiny model's prompt sets; with "
+                                       "--model, --prompts is a JSONL file of prompts"),
+    # the first refusal wins, in the order above
+    (dict(rounds=2, calibrate_kv="same"), "--calibrate-kv goes with the tiny model's prompt sets"),
+    (dict(batches=("1", "16"), model_class="qwen3_5"), "--model-class picks the tiny model's family"),
+])
+def test_a_model_run_refuses_what_its_plan_cannot_take(words, message):
+    with pytest.raises(UsageError) as caught:
+        model_options(**words)
+    assert str(caught.value).startswith(message)

@@ -86,6 +86,43 @@ def check_plan(plan: Plan) -> None:
         )
 
 
+def check_tiny_model_options(
+    *,
+    model_class: str,
+    prefill_backend: str,
+    prompt_set: str | None,
+    max_tokens: int | None,
+    max_num_batched_tokens: int | None,
+    float32_reference: bool,
+) -> str:
+    """Refuse the command line's options that a tiny-model Plan cannot take: those of a --model
+    run, FlashInfer's prefill on a class whose GDN heads it does not run, a prompt set that is not
+    one. Returns the prompt set, random when none was given."""
+    for name, value, why in (
+        ("--max-tokens", max_tokens, "the tiny model's runs fix their own"),
+        ("--max-num-batched-tokens", max_num_batched_tokens, "the tiny model's runs fix their own"),
+        ("--float32-reference", float32_reference or None, "without it, verify always judges by float32"),
+    ):
+        if value is not None:
+            raise UsageError(f"{name} goes with --model ({why})")
+    heads = model.MODEL_CLASSES[model_class].config["linear_key_head_dim"]
+    if prefill_backend == "flashinfer" and heads != model.FLASHINFER_GDN_HEAD_DIM:
+        # FlashInfer's GDN prefill kernel raises at the first prefill otherwise (vLLM 0.26.0,
+        # 0.28.0 on sm_90, 2026-11-25): only the classes with real Qwen3.5 head sizes run it
+        raise UsageError(
+            f"--prefill-backend flashinfer: FlashInfer's GDN prefill runs heads of {model.FLASHINFER_GDN_HEAD_DIM} "
+            f"only; the {model_class} tiny model has {heads} "
+            f"(use --model-class {' or '.join(model.flashinfer_classes())})"
+        )
+    prompt_set = prompt_set or "random"
+    if prompt_set not in scenarios.PROMPT_SETS:
+        raise UsageError(
+            f"--prompts {prompt_set}: not one of the tiny model's prompt sets "
+            f"({', '.join(sorted(scenarios.PROMPT_SETS))}); a JSONL file of prompts goes with --model"
+        )
+    return prompt_set
+
+
 def engine_count(plan: Plan) -> int:
     """Engines the plan starts: per batch and mode, a baseline, each preset on each site, and with
     a bf16 calibration the plain TurboQuant engine on each site as well."""

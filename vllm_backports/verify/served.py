@@ -68,6 +68,44 @@ class ModelPlan:
     float32_reference: bool = False
 
 
+def check_model_options(
+    *,
+    model_class: str | None,
+    batches: tuple[str, ...],  # --batch as given, each one a word
+    prompt_set: str | None,
+    calibrate_kv: str | None,
+    rounds: int,
+    prompt_logprobs: bool,
+    check_accepted_counts: bool,
+) -> Path | None:
+    """Refuse the command line's options that a ModelPlan cannot take: those of the tiny model and
+    its float32 reference, more than one batch size, a tiny model's prompt set for a prompts file.
+    `model_class`: as given on the command line, None when left at its default. Returns the
+    prompts file, None for the built-in set."""
+    if calibrate_kv is not None:
+        raise UsageError("--calibrate-kv goes with the tiny model's prompt sets, not with --model")
+    for name, value in (
+        ("--rounds", rounds if rounds != 1 else None),
+        ("--prompt-logprobs", prompt_logprobs or None),
+        ("--check-accepted-counts", check_accepted_counts or None),
+    ):
+        if value is not None:
+            raise UsageError(f"{name} goes with the tiny model (the float32 reference), not with --model")
+    if model_class is not None:
+        raise UsageError("--model-class picks the tiny model's family; with --model the checkpoint decides")
+    if len(set(batches)) > 1:
+        raise UsageError("--model runs one batch size: give --batch once")
+    if prompt_set is None:
+        return None
+    prompts_file = Path(prompt_set)
+    if prompt_set in scenarios.PROMPT_SETS and not prompts_file.exists():
+        raise UsageError(
+            f"--prompts {prompt_set} is one of the tiny model's prompt sets; with --model, --prompts is a "
+            "JSONL file of prompts"
+        )
+    return prompts_file
+
+
 @dataclass(frozen=True)
 class Prepared:
     """What the checks before any engine found: the checkpoint, the prompts as token ids."""
