@@ -1,7 +1,7 @@
 """The generated files: README's support matrix and arch table, docs/SUPPORT.md, the GPU evidence
 page, images/bake-data.json, docs/UPSTREAM-TESTS.md and docs/BENCHMARKS.md's A/B table, each from
-versions.toml and the results kept in docs/; and the CI matrices, printed as JSON. CI runs each
-generator in check mode."""
+versions.toml and the results kept in docs/. CI runs each generator in check mode; the CI
+matrices, which are printed rather than written, are in ci."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ..bench import table as bench_table_
 from ..catalogue import SCENARIOS, Catalogue
 from ..errors import BackportError, CatalogueError, EvidenceError
 from ..evidence import EVIDENCE_DIR, PAGE, heading, load, matrix_status, render_page, slug
-from ..images import BAKE_DATA, ci_matrix, gdn_builder_matrix, publish_matrices, render_bake_data, smoke_targets
+from ..images import BAKE_DATA, render_bake_data
 from ..upstream_tests import markdown
 from .drift import current_text, splice, write_or_diff
 
@@ -193,23 +193,6 @@ def bake(home: Path, write: bool) -> None:
     write_or_diff(path, current_text(path), new, write, "bake data is current", BAKE_DATA)
 
 
-@click.command("matrix-json")
-@click.argument("kind", type=click.Choice(["releases", "images", "builds", "smoke", "gdn-builder"]))
-@click.pass_obj
-def matrix_json(home: Path, kind: str) -> None:
-    """Print a GitHub Actions matrix as JSON (for fromJSON)."""
-    cat = Catalogue(home)
-    if kind == "releases":
-        data = ci_matrix(cat)
-    elif kind == "gdn-builder":
-        data = gdn_builder_matrix(cat)
-    elif kind in ("images", "builds"):
-        data = publish_matrices(cat)[kind]
-    else:
-        data = {"include": smoke_targets(cat)}
-    click.echo(json.dumps(data, separators=(",", ":")))
-
-
 @click.command("upstream-tests-doc")
 @click.option(
     "--write", is_flag=True, help="Rewrite docs/UPSTREAM-TESTS.md (otherwise show the diff, exit 1 on drift)."
@@ -257,4 +240,4 @@ def bench_table(home: Path, write: bool) -> None:
     write_or_diff(path, text, bench_table_.splice(text, table), write, "A/B table is current", BENCHMARKS.as_posix())
 
 
-COMMANDS = (matrix, evidence, bake, matrix_json, upstream_tests_doc, bench_table)
+COMMANDS = (matrix, evidence, bake, upstream_tests_doc, bench_table)
