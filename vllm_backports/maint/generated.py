@@ -24,6 +24,10 @@ MATRIX_BEGIN, MATRIX_END = "<!-- support-matrix:begin -->", "<!-- support-matrix
 # The owed scenarios' meanings and the dated notes live on their own generated page, so the
 # README's matrix stays a table a reader takes in at a glance.
 NOTES = Path("docs/SUPPORT.md")
+# The README counts a release's owed runs and links to the generated table of every release's
+# (maint owed-table); the scenarios themselves are listed in NOTES.
+OWED_TABLE = Path("docs/VERIFICATION.md")
+OWED_HEADING = "Runs still owed"
 
 
 def _known_evidence(cat: Catalogue, evidence: dict) -> None:
@@ -64,15 +68,22 @@ def _gpu(cat: Catalogue, version: str, evidence: dict, page: str) -> str:
     return f"same patched files as {via}: {matrix_status(evidence[via], page)}" if via else ""
 
 
+def owed_link(due: tuple[str, ...]) -> str:
+    """How many runs a release still owes, linked to the table of the runs still owed."""
+    runs = f"{len(due)} run" + ("" if len(due) == 1 else "s")
+    return f"[owed: {runs}]({OWED_TABLE.as_posix()}#{slug(OWED_HEADING)})"
+
+
 def status(cat: Catalogue, version: str, evidence: dict) -> str:
     """A release's short status for the README: its GPU evidence counted (or that of the release
-    with the same patched files), the scenarios it still owes, a link to its notes."""
+    with the same patched files), how many runs it still owes (listed in its notes), a link to its
+    notes."""
     r = cat.releases[version]
     if not r.series:
         return "-"
     parts = [_gpu(cat, version, evidence, PAGE.as_posix()) or "CPU-tested"]
     if due := owed(cat, version, evidence):
-        parts.append(f"owed: {', '.join(due)}")
+        parts.append(owed_link(due))
     parts.append(f"[notes]({NOTES.as_posix()}#{slug(heading(version))})")
     return "; ".join(parts)
 
