@@ -1,5 +1,6 @@
 """Read an image tag's digest and platforms from a container registry (Docker Registry HTTP API v2,
-anonymous pull token), so images can be built on a base pinned by digest."""
+anonymous pull token), so images can be built on a base pinned by digest. The digest pinned is the
+sha256 of the manifest as received, which must be the one the registry's header names."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 
 import requests
 
+from .digest import sha256
 from .errors import BackportError
 
 # Docker Hub's registry and token service; `vllm/vllm-openai` lives there.
@@ -52,6 +54,9 @@ def read_tag(session: requests.Session, image: str) -> TagInfo:
     digest = response.headers.get("Docker-Content-Digest", "")
     if not digest.startswith("sha256:"):
         raise BackportError(f"{image}: the registry sent no content digest")
+    # The header is the registry's word; the digest pinned must be that of the bytes it sent.
+    if (actual := "sha256:" + sha256(response.content)) != digest:
+        raise BackportError(f"{image}: the manifest received hashes to {actual}, not the registry's digest {digest}")
     body = response.json()
     if "manifests" not in body and "config" in body:
         # A single-platform image: its platform is in the config blob, not in the manifest.

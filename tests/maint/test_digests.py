@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from click.testing import CliRunner
 
 from vllm_backports import maint
@@ -16,6 +18,7 @@ class FakeRegistry:
         self.platforms = platforms
         self.single = single  # tags served as one image manifest, its platform in the config blob
         self.asked: list[str] = []
+        self.digests: dict[str, str] = {}  # tag -> the sha256 of the manifest served for it
 
     def get(self, url, params=None, headers=None, timeout=None):
         import json as jsonlib
@@ -43,8 +46,10 @@ class FakeRegistry:
         else:
             manifests = [{"platform": {"os": "linux", "architecture": p.split("/")[1]}} for p in self.platforms[tag]]
             manifests.append({"platform": {"os": "unknown", "architecture": "unknown"}})  # an attestation
-            response._content = jsonlib.dumps({"manifests": manifests}).encode()
-        response.headers["Docker-Content-Digest"] = "sha256:" + tag.encode().hex().ljust(64, "0")[:64]
+            # annotated with its tag, so that each tag's manifest, and so its digest, is its own
+            response._content = jsonlib.dumps({"manifests": manifests, "annotations": {"tag": tag}}).encode()
+        self.digests[tag] = "sha256:" + hashlib.sha256(response._content).hexdigest()
+        response.headers["Docker-Content-Digest"] = self.digests[tag]
         return response
 
 
@@ -69,9 +74,9 @@ def test_digests_pin_each_served_base_image_and_write_only_when_asked(tmp_path, 
 
     cat = Catalogue(home)
     targets = {t["name"]: t for t in image_targets(cat)}
-    assert targets["v0-20-0-hopper"]["base"] == "vllm/vllm-openai:v0.20.0@sha256:" + b"v0.20.0".hex().ljust(64, "0")
-    assert targets["v0-20-0-ampere-cu129"]["base"] == (
-        "vllm/vllm-openai:v0.20.0-cu129@sha256:" + b"v0.20.0-cu129".hex().ljust(64, "0"))
+    assert fake.digests["v0.20.0"] != fake.digests["v0.20.0-cu129"]
+    assert targets["v0-20-0-hopper"]["base"] == "vllm/vllm-openai:v0.20.0@" + fake.digests["v0.20.0"]
+    assert targets["v0-20-0-ampere-cu129"]["base"] == "vllm/vllm-openai:v0.20.0-cu129@" + fake.digests["v0.20.0-cu129"]
     assert fake.asked.count("v0.20.0") == 2  # once per run: each tag is read once, not once per arch
     assert CliRunner().invoke(maint.main, ["digests"]).exit_code == 0
 

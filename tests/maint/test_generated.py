@@ -15,6 +15,9 @@ from vllm_backports.maint import generated
 
 from .conftest import copy_checkout
 
+# Where a matrix cell's count of owed runs links: the heading of docs/VERIFICATION.md's owed table.
+OWED = "docs/VERIFICATION.md#runs-still-owed"
+
 
 def test_matrix_drift_is_reported_then_written(tmp_path, monkeypatch):
     home = copy_checkout(tmp_path, monkeypatch)
@@ -56,7 +59,7 @@ def test_matrix_cell_is_the_status_of_the_releases_evidence(tmp_path, monkeypatc
     after, notes_after = _matrix_rows((home / "README.md").read_text()), _notes(home)
     status = "GPU (H100, 2026-11-25): 1 proof, 1 weak, 0 failing"
     assert after["0.31.0"].rsplit(" | ", 1)[1] == (
-        f"{status} ([evidence](docs/evidence/README.md#vllm-0310)); owed: gdn-ngram-flashinfer, tp2; "
+        f"{status} ([evidence](docs/evidence/README.md#vllm-0310)); [owed: 2 runs]({OWED}); "
         "[notes](docs/SUPPORT.md#vllm-0310) |"
     )
     assert after["0.31.0"].rsplit(" | ", 1)[0] == before["0.31.0"].rsplit(" | ", 1)[0]
@@ -86,9 +89,10 @@ def test_matrix_without_evidence_says_cpu_tested_and_what_is_owed(tmp_path, monk
     assert CliRunner().invoke(maint.main, ["matrix"]).exit_code == 0
     cat = Catalogue(home)
     cells = [line.rsplit(" | ", 1)[1].removesuffix(" |") for line in generated.render_matrix(cat).splitlines()[2:]]
-    owed = {v: ", ".join(n for n in SCENARIOS if n in cat.releases[v].owed) for v in cat.versions}
+    owed = {v: [n for n in SCENARIOS if n in cat.releases[v].owed] for v in cat.versions}
     link = {v: f"[notes](docs/SUPPORT.md#{slug(f'vLLM {v}')})" for v in cat.versions}
-    due = {v: [f"owed: {owed[v]}"] if owed[v] else [] for v in cat.versions}
+    runs = {v: f"{len(owed[v])} run{'s' * (len(owed[v]) != 1)}" for v in cat.versions}
+    due = {v: [f"[owed: {runs[v]}]({OWED})"] if owed[v] else [] for v in cat.versions}
     assert cells == ["; ".join(["CPU-tested", *due[v], link[v]]) for v in cat.versions]
     # every note of versions.toml is on the page, under its release
     for v, body in _notes(home).items():
@@ -98,6 +102,20 @@ def test_matrix_without_evidence_says_cpu_tested_and_what_is_owed(tmp_path, monk
     notes = (home / "docs/SUPPORT.md").read_text().splitlines()
     headings = {slug(line[3:]) for line in notes if line.startswith("## ")}
     assert {c.rsplit("#", 1)[1].removesuffix(")") for c in cells} <= headings
+
+
+def test_the_owed_count_links_to_the_heading_of_the_generated_owed_table():
+    from vllm_backports.evidence import slug
+    from vllm_backports.maint import owed
+
+    assert generated.owed_link(("tp2",)) == f"[owed: 1 run]({OWED})"
+    assert generated.owed_link(("tq-presets", "tq-continuation", "tp2")) == f"[owed: 3 runs]({OWED})"
+    page, anchor = OWED.split("#")
+    assert page == owed.PAGE.as_posix()
+    text = (REPO / page).read_text()
+    # the heading the anchor names is the section that holds the table maint owed-table writes
+    section = next(s for s in text.split("\n## ")[1:] if slug(s.partition("\n")[0]) == anchor)
+    assert owed.BEGIN in section and owed.END in section
 
 
 def test_matrix_cell_of_a_release_without_a_series_is_a_dash(tmp_path, monkeypatch):
@@ -193,11 +211,11 @@ def test_small_catalogue_with_evidence_generates_status_owed_and_notes(tmp_path,
     cells = {v: row.rsplit(" | ", 1)[1] for v, row in _matrix_rows((home / "README.md").read_text()).items()}
     gpu = "GPU (H100, 2026-11-25): 1 proof, 1 weak, 0 failing"
     assert cells == {
-        "0.22.0": f"{gpu} ([evidence](docs/evidence/README.md#vllm-0220)); owed: tq-presets, tq-continuation; "
+        "0.22.0": f"{gpu} ([evidence](docs/evidence/README.md#vllm-0220)); [owed: 2 runs]({OWED}); "
         "[notes](docs/SUPPORT.md#vllm-0220) |",
         # no evidence of its own, the same patched files as 0.22.0: its evidence, and what both owe
         "0.22.1": f"same patched files as 0.22.0: {gpu} ([evidence](docs/evidence/README.md#vllm-0220)); "
-        "owed: tq-presets, tq-continuation, tp2; [notes](docs/SUPPORT.md#vllm-0221) |",
+        f"[owed: 3 runs]({OWED}); [notes](docs/SUPPORT.md#vllm-0221) |",
         "0.99.0": "- |",
     }
     notes = _notes(home)
@@ -226,7 +244,7 @@ def test_small_catalogue_without_evidence_is_cpu_tested_and_owes_its_own(tmp_pat
     home = _small_home(tmp_path, monkeypatch, OWN)
     assert CliRunner().invoke(maint.main, ["matrix", "--write"]).exit_code == 0
     cells = {v: row.rsplit(" | ", 1)[1] for v, row in _matrix_rows((home / "README.md").read_text()).items()}
-    assert cells["0.22.1"] == "CPU-tested; owed: tp2; [notes](docs/SUPPORT.md#vllm-0221) |"
+    assert cells["0.22.1"] == f"CPU-tested; [owed: 1 run]({OWED}); [notes](docs/SUPPORT.md#vllm-0221) |"
     assert _notes(home)["0.22.1"].split("\n\n")[1] == "Status: CPU-tested; not run on a GPU."
 
 

@@ -1,7 +1,7 @@
 """The generated files: README's support matrix and arch table, docs/SUPPORT.md, the GPU evidence
 page, images/bake-data.json, docs/UPSTREAM-TESTS.md and docs/BENCHMARKS.md's A/B table, each from
-versions.toml and the results kept in docs/; and the CI matrices, printed as JSON. CI runs each
-generator in check mode."""
+versions.toml and the results kept in docs/. CI runs each generator in check mode; the CI
+matrices, which are printed rather than written, are in ci."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ..bench import table as bench_table_
 from ..catalogue import SCENARIOS, Catalogue
 from ..errors import BackportError, CatalogueError, EvidenceError
 from ..evidence import EVIDENCE_DIR, PAGE, heading, load, matrix_status, render_page, slug
-from ..images import BAKE_DATA, ci_matrix, gdn_builder_matrix, publish_matrices, render_bake_data, smoke_targets
+from ..images import BAKE_DATA, render_bake_data
 from ..upstream_tests import markdown
 from .drift import current_text, splice, write_or_diff
 
@@ -24,6 +24,10 @@ MATRIX_BEGIN, MATRIX_END = "<!-- support-matrix:begin -->", "<!-- support-matrix
 # The owed scenarios' meanings and the dated notes live on their own generated page, so the
 # README's matrix stays a table a reader takes in at a glance.
 NOTES = Path("docs/SUPPORT.md")
+# The README counts a release's owed runs and links to the generated table of every release's
+# (maint owed-table); the scenarios themselves are listed in NOTES.
+OWED_TABLE = Path("docs/VERIFICATION.md")
+OWED_HEADING = "Runs still owed"
 
 
 def _known_evidence(cat: Catalogue, evidence: dict) -> None:
@@ -64,15 +68,22 @@ def _gpu(cat: Catalogue, version: str, evidence: dict, page: str) -> str:
     return f"same patched files as {via}: {matrix_status(evidence[via], page)}" if via else ""
 
 
+def owed_link(due: tuple[str, ...]) -> str:
+    """How many runs a release still owes, linked to the table of the runs still owed."""
+    runs = f"{len(due)} run" + ("" if len(due) == 1 else "s")
+    return f"[owed: {runs}]({OWED_TABLE.as_posix()}#{slug(OWED_HEADING)})"
+
+
 def status(cat: Catalogue, version: str, evidence: dict) -> str:
     """A release's short status for the README: its GPU evidence counted (or that of the release
-    with the same patched files), the scenarios it still owes, a link to its notes."""
+    with the same patched files), how many runs it still owes (listed in its notes), a link to its
+    notes."""
     r = cat.releases[version]
     if not r.series:
         return "-"
     parts = [_gpu(cat, version, evidence, PAGE.as_posix()) or "CPU-tested"]
     if due := owed(cat, version, evidence):
-        parts.append(f"owed: {', '.join(due)}")
+        parts.append(owed_link(due))
     parts.append(f"[notes]({NOTES.as_posix()}#{slug(heading(version))})")
     return "; ".join(parts)
 
@@ -193,23 +204,6 @@ def bake(home: Path, write: bool) -> None:
     write_or_diff(path, current_text(path), new, write, "bake data is current", BAKE_DATA)
 
 
-@click.command("matrix-json")
-@click.argument("kind", type=click.Choice(["releases", "images", "builds", "smoke", "gdn-builder"]))
-@click.pass_obj
-def matrix_json(home: Path, kind: str) -> None:
-    """Print a GitHub Actions matrix as JSON (for fromJSON)."""
-    cat = Catalogue(home)
-    if kind == "releases":
-        data = ci_matrix(cat)
-    elif kind == "gdn-builder":
-        data = gdn_builder_matrix(cat)
-    elif kind in ("images", "builds"):
-        data = publish_matrices(cat)[kind]
-    else:
-        data = {"include": smoke_targets(cat)}
-    click.echo(json.dumps(data, separators=(",", ":")))
-
-
 @click.command("upstream-tests-doc")
 @click.option(
     "--write", is_flag=True, help="Rewrite docs/UPSTREAM-TESTS.md (otherwise show the diff, exit 1 on drift)."
@@ -263,4 +257,4 @@ def bench_table(home: Path, write: bool) -> None:
     write_or_diff(path, text, bench_table_.splice(text, table), write, "A/B table is current", BENCHMARKS.as_posix())
 
 
-COMMANDS = (matrix, evidence, bake, matrix_json, upstream_tests_doc, bench_table)
+COMMANDS = (matrix, evidence, bake, upstream_tests_doc, bench_table)
