@@ -324,3 +324,22 @@ def test_report_counts_per_module_and_names_stale_explanations():
     assert data["failures"]["patched"] == {"tests/t.py::a[1]": "AssertionError: 1 != 2"}
     assert data["verdict"] == "ok"
     assert data["stale_explanations"] == ["tests/t.py::gone"]
+
+
+# -- the recorded results
+
+
+def test_every_series_has_recorded_upstream_results_of_a_release_it_serves():
+    """docs/upstream-tests/<release>.json is per release; a series is covered by the results of
+    any release it serves, run with that series (the file's `series` says which it was)."""
+    from vllm_backports.catalogue import Catalogue
+
+    cat = Catalogue(REPO)
+    results = REPO / "docs" / "upstream-tests"
+    uncovered = []
+    for name in cat.series_names():
+        tables = [results / f"{v}.json" for v in cat.series(name).releases]
+        if not any(t.is_file() and json.loads(t.read_text())["series"] == name for t in tables):
+            uncovered.append(name)
+    assert uncovered == []
+    assert {p.name for p in (REPO / "backports").iterdir() if p.is_dir()} == set(cat.series_names())
