@@ -407,3 +407,22 @@ def test_gpu_reports_follow_the_cpu_ones_under_their_own_heading():
     assert text.index("## vLLM 9.9.9\n") < text.index("## vLLM 9.9.9 on a GPU (NVIDIA H200)\n")
     assert "No GPU run is recorded yet" not in text
     assert "No GPU run is recorded yet (docs/upstream-tests/gpu/)." in ut.markdown([cpu])
+
+
+# -- the recorded results
+
+
+def test_every_series_has_recorded_upstream_results_of_a_release_it_serves():
+    """docs/upstream-tests/<release>.json is per release; a series is covered by the results of
+    any release it serves, run with that series (the file's `series` says which it was)."""
+    from vllm_backports.catalogue import Catalogue
+
+    cat = Catalogue(REPO)
+    results = REPO / "docs" / "upstream-tests"
+    uncovered = []
+    for name in cat.series_names():
+        tables = [results / f"{v}.json" for v in cat.series(name).releases]
+        if not any(t.is_file() and json.loads(t.read_text())["series"] == name for t in tables):
+            uncovered.append(name)
+    assert uncovered == []
+    assert {p.name for p in (REPO / "backports").iterdir() if p.is_dir()} == set(cat.series_names())
