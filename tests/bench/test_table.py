@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_backports.bench.table import BEGIN, END, NONE_YET, render, splice
+from vllm_backports.bench.table import BEGIN, END, NONE_YET, render
+from vllm_backports.maint.drift import splice
 
 
 def comparison(figure, c, ratio, low, high, a=1000.0):
@@ -93,4 +94,4 @@ def test_runs_are_sorted_by_name_and_a_bad_one_is_named():
 
 def test_splice_replaces_only_between_the_markers():
     page = f"intro\n{BEGIN}\nold\n{END}\nafter\n"
-    assert splice(page, "NEW") == f"intro\n{BEGIN}\nNEW\n{END}\nafter\n"
+    assert splice(page, BEGIN, END, "NEW", "docs/BENCHMARKS.md") == f"intro\n{BEGIN}\nNEW\n{END}\nafter\n"

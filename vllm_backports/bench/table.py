@@ -80,9 +80,3 @@ def render(results: dict[str, dict], plots: dict[str, str] | None = None, base: 
         plot = f"{base}/{plots[name]}" if name in plots else None
         body += rows(name, results[name], f"{base}/{name}.json", plot)
     return "\n".join(head + body)
-
-
-def splice(page: str, table: str) -> str:
-    """`page` with the text between the markers replaced by `table`."""
-    start, end = page.index(BEGIN) + len(BEGIN), page.index(END)
-    return page[:start] + "\n" + table + "\n" + page[end:]

@@ -254,7 +254,8 @@ def bench_table(home: Path, write: bool) -> None:
         raise BackportError(f"{bench_table_.RUNS}: {exc}") from None
     path = home / BENCHMARKS
     text = path.read_text()
-    write_or_diff(path, text, bench_table_.splice(text, table), write, "A/B table is current", BENCHMARKS.as_posix())
+    new = splice(text, bench_table_.BEGIN, bench_table_.END, table, BENCHMARKS.as_posix())
+    write_or_diff(path, text, new, write, "A/B table is current", BENCHMARKS.as_posix())
 
 
 COMMANDS = (matrix, evidence, bake, upstream_tests_doc, bench_table)
