@@ -23,7 +23,8 @@
 #        both sides (not made where a later patch's hunks sit below ID's: spec-prefill-decode-graph
 #        on 0.25.0, 0.26.0, where turboquant-kv-shape follows it in the runner)
 # Several releases can share one machine: stage each with its parts under its own HOME
-# (HOME=/root/h2 bash .stage-REL/install.sh, or `chain`) and run its steps with that HOME; every
+# (`HOME=/root/h2 REL=X steps.sh put p0` a call, carrying .stage-X/p0, and so on; then `chain`)
+# and run its steps with that HOME; every
 # path here is under $HOME or named by $REL. `chain` and `collect` do that for five releases at a
 # time (2026-11-25: 0.21.0, 0.23.0, 0.24.0, 0.25.0 and 0.26.0, eleven verifies in about 11 minutes).
 # `setup` installs FA2 (carry .stage/fa2, from docs/runs/stage-fa2.sh; FA2_XZ and FA2_SHA point
@@ -72,6 +73,14 @@ if d.get("prompt_logprobs"):
     print("prompt logprobs calibration:", d["prompt_logprobs"])
 PY
 }
+# FlashInfer's site and what its .pth files add: nvidia-cutlass-dsl puts `cutlass` on sys.path from
+# a .pth file (dsl_packages from 4.6, python_packages before), which Python reads in site
+# directories only, not in a --target install on PYTHONPATH
+fi_path() {
+  local p=$HOME/fi-site l
+  for l in $(cat "$HOME"/fi-site/*.pth 2>/dev/null); do p=$p:$HOME/fi-site/$l; done
+  echo "$p"
+}
 site_copy() { # a hard-linked copy of the pristine install, with its own copy of every file a patch touches
   rm -rf "$1" && cp -al "${SITE[fix]}" "$1"
   for f in $TOUCHED; do [ -f "$1/vllm/$f" ] && cp "$1/vllm/$f" "$1/vllm/$f.own" && mv "$1/vllm/$f.own" "$1/vllm/$f"; done
@@ -113,22 +122,38 @@ case $step in
       $tests > "$out/release-tests.txt" 2>&1
     # setup's status is the runs' above, not whether release tests were asked for: `chain` goes on to the proofs on it
     [ ! -f "$out/release-tests.txt" ] || tail -3 "$out/release-tests.txt" ;;
-  chain) # PROOF...: install.sh (carried as .stage-$REL/install.sh with the last bundle part), setup
+  chain) # PROOF...: install.sh (carried as .stage-$REL/install.sh with the last bundle part), fi-site
+      # where FlashInfer's parts were copied to $HOME/fi before, setup
       # and the proofs, detached, from a copy of this tree under $HOME/repo, so that the call returns
       # at once and the next release can be staged while this one runs. The machine goes back
       # 30 s after a call ends: keep a `collect` call in flight while the runs go on.
-    mkdir -p "$HOME/repo" "$out" && cp ".stage-$REL/install.sh" "$HOME/install.sh" || exit 1
+      # SKIP_INSTALL=1 starts again after an install that went through.
+    mkdir -p "$HOME/repo" "$out" && { [ "${SKIP_INSTALL:-0}" = 1 ] || cp ".stage-$REL/install.sh" "$HOME/install.sh"; } || exit 1
     tar --exclude='./.stage-*' -cf - . | tar -xf - -C "$HOME/repo"
-    (cd "$HOME/repo" && OUT=$HOME/out setsid nohup bash -c 'bash "$HOME/install.sh" && bash docs/runs/steps.sh setup && bash docs/runs/steps.sh proofs "$@"' \
+    (cd "$HOME/repo" && OUT=$HOME/out setsid nohup bash -c '{ [ "${SKIP_INSTALL:-0}" = 1 ] || bash "$HOME/install.sh"; } && { [ ! -d "$HOME/fi" ] || bash docs/runs/steps.sh fi-site || true; } && bash docs/runs/steps.sh setup && bash docs/runs/steps.sh proofs "$@"' \
       chain "$@" > "$HOME/chain.log" 2>&1 < /dev/null &)
     echo "chain of $REL started under $HOME: $*" ;;
+  put) # PIECE...: pieces of .stage-$REL and .stage-fi-$REL carried in this call, each where
+      # install.sh, setup and fi-site read it: pN (bundle part), fa2 or fa2a/fa2b (FA2 whole or in
+      # two), fi-pN (FlashInfer part), fa2-of=/root/hN (the FA2 another release's HOME holds)
+    for p; do
+      case $p in
+        p[0-9]*) mkdir -p "$HOME/vllm-stage" && cp ".stage-$REL/$p"/part.* "$HOME/vllm-stage/" ;;
+        fa2) mkdir -p "$HOME/fa2" && cp ".stage-$REL/fa2/fa2.so.xz" "$HOME/fa2/fa2.so.xz.0" && cp ".stage-$REL/fa2/fa2.so.sha256" "$HOME/fa2.sha256" ;;
+        fa2a|fa2b) mkdir -p "$HOME/fa2" && cp ".stage-$REL/$p"/fa2.so.xz.* "$HOME/fa2/" && cp ".stage-$REL/$p/fa2.so.sha256" "$HOME/fa2.sha256" ;;
+        fi-p[0-9]*) mkdir -p "$HOME/fi" && cp ".stage-fi-$REL/${p#fi-}"/* "$HOME/fi/" ;;
+        fa2-of=*) mkdir -p "$HOME/fa2" && cp "${p#fa2-of=}"/fa2/fa2.so.xz.* "$HOME/fa2/" && cp "${p#fa2-of=}/fa2.sha256" "$HOME/" ;;
+        *) echo "put: unknown piece $p"; false ;;
+      esac || exit 1
+    done
+    echo "put under $HOME: $*" ;;
   fi-site) # FlashInfer into $HOME/fi-site, from the parts of docs/runs/stage-flashinfer.sh copied
       # to $HOME/fi (p0 brings fi.tar.sha256)
     (cd "$HOME/fi" && cat fi.tar.[0-9] > fi.tar && sha256sum -c fi.tar.sha256) || exit 1
     rm -rf "$HOME/fi-w" && mkdir -p "$HOME/fi-w" && tar -xf "$HOME/fi/fi.tar" -C "$HOME/fi-w" && rm -f "$HOME/fi/fi.tar"
     python3 -m pip install -q --no-index --no-deps --no-compile --target "$HOME/fi-site" "$HOME"/fi-w/*.whl || exit 1
     for a in "$HOME"/fi-w/fi-aot-*.tar.xz; do [ -f "$a" ] && tar -xJf "$a" -C "$HOME/fi-site"; done
-    PYTHONPATH=${SITE[fix]}:$HOME/fi-site:$HOME/fi-site/nvidia_cutlass_dsl/dsl_packages python3 -c \
+    PYTHONPATH=${SITE[fix]}:$(fi_path) python3 -c \
       "import flashinfer, cutlass; import flashinfer.gdn_prefill; print('flashinfer', flashinfer.__version__, 'with cutlass dsl: importable')" ;;
   fastpath) # vLLM #46460 on this release's real backend and kernels: tests/gpu/test_turboquant_prefill_fastpath.py
       # builds the released, series-less-the-fix ("series") and shipped ("candidate") backends
@@ -159,11 +184,21 @@ case $step in
     src=/tmp/vb-$REL-$tag && rm -rf "$src" && mkdir -p "$src" && cp -r apply.py vllm_backports backports versions.toml "$src"/
     # FlashInfer (docs/runs/stage-flashinfer.sh) lives in a site of its own, $HOME/fi-site, on the
     # path of FlashInfer runs only: importable, it changes the sampler of every other run too.
-    # nvidia-cutlass-dsl puts `cutlass` on sys.path from a .pth file, which Python reads in site
-    # directories only, not in a --target install on PYTHONPATH (2026-11-25, 0.33.0: "No module
-    # named 'cutlass'"), so its dsl_packages joins the path here.
-    extra=; [[ " $* " == *" --prefill-backend flashinfer "* ]] && extra=$HOME/fi-site:$HOME/fi-site/nvidia_cutlass_dsl/dsl_packages
-    (cd "$src" && EXTRA=$extra setsid nohup bash -c 'PYTHONPATH=$0${EXTRA:+:$EXTRA} python3 apply.py verify --work-dir "/tmp/v-$REL-$1" --json "${@:3}" > "$2/$1.json" 2> "$2/$1.err"; echo $? > "$2/$1.rc"' \
+    extra=; [[ " $* " == *" --prefill-backend flashinfer "* ]] && extra=$(fi_path)
+    # Slots, machine-wide, over every HOME: at most MAX_VERIFIES verifies at once (default 8), and
+    # one FlashInfer verify at a time, its JIT builds at MAX_JOBS ninja jobs (default 4; ninja
+    # takes every core when unset). On 2026-11-25 two H200 machines stopped answering, and
+    # everything on them was lost, with 23 and then 11 verifies started at once, three and four of
+    # them FlashInfer runs of vLLM 0.21 .. 0.26 that JIT-build kernels with nvcc at engine start.
+    # A verify waiting for its slot says so in its .err file.
+    (cd "$src" && EXTRA=$extra MAXV=${MAX_VERIFIES:-8} setsid nohup bash -c '
+      slot() { # POOL N FD: hold one of N lock files of POOL on descriptor FD until this shell ends
+        local i; echo "waiting for one of $2 $1 slots" >&2
+        while :; do for i in $(seq 1 "$2"); do eval "exec $3>/tmp/slot-$1.$i"; flock -n "$3" && return; done; sleep 10; done
+      }
+      { slot verify "$MAXV" 8; [ -z "$EXTRA" ] || slot flashinfer 1 9
+        PYTHONPATH=$0${EXTRA:+:$EXTRA} MAX_JOBS=${MAX_JOBS:-4} python3 apply.py verify --work-dir "/tmp/v-$REL-$1" --json "${@:3}"
+      } > "$2/$1.json" 2> "$2/$1.err"; echo $? > "$2/$1.rc"' \
       "${SITE[${TARGET:-fix}]}" "$tag" "$RES" "$@" < /dev/null > /dev/null 2>&1 &)
     echo "started $tag: verify $*" ;;
   proofs) # [NAME...]: the proof set, each a verify of the fix site with its control, all at once
@@ -180,6 +215,11 @@ case $step in
       # FlashInfer's GDN prefill takes heads of 128 only, Qwen3.5's (the Qwen3-Next tiny model has 64)
       [gdn-ngram-flashinfer]="--model-class qwen3_5 --preset ngram --prefill-backend flashinfer --control ${SITE[raw]}"
       [tq-mtp]="--preset mtp --kv-cache turboquant_k8v4 --control ${SITE[ctl]}"
+      [tq-mtp-b1]="--preset mtp --kv-cache turboquant_k8v4 --batch 1 --control ${SITE[ctl]}"
+      # the TurboQuant presets other than k8v4 (owed scenario tq-presets)
+      [tq-mtp-4bit_nc]="--preset mtp --kv-cache turboquant_4bit_nc --control ${SITE[ctl]}"
+      [tq-mtp-k3v4_nc]="--preset mtp --kv-cache turboquant_k3v4_nc --control ${SITE[ctl]}"
+      [tq-mtp-3bit_nc]="--preset mtp --kv-cache turboquant_3bit_nc --control ${SITE[ctl]}"
       [qwen3_5-gdn-ngram]="--model-class qwen3_5 --preset ngram --control ${SITE[raw]}"
       [qwen3_5-mtp]="--model-class qwen3_5 --preset mtp --control ${SITE[raw]}"
       [qwen3_5_moe-gdn-ngram]="--model-class qwen3_5_moe --preset ngram --control ${SITE[raw]}"
@@ -256,6 +296,7 @@ print(sys.argv[1], "exit", sys.argv[2], d.get("vllm"), "proof", d.get("proof"), 
 PY
       else echo "$t: running: $(tail -c 200 "$j" | tr '\n' ' ')"; fi
     done; done
+    echo "machine: load $(cut -d' ' -f1-3 /proc/loadavg), $(free -g | awk '/^Mem/ {print $7}') GiB available"
     tar -czf "$out/res.tgz" -C / $(for h; do echo "${h#/}/verify-results"; done) 2>/dev/null; true ;;
   model) # [PRESET...]: `verify --model` on the tiny checkpoint written with a tokenizer (the same
       # weights as the tiny model's verify), judged by vLLM's own teacher-forced reference and,
