@@ -216,7 +216,7 @@ case $step in
       [gdn-ngram-flashinfer]="--model-class qwen3_5 --preset ngram --prefill-backend flashinfer --control ${SITE[raw]}"
       [tq-mtp]="--preset mtp --kv-cache turboquant_k8v4 --control ${SITE[ctl]}"
       [tq-mtp-b1]="--preset mtp --kv-cache turboquant_k8v4 --batch 1 --control ${SITE[ctl]}"
-      # the TurboQuant presets other than k8v4 (owed scenario tq-presets)
+      # the TurboQuant presets other than k8v4
       [tq-mtp-4bit_nc]="--preset mtp --kv-cache turboquant_4bit_nc --control ${SITE[ctl]}"
       [tq-mtp-k3v4_nc]="--preset mtp --kv-cache turboquant_k3v4_nc --control ${SITE[ctl]}"
       [tq-mtp-3bit_nc]="--preset mtp --kv-cache turboquant_3bit_nc --control ${SITE[ctl]}"

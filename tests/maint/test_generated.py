@@ -109,7 +109,7 @@ def test_the_owed_count_links_to_the_heading_of_the_generated_owed_table():
     from vllm_backports.maint import owed
 
     assert generated.owed_link(("tp2",)) == f"[owed: 1 run]({OWED})"
-    assert generated.owed_link(("tq-presets", "tq-continuation", "tp2")) == f"[owed: 3 runs]({OWED})"
+    assert generated.owed_link(("tq-mtp-4bit_nc", "tq-continuation", "tp2")) == f"[owed: 3 runs]({OWED})"
     page, anchor = OWED.split("#")
     assert page == owed.PAGE.as_posix()
     text = (REPO / page).read_text()
@@ -193,7 +193,7 @@ def _small_home(tmp_path: Path, monkeypatch, own: dict[str, tuple[list[str], lis
 
 
 OWN = {
-    "0.22.0": (["tq-continuation", "tq-presets"], ["2026-11-22: a kernel test passes"]),
+    "0.22.0": (["tq-continuation", "tq-mtp-4bit_nc"], ["2026-11-22: a kernel test passes"]),
     "0.22.1": (["tp2"], []),
 }
 
@@ -226,7 +226,7 @@ def test_small_catalogue_with_evidence_generates_status_owed_and_notes(tmp_path,
         "",
         "Owed on a GPU:",
         "",
-        f"- `tq-presets`: {SCENARIOS['tq-presets']}",
+        f"- `tq-mtp-4bit_nc`: {SCENARIOS['tq-mtp-4bit_nc']}",
         f"- `tq-continuation`: {SCENARIOS['tq-continuation']}",
         "",
         "Notes:",
