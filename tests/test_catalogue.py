@@ -70,6 +70,19 @@ REPO = Path(__file__).resolve().parent.parent
          "'ran_on_gpu' is replaced by docs/evidence/<release>/"),
         ('owed = ["gdn-ngram-flashinfer", "tq-continuation"]\n', 'covered_by = "0.32.0"\n',
          "'covered_by' is replaced by the pinned hashes"),
+        ('present = ">=0.19.0"\nstatus = "not reproduced"', 'present = ">=0.19.0"\nstatus = "maybe"',
+         "[known.async-count-moved-rows]: status 'maybe' is not one of reproduced, not reproduced, absent"),
+        ('present = ">=0.19.0"\n', 'present = "from 0.19"\n',
+         "[known.async-count-moved-rows]: present 'from 0.19' is not a version specifier"),
+        ('bug = "https://github.com/vllm-project/vllm/issues/53505"\n',
+         'bug = "https://github.com/vllm-project/vllm/issues/53505"\npresent = ">=0.20.0"\n',
+         "[known.align-backward-copy]: an absent bug is present in no release; drop present"),
+        ("[known.align-backward-copy]", "[known.gdn-spec-state]",
+         "[known.gdn-spec-state]: 'gdn-spec-state' is a backport's id: a known bug has no backport"),
+        ('[known.align-backward-copy]\n', '[known.align-backward-copy]\nseen = "once"\n',
+         "unknown key 'seen' in [known.align-backward-copy]"),
+        ('[releases."0.33.0"]\n', '[releases."0.33.0"]\nknown = ["prompt-logprobs-mtp"]\n',
+         "'known' is derived from the [known] bugs' present; remove it"),
     ],
     ids=[
         "missing-key",
@@ -89,6 +102,12 @@ REPO = Path(__file__).resolve().parent.parent
         "retired-verified",
         "retired-ran-on-gpu",
         "retired-covered-by",
+        "known-status",
+        "known-present",
+        "known-absent-present",
+        "known-backport-id",
+        "known-unknown-key",
+        "known-derived",
     ],
 )
 def test_a_typo_in_versions_toml_is_one_line(tmp_path, old, new, message):
@@ -99,6 +118,18 @@ def test_a_typo_in_versions_toml_is_one_line(tmp_path, old, new, message):
     with pytest.raises(CatalogueError) as caught:
         Catalogue(tmp_path)
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_known_bugs_are_derived_per_release_from_their_present_releases():
+    assert CAT.releases["0.17.0"].known == ("accepted-count-index", "prompt-logprobs-mtp")
+    assert "async-count-moved-rows" in CAT.releases["0.19.0"].known
+    assert "async-count-moved-rows" not in CAT.releases["0.18.1"].known
+    # the coordinator over-hit of #53912 is gone from 0.26.0
+    assert "prefix-cache-mtp-hit" in CAT.releases["0.25.1"].known
+    assert "prefix-cache-mtp-hit" not in CAT.releases["0.26.0"].known
+    # a bug no release's code has is listed on none
+    assert not any("align-backward-copy" in r.known for r in CAT.releases.values())
+    assert CAT.known["async-count-moved-rows"].number == "#51571"
 
 
 def test_owed_and_notes_default_to_empty():

@@ -87,7 +87,8 @@ def test_release_without_backports_says_so(home):
     result = run("--vllm", "0.19.1", "--target", str(site))
     assert result.code == 0
     assert "no backports shipped for this release yet" in result.out
-    assert "fix-thing" in result.out
+    assert "fix-thing, lost-count" in result.out
+    assert run("--vllm", "0.19.1", "--target", str(site), "--json").json["known_bugs"] == ["fix-thing", "lost-count"]
 
 
 def test_removes_stale_bytecode_of_changed_files(home):
@@ -107,6 +108,9 @@ def test_list_names_every_backport(home):
     ids = {b["id"]: b for b in result.json["backports"]}
     assert ids["fix-thing"]["releases"] == ["0.20.0"]
     assert ids["fix-thing"]["affected_without_backport"] == ["0.19.1"]
+    # a known bug without a backport, on the releases whose code has it
+    (known,) = result.json["known"]
+    assert known["id"] == "lost-count" and known["releases"] == ["0.19.1"] and known["status"] == "not reproduced"
 
 
 def test_list_for_humans_keeps_ids_whole_and_ends_with_a_summary(home, monkeypatch):
@@ -115,7 +119,8 @@ def test_list_for_humans_keeps_ids_whole_and_ends_with_a_summary(home, monkeypat
     assert result.code == 0
     lines = result.out.splitlines()
     assert any(" fix-thing " in f" {ln} " for ln in lines) and any(" add-kernel " in f" {ln} " for ln in lines)
-    assert lines[-1] == "backports=2 shipped=2 not_yet_backported=1 releases=3 (0.19.1 .. 0.21.0)"
+    summary = "backports=2 shipped=2 not_yet_backported=1 known_without_backport=1 releases=3 (0.19.1 .. 0.21.0)"
+    assert lines[-1] == summary
     assert "https://" not in result.out  # issue links are shortened to vllm#N
 
 

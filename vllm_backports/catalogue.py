@@ -17,6 +17,7 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from .digest import sha256
@@ -48,11 +49,20 @@ RETIRED_RELEASE_KEYS = {
 DEFAULT_IMAGE = "vllm/vllm-openai:v{version}"
 # Derived, never written: a release's backports are what its series applies, its upstream list
 # the backports whose upstream_in it has reached.
-DERIVED_RELEASE_KEYS = {"backports": "its series' patches", "upstream": "the backports' upstream_in"}
+DERIVED_RELEASE_KEYS = {
+    "backports": "its series' patches",
+    "upstream": "the backports' upstream_in",
+    "known": "the [known] bugs' present",
+}
 SERIES_KEYS = {"files"}
 # Derived, never written: the releases a series serves are those whose `series` names it.
 DERIVED_SERIES_KEYS = {"releases": "the releases' series"}
 BACKPORT_KEYS = {"title", "bug", "origin", "upstream_in", "releases", "together_with"}
+KNOWN_KEYS = {"title", "bug", "present", "status", "evidence"}
+# What is known of a bug the series leave alone (docs/SIBLING-BUGS.md), a closed list: the GPU made
+# an affected release fail; it ran the conditions the report describes and decoded clean; or the
+# code has no path to it.
+KNOWN_STATUSES = ("reproduced", "not reproduced", "absent")
 ARCH_KEYS = {"platforms", "gpus", "gdn_prefill_backend", "why"}
 VARIANT_KEYS = {"tag_suffix", "since", "why"}
 # The GPU scenarios a release may owe, each once: the proofs of docs/runs/steps.sh (its `proofs`
@@ -206,6 +216,26 @@ class Backport:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Known:
+    """A bug in the code paths the series patch that no backport here fixes."""
+
+    id: str
+    title: str
+    bug: str  # the upstream report
+    present: str  # the releases whose code has it, a version specifier ("" where no code path has it)
+    status: str  # one of KNOWN_STATUSES
+    evidence: str  # the runs, or the reading of the code, the status rests on
+
+    @property
+    def number(self) -> str:
+        """The upstream report as users quote it: "#51571"."""
+        return "#" + self.bug.rstrip("/").rsplit("/", 1)[-1]
+
+    def affects(self, version: str) -> bool:
+        return bool(self.present) and Version(version) in SpecifierSet(self.present)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Arch:
     name: str
     platforms: tuple[str, ...]  # docker platforms, e.g. linux/amd64
@@ -235,7 +265,8 @@ class Release:
     series: str  # "" when nothing is backported to this release yet
     backports: tuple[str, ...]
     upstream: tuple[str, ...]
-    bugs: tuple[str, ...]  # known bugs without a backport here yet, for the support matrix
+    bugs: tuple[str, ...]  # backports this release needs and its series lacks yet
+    known: tuple[str, ...] = ()  # derived: the [known] bugs its code has, that no backport fixes
     image: str  # DEFAULT_IMAGE unless versions.toml names another
     image_digests: dict[str, str]
     files: dict[str, str]  # pristine sha256 of every file the series touches
@@ -290,7 +321,7 @@ class Catalogue:
             raise CatalogueError(f"{path}: schema {self.data.get('schema')!r} is not {SCHEMA}")
         _unknown(
             self.data,
-            {"schema", "backports", "releases", "series", "unpublished", "arches", "variants"},
+            {"schema", "backports", "known", "releases", "series", "unpublished", "arches", "variants"},
             "the top level",
         )
         self.arches = {k: self._arch(k, v) for k, v in self.data.get("arches", {}).items()}
@@ -305,6 +336,7 @@ class Catalogue:
             _field(raw, "files", dict, where)
         self._refuse_identical_series()
         self.backports = {k: self._backport(k, v) for k, v in self.data.get("backports", {}).items()}
+        self.known = {k: self._known(k, v) for k, v in self.data.get("known", {}).items()}
         self._order_cache: dict[str, tuple[str, ...]] = {}
         self.releases = {k: self._release(k, v) for k, v in self.data.get("releases", {}).items()}
         self.unpublished = {
@@ -375,6 +407,30 @@ class Catalogue:
             together_with=_field(raw, "together_with", list, where, ()),
         )
 
+    def _known(self, key: str, raw: dict) -> Known:
+        where = f"[known.{key}]"
+        _unknown(raw, KNOWN_KEYS, where)
+        if key in self.backports:
+            raise CatalogueError(f"versions.toml: {where}: {key!r} is a backport's id: a known bug has no backport")
+        present = _field(raw, "present", str, where, "")
+        try:
+            SpecifierSet(present)
+        except InvalidSpecifier:
+            raise CatalogueError(f"versions.toml: {where}: present {present!r} is not a version specifier") from None
+        status = _field(raw, "status", str, where)
+        if status not in KNOWN_STATUSES:
+            raise CatalogueError(f"versions.toml: {where}: status {status!r} is not one of {', '.join(KNOWN_STATUSES)}")
+        if status == "absent" and present:
+            raise CatalogueError(f"versions.toml: {where}: an absent bug is present in no release; drop present")
+        return Known(
+            id=key,
+            title=_field(raw, "title", str, where),
+            bug=_field(raw, "bug", str, where),
+            present=present,
+            status=status,
+            evidence=_field(raw, "evidence", str, where),
+        )
+
     def _release(self, key: str, raw: dict) -> Release:
         for derived, source in DERIVED_RELEASE_KEYS.items():
             if derived in raw:
@@ -407,6 +463,7 @@ class Catalogue:
             backports=shipped,
             upstream=upstream,
             bugs=_field(raw, "bugs", list, where, ()),
+            known=tuple(kid for kid, k in self.known.items() if k.affects(key)),
             image=_field(raw, "image", str, where, DEFAULT_IMAGE.format(version=key)),
             image_digests=dict(_field(raw, "image_digests", dict, where, {})),
             files=dict(_field(raw, "files", dict, where, {})),

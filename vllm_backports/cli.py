@@ -150,9 +150,11 @@ def _summary_line(summary: dict) -> str:
 
 
 def _nothing_backported(command: str, reporter: Reporter, tree: Tree, res: Resolution, info: dict) -> int:
-    bugs = ", ".join(res.release.bugs) if res.release and res.release.bugs else "none"
+    # backports the release needs, then the [known] bugs its code has (versions.toml)
+    known = [*res.release.bugs, *res.release.known] if res.release else []
+    bugs = ", ".join(known) or "none"
     reporter.emit(
-        _payload(command, tree, res, None, {}, {**info, "known_bugs": list(res.release.bugs) if res.release else []}),
+        _payload(command, tree, res, None, {}, {**info, "known_bugs": known}),
         None,
         [f"vLLM {res.version}: no backports shipped for this release yet (known bugs without a backport: {bugs})"],
     )
@@ -304,13 +306,29 @@ def list_cmd(reporter: Reporter, as_json) -> int:
             r["upstream_in"] or "-",
             _short_bug(r["bug"]),
         )
+    # bugs in the same code paths that no backport fixes, with what the GPU showed
+    others = [
+        {
+            "id": k.id,
+            "title": k.title,
+            "bug": k.bug,
+            "status": k.status,
+            "releases": [v for v in cat.versions if k.id in cat.releases[v].known],
+            "evidence": k.evidence,
+        }
+        for k in cat.known.values()
+    ]
+    for bug in cat.known.values():
+        affected = [v for v in cat.versions if bug.id in cat.releases[v].known]
+        table.add_row(bug.id, "-", _span(affected, cat.versions), "-", _short_bug(bug.bug))
     n_shipped = sum(1 for r in rows if r["releases"])
     known = sum(1 for r in rows if r["affected_without_backport"])
     summary = (
-        f"backports={len(rows)} shipped={n_shipped} not_yet_backported={known} "
+        f"backports={len(rows)} shipped={n_shipped} not_yet_backported={known} known_without_backport={len(others)} "
         f"releases={len(cat.versions)} ({cat.versions[0]} .. {cat.versions[-1]})"
     )
-    reporter.emit({"command": "list", "backports": rows, "releases": cat.versions}, table, [summary])
+    payload = {"command": "list", "backports": rows, "known": others, "releases": cat.versions}
+    reporter.emit(payload, table, [summary])
     return 0
 
 

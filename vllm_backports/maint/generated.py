@@ -13,7 +13,7 @@ import click
 from packaging.version import Version
 
 from ..bench import table as bench_table_
-from ..catalogue import SCENARIOS, Catalogue
+from ..catalogue import KNOWN_STATUSES, SCENARIOS, Catalogue
 from ..errors import BackportError, CatalogueError, EvidenceError
 from ..evidence import EVIDENCE_DIR, PAGE, heading, load, matrix_status, render_page, slug
 from ..images import BAKE_DATA, render_bake_data
@@ -88,6 +88,43 @@ def status(cat: Catalogue, version: str, evidence: dict) -> str:
     return "; ".join(parts)
 
 
+KNOWN_HEADING = "Known bugs the series leave alone"
+
+
+def known_cell(cat: Catalogue, version: str) -> str:
+    """The matrix's cell of bugs without a backport: backports the series lacks yet, then the
+    [known] bugs the release's code has, by their upstream numbers, grouped by what the GPU showed,
+    linked to the notes' table of them."""
+    r = cat.releases[version]
+    parts = list(r.bugs)
+    for state in KNOWN_STATUSES:
+        numbers = [cat.known[k].number for k in r.known if cat.known[k].status == state]
+        if numbers:
+            parts.append(f"{', '.join(numbers)} ({state})")
+    if r.known:
+        parts[-1] = f"[{parts[-1]}]({NOTES.as_posix()}#{slug(KNOWN_HEADING)})"
+    return "; ".join(parts) or "-"
+
+
+def render_known(cat: Catalogue) -> list[str]:
+    """The notes' table of the [known] bugs: where each is, what the GPU showed."""
+    lines = [
+        f"## {KNOWN_HEADING}",
+        "",
+        "Upstream reports of silent corruption in the code paths the series patch that no backport here",
+        "fixes: the releases whose code has each, read release by release, and what the GPU showed",
+        "(`known` in `versions.toml`; the reading, with file and line, in",
+        "[SIBLING-BUGS.md](SIBLING-BUGS.md)). The support matrix lists them per release.",
+        "",
+        "| bug | what | releases | status | evidence |",
+        "|---|---|---|---|---|",
+    ]
+    for k in cat.known.values():
+        where = f"`{k.present}`" if k.present else "no code path found"
+        lines.append(f"| [{k.number}]({k.bug}) | {k.title} | {where} | {k.status} | {k.evidence} |")
+    return lines + [""]
+
+
 def render_matrix(cat: Catalogue, evidence: dict | None = None) -> str:
     """The README's support matrix: one short status cell a release (evidence.load: release ->
     summaries)."""
@@ -101,7 +138,7 @@ def render_matrix(cat: Catalogue, evidence: dict | None = None) -> str:
         r = cat.releases[v]
         rows.append(
             f"| {v} | {r.torch} / {r.cuda} | {r.series or '-'} | {', '.join(r.backports) or '-'} | "
-            f"{', '.join(r.upstream) or '-'} | {', '.join(r.bugs) or '-'} | {status(cat, v, evidence)} |"
+            f"{', '.join(r.upstream) or '-'} | {known_cell(cat, v)} | {status(cat, v, evidence)} |"
         )
     return "\n".join(rows)
 
@@ -140,6 +177,8 @@ def render_notes(cat: Catalogue, evidence: dict | None = None) -> str:
         "`owed` and `notes` in `versions.toml`.",
         "",
     ]
+    if cat.known:
+        lines += render_known(cat)
     for v in cat.versions:
         lines += [f"## {heading(v)}", ""] + _section(cat, v, evidence, page)
     return "\n".join(lines)
