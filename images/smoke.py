@@ -1,29 +1,65 @@
-"""Build-time smoke test of an image: every backport versions.toml promises for this release is
-recorded as applied, every patched file is as written, and (in the image) vllm and every module
-the series patches import.
+"""Smoke test of an image: every backport versions.toml promises for this release is recorded as
+applied, every patched file is as written, and (in the image) vllm and every module the series
+patches import. On a GPU, --verify runs the proofs marked for the smoke test
+(vllm_backports/verify/proofs.py) on the image's patched vLLM, each judged token by token.
 
     python3 images/smoke.py --vllm 0.20.0 --status status.json [--import-vllm]
+    python3 images/smoke.py --vllm 0.28.0 --verify /tmp/verify --prefill-backend flashinfer
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from vllm_backports.catalogue import Catalogue  # noqa: E402
 from vllm_backports.resolve import local_build_of  # noqa: E402
+from vllm_backports.verify.proofs import smoke_runs  # noqa: E402
+
+APPLY = Path(__file__).resolve().parent.parent / "apply.py"
+
+
+def verify_all(version: str, prefill_backend: str, out: Path, run: Callable = subprocess.run) -> list[str]:
+    """Each smoke proof as one `apply.py verify --json` into OUT/NAME.json (engine logs under
+    OUT/NAME/); the problems found, one line each. All run, so one failure shows every other."""
+    problems = []
+    for name, options in smoke_runs(version, prefill_backend).items():
+        print(f"smoke: verify {name}: {' '.join(options)}", file=sys.stderr, flush=True)
+        with open(out / f"{name}.json", "w") as stdout:
+            code = run(
+                [sys.executable, str(APPLY), "verify", *options, "--work-dir", str(out / name), "--json"], stdout=stdout
+            ).returncode
+        try:
+            passed = json.loads((out / f"{name}.json").read_text()).get("passed")
+        except ValueError:
+            passed = None
+        if code != 0 or passed is not True:
+            problems.append(f"verify {name} did not pass (exit {code}; {out / name}.json)")
+    return problems
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--vllm", required=True)
-    parser.add_argument("--status", type=Path, required=True)
+    parser.add_argument("--status", type=Path)
     parser.add_argument("--import-vllm", action="store_true")
+    parser.add_argument("--verify", type=Path, metavar="OUT", help="run the smoke proofs, results under OUT")
+    parser.add_argument("--prefill-backend", default="triton", help="the arch's GDN prefill backend (with --verify)")
     args = parser.parse_args()
+    if args.verify:
+        args.verify.mkdir(parents=True, exist_ok=True)
+        problems = verify_all(args.vllm, args.prefill_backend, args.verify)
+        for p in problems:
+            print(f"smoke: {p}", file=sys.stderr)
+        return 1 if problems else 0
+    if args.status is None:
+        parser.error("--status is required without --verify")
     cat = Catalogue(Path(__file__).resolve().parent.parent)
     release = cat.releases[args.vllm]
 

@@ -251,7 +251,8 @@ def test_workflow_publishes_attested_signed_images_and_never_moves_a_pinned_tag(
 def test_workflow_smoke_job_reads_the_smoke_matrix_and_runs_verify():
     smoke = _workflow_jobs()["gpu-smoke"]
     assert "fromJSON(needs.matrix.outputs.smoke)" in smoke and "runs-on: ${{ matrix.runs_on }}" in smoke
-    assert "apply.py verify" in smoke and "--prefill-backend ${{ matrix.gdn_prefill_backend }}" in smoke
+    assert "images/smoke.py --vllm ${{ matrix.vllm }}" in smoke and "--verify /tmp/verify" in smoke
+    assert "--prefill-backend ${{ matrix.gdn_prefill_backend }}" in smoke
     # What it pulled is signed by this workflow and carries the revision the smoke row expects.
     assert "cosign verify" in smoke and "images.yml@" in smoke
     assert '"io.vllm-backports.revision"' in smoke and '!= "${{ matrix.revision }}"' in smoke
@@ -345,3 +346,30 @@ def test_ci_builds_images_for_two_served_releases_one_of_them_0_27_or_newer():
     assert len(releases) == 2 and all(CAT.releases[v].series for v in releases)
     assert any(Version(v) >= Version("0.27.0") for v in releases)
     assert "bash .ci/images.sh" in (REPO / ".ci/run").read_text()
+
+
+def test_smoke_verify_runs_every_smoke_proof_and_names_each_that_did_not_pass(tmp_path, monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("smoke", REPO / "images/smoke.py")
+    smoke = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(smoke)
+    ran = []
+
+    def fake_run(cmd, stdout):
+        name = cmd[cmd.index("--work-dir") + 1].rsplit("/", 1)[-1]
+        ran.append(name)
+        # kp1-b1 exits 1; mtp exits 0 but did not pass; the rest pass
+        stdout.write(json.dumps({"passed": name not in ("kp1-b1", "mtp")}))
+        return subprocess.CompletedProcess(cmd, 1 if name == "kp1-b1" else 0)
+
+    problems = smoke.verify_all("0.28.0", "triton", tmp_path, run=fake_run)
+    assert ran == list(smoke.smoke_runs("0.28.0", "triton")) and "tq-mtp" in ran
+    assert problems == [
+        f"verify mtp did not pass (exit 0; {tmp_path}/mtp.json)",
+        f"verify kp1-b1 did not pass (exit 1; {tmp_path}/kp1-b1.json)",
+    ]
+    ran.clear()
+    assert smoke.verify_all("0.20.0", "triton", tmp_path, run=lambda cmd, stdout: (
+        stdout.write("not json"), subprocess.CompletedProcess(cmd, 0))[1]) == [
+        f"verify {n} did not pass (exit 0; {tmp_path}/{n}.json)" for n in smoke.smoke_runs("0.20.0", "triton")]

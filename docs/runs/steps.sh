@@ -202,69 +202,20 @@ case $step in
       "${SITE[${TARGET:-fix}]}" "$tag" "$RES" "$@" < /dev/null > /dev/null 2>&1 &)
     echo "started $tag: verify $*" ;;
   proofs) # [NAME...]: the proof set, each a verify of the fix site with its control, all at once
-      # on one GPU (fixed KV size each); names from PROOFS below, default the GDN and TurboQuant
+      # on one GPU (fixed KV size each); names from vllm_backports/verify/proofs.py, default the GDN and TurboQuant
       # set; a proof whose control site this release lacks is left out, saying so
     common=(--kv-cache-gib 2 --gpu-memory-utilization 0.08)
-    declare -A PROOFS=(
-      [gdn-ngram]="--preset ngram --control ${SITE[raw]}"
-      [gdn-ngram-prefix]="--preset ngram --prompts shared-prefix --prefix-caching on --control ${SITE[raw]}"
-      [gdn-ngram-kp1]="--preset ngram --prompts k-plus-1 --control ${SITE[raw]}"
-      [mtp]="--preset mtp --control ${SITE[raw]}"
-      [gdn-ngram-b1]="--preset ngram --batch 1 --control ${SITE[raw]}"
-      [gdn-ngram-eager]="--preset ngram --mode eager --control ${SITE[raw]}"
-      # FlashInfer's GDN prefill takes heads of 128 only, Qwen3.5's (the Qwen3-Next tiny model has 64)
-      [gdn-ngram-flashinfer]="--model-class qwen3_5 --preset ngram --prefill-backend flashinfer --control ${SITE[raw]}"
-      [tq-mtp]="--preset mtp --kv-cache turboquant_k8v4 --control ${SITE[ctl]}"
-      [tq-mtp-b1]="--preset mtp --kv-cache turboquant_k8v4 --batch 1 --control ${SITE[ctl]}"
-      # the TurboQuant presets other than k8v4
-      [tq-mtp-4bit_nc]="--preset mtp --kv-cache turboquant_4bit_nc --control ${SITE[ctl]}"
-      [tq-mtp-k3v4_nc]="--preset mtp --kv-cache turboquant_k3v4_nc --control ${SITE[ctl]}"
-      [tq-mtp-3bit_nc]="--preset mtp --kv-cache turboquant_3bit_nc --control ${SITE[ctl]}"
-      [qwen3_5-gdn-ngram]="--model-class qwen3_5 --preset ngram --control ${SITE[raw]}"
-      [qwen3_5-mtp]="--model-class qwen3_5 --preset mtp --control ${SITE[raw]}"
-      [qwen3_5_moe-gdn-ngram]="--model-class qwen3_5_moe --preset ngram --control ${SITE[raw]}"
-      # #46460 (docs/SIBLING-BUGS.md section 3): the bug is the release's own and the rest of the
-      # series moves its exposure, so the control is the series less turboquant-prefill-fastpath;
-      # verify judges the plain TurboQuant engine of both too (bf16 calibration)
-      [tq-continuation]="--preset ngram --kv-cache turboquant_k8v4 --prompts tq-continuation --prefix-caching on --control ${SITE[less-turboquant-prefill-fastpath]}"
-      # Sibling bugs the series leaves alone (docs/SIBLING-BUGS.md): an affected release fails on
-      # both sites; each is a positive control to look for, not a proof of the series.
-      # section 1, async count read at moved rows; the async-off run attributes it
-      [churn-mtp-async]="--preset mtp --prompts churn --prefix-caching on --async-scheduling on --control ${SITE[raw]}"
-      [churn-mtp-sync]="--preset mtp --prompts churn --prefix-caching on --async-scheduling off --control ${SITE[raw]}"
-      # section 5, a Mamba prefix hit past full attention's with MTP (0.20 .. 0.25)
-      [pc-mtp]="--preset mtp --prompts producer-consumer --prefix-caching on --control ${SITE[raw]}"
-      # section 2, a k+1-token prefill replayed in a FULL decode graph
-      [kp1-b1]="--preset ngram --prompts k-plus-1 --batch 1 --control ${SITE[raw]}"
-      [kp1-mtp]="--preset mtp --prompts k-plus-1 --control ${SITE[raw]}"
-      # the same two against the series less its fix for section 2 (spec-prefill-decode-graph)
-      [kp1-b1-fix]="--preset ngram --prompts k-plus-1 --batch 1 --control ${SITE[less-spec-prefill-decode-graph]}"
-      [kp1-mtp-fix]="--preset mtp --prompts k-plus-1 --control ${SITE[less-spec-prefill-decode-graph]}"
-      # section 7, MTP output degrading across requests: three rounds on each warm engine, every
-      # one judged (a clean round 1 and failing later ones is the signature). producer-consumer
-      # shares 330 tokens, two of MTP's 160-token align blocks, so round 2 hits the prefix cache
-      # past MTP's one-block back-off (shared-prefix's 312-token prompts hold one block, no hit)
-      [rounds-mtp-prefix]="--preset mtp --prompts producer-consumer --prefix-caching on --rounds 3 \
-        --check-accepted-counts --control ${SITE[raw]}"
-      [rounds-mtp]="--preset mtp --prefix-caching off --rounds 3 --control ${SITE[raw]}"
-      # section 8, prompt_logprobs with MTP: one 40-token prompt a step runs its prefill in a
-      # PIECEWISE graph (captures up to 64 tokens); eager is the negative control
-      [plogprobs-mtp-b1]="--preset mtp --batch 1 --prompt-logprobs --control ${SITE[raw]}"
-      [plogprobs-mtp-b1-eager]="--preset mtp --batch 1 --mode eager --prompt-logprobs --control ${SITE[raw]}"
-      # section 4, accepted counts outside 1..k+1, in section 1's MTP + async churn
-      [counts-mtp-async-churn]="--preset mtp --prompts churn --prefix-caching on --async-scheduling on \
-        --check-accepted-counts --control ${SITE[raw]}"
-    )
+    # The proofs, their options and control sites: vllm_backports/verify/proofs.py
     for name in ${@:-gdn-ngram tq-mtp gdn-ngram-prefix gdn-ngram-kp1 mtp}; do
-      [ -n "${PROOFS[$name]:-}" ] || { echo "unknown proof $name"; continue; }
+      opts=$(python3 -m vllm_backports.verify.proofs options "$name") || { echo "unknown proof $name"; continue; }
+      control=${SITE[$(python3 -m vllm_backports.verify.proofs control "$name")]:-}
       [ -d "${SITE[fix]}" ] || { echo "$name: no fix site for $REL"; continue; }
-      control=$(sed -n 's/.*--control \([^ ]*\).*/\1/p' <<< "${PROOFS[$name]}")
-      [ -d "$control" ] || { echo "$name: no control site $control for $REL"; continue; }
+      [ -n "$control" ] && [ -d "$control" ] || { echo "$name: no control site ${control:-for it} for $REL"; continue; }
+      batch=(--batch 16); [[ " $opts " == *" --batch "* ]] && batch=()
+      mode=(--mode graphs); [[ " $opts " == *" --mode "* ]] && mode=()
+      prefill=(--prefill-backend "${PREFILL:-triton}"); [[ " $opts " == *" --prefill-backend "* ]] && prefill=()
       # shellcheck disable=SC2086
-      batch=(--batch 16); [[ " ${PROOFS[$name]} " == *" --batch "* ]] && batch=()
-      mode=(--mode graphs); [[ " ${PROOFS[$name]} " == *" --mode "* ]] && mode=()
-      prefill=(--prefill-backend "${PREFILL:-triton}"); [[ " ${PROOFS[$name]} " == *" --prefill-backend "* ]] && prefill=()
-      bash "$0" bg "$name" ${PROOFS[$name]} "${batch[@]}" "${mode[@]}" "${prefill[@]}" "${common[@]}"
+      bash "$0" bg "$name" $opts --control "$control" "${batch[@]}" "${mode[@]}" "${prefill[@]}" "${common[@]}"
     done ;;
   poll) # SECONDS: wait until every verify started by bg has ended, or SECONDS; bring back what there is
     deadline=$((SECONDS + ${1:-500}))

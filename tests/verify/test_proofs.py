@@ -1,0 +1,38 @@
+"""The named verify runs: what steps.sh reads of them and what the images' smoke test runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from vllm_backports.verify.proofs import PROOFS, smoke_runs
+
+
+def test_steps_sh_reads_options_and_control_site_and_an_unknown_name_fails():
+    def proofs(*args):
+        cmd = [sys.executable, "-m", "vllm_backports.verify.proofs", *args]
+        return subprocess.run(cmd, capture_output=True, text=True)
+
+    opts = proofs("options", "tq-continuation")
+    assert opts.returncode == 0 and opts.stdout.split() == list(PROOFS["tq-continuation"].options)
+    assert proofs("control", "tq-continuation").stdout.strip() == "less-turboquant-prefill-fastpath"
+    assert proofs("control", "tq-mtp").stdout.strip() == "ctl" and proofs("control", "mtp").stdout.strip() == "raw"
+    bad = proofs("options", "gdn-ngram-typo")
+    assert bad.returncode == 2 and bad.stdout == "" and "one of: gdn-ngram" in bad.stderr
+
+
+def test_smoke_runs_take_users_shape_and_leave_out_what_the_release_refuses():
+    runs = smoke_runs("0.20.0", "triton")
+    # vLLM 0.20 refuses TurboQuant on hybrids
+    assert "tq-mtp" not in runs and "tq-continuation" not in runs and "gdn-ngram" in runs
+    assert {"tq-mtp", "tq-continuation"} <= set(smoke_runs("0.21.0", "triton"))
+    ngram = runs["gdn-ngram"]
+    assert ngram[ngram.index("--batch") + 1] == "16" and ngram[ngram.index("--mode") + 1] == "graphs"
+    # a proof's own batch is kept, not doubled
+    assert runs["kp1-b1"].count("--batch") == 1 and "1" in runs["kp1-b1"]
+    assert all(r[r.index("--prefill-backend") + 1] == "triton" and "--model-class" not in r for r in runs.values())
+
+
+def test_smoke_runs_on_flashinfer_take_a_class_whose_heads_it_runs():
+    runs = smoke_runs("0.28.0", "flashinfer")
+    assert runs and all(r[r.index("--model-class") + 1] == "qwen3_5" for r in runs.values())

@@ -1,0 +1,131 @@
+"""The named verify runs: the proofs that docs/runs/steps.sh starts on the GPU machine (each with
+its control site), the scenarios a release may owe (catalogue.SCENARIOS) and the runs of the
+images' GPU smoke test, all from this one table.
+
+    python -m vllm_backports.verify.proofs options NAME   # verify's options, space-separated
+    python -m vllm_backports.verify.proofs control NAME   # raw, ctl or less-<backport id>
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Proof:
+    options: tuple[str, ...]
+    # The site that is its control on the GPU machine: raw (pristine), ctl (the series without
+    # turboquant-spec-decode: TurboQuant as released) or less-ID (the series less backport ID).
+    control: str
+    # Run by the images' GPU smoke test too, on the image's own patched site: each is either a
+    # proof of a fix or a sibling bug's positive control, and the patched release must decode
+    # clean in both.
+    smoke: bool = False
+
+    @property
+    def turboquant(self) -> bool:
+        return any(o.startswith("turboquant_") for o in self.options)
+
+
+def _p(options: str, control: str = "raw", smoke: bool = False) -> Proof:
+    return Proof(tuple(options.split()), control, smoke)
+
+
+SPEC_PREFILL = "less-spec-prefill-decode-graph"
+FASTPATH = "less-turboquant-prefill-fastpath"
+PROOFS = {
+    "gdn-ngram": _p("--preset ngram", smoke=True),
+    "gdn-ngram-prefix": _p("--preset ngram --prompts shared-prefix --prefix-caching on", smoke=True),
+    "gdn-ngram-kp1": _p("--preset ngram --prompts k-plus-1", smoke=True),
+    "mtp": _p("--preset mtp", smoke=True),
+    "gdn-ngram-b1": _p("--preset ngram --batch 1"),
+    "gdn-ngram-eager": _p("--preset ngram --mode eager"),
+    # FlashInfer's GDN prefill takes heads of 128 only, Qwen3.5's (the Qwen3-Next tiny model has 64)
+    "gdn-ngram-flashinfer": _p("--model-class qwen3_5 --preset ngram --prefill-backend flashinfer"),
+    "tq-mtp": _p("--preset mtp --kv-cache turboquant_k8v4", "ctl", smoke=True),
+    "tq-mtp-b1": _p("--preset mtp --kv-cache turboquant_k8v4 --batch 1", "ctl"),
+    # the TurboQuant presets other than k8v4
+    "tq-mtp-4bit_nc": _p("--preset mtp --kv-cache turboquant_4bit_nc", "ctl"),
+    "tq-mtp-k3v4_nc": _p("--preset mtp --kv-cache turboquant_k3v4_nc", "ctl"),
+    "tq-mtp-3bit_nc": _p("--preset mtp --kv-cache turboquant_3bit_nc", "ctl"),
+    "qwen3_5-gdn-ngram": _p("--model-class qwen3_5 --preset ngram"),
+    "qwen3_5-mtp": _p("--model-class qwen3_5 --preset mtp"),
+    "qwen3_5_moe-gdn-ngram": _p("--model-class qwen3_5_moe --preset ngram"),
+    # #46460 (docs/SIBLING-BUGS.md section 3): the bug is the release's own and the rest of the
+    # series moves its exposure, so the control is the series less turboquant-prefill-fastpath;
+    # verify judges the plain TurboQuant engine of both too (bf16 calibration)
+    "tq-continuation": _p(
+        "--preset ngram --kv-cache turboquant_k8v4 --prompts tq-continuation --prefix-caching on", FASTPATH, smoke=True
+    ),
+    # Sibling bugs the series leaves alone (docs/SIBLING-BUGS.md): an affected release fails on
+    # both sites; each is a positive control to look for, not a proof of the series.
+    # section 1, async count read at moved rows; the async-off run attributes it
+    "churn-mtp-async": _p("--preset mtp --prompts churn --prefix-caching on --async-scheduling on"),
+    "churn-mtp-sync": _p("--preset mtp --prompts churn --prefix-caching on --async-scheduling off"),
+    # section 5, a Mamba prefix hit past full attention's with MTP (0.20 .. 0.25)
+    "pc-mtp": _p("--preset mtp --prompts producer-consumer --prefix-caching on"),
+    # section 2, a k+1-token prefill replayed in a FULL decode graph
+    "kp1-b1": _p("--preset ngram --prompts k-plus-1 --batch 1", smoke=True),
+    "kp1-mtp": _p("--preset mtp --prompts k-plus-1"),
+    # the same two against the series less its fix for section 2 (spec-prefill-decode-graph)
+    "kp1-b1-fix": _p("--preset ngram --prompts k-plus-1 --batch 1", SPEC_PREFILL),
+    "kp1-mtp-fix": _p("--preset mtp --prompts k-plus-1", SPEC_PREFILL),
+    # section 7, MTP output degrading across requests: three rounds on each warm engine, every
+    # one judged (a clean round 1 and failing later ones is the signature). producer-consumer
+    # shares 330 tokens, two of MTP's 160-token align blocks, so round 2 hits the prefix cache
+    # past MTP's one-block back-off (shared-prefix's 312-token prompts hold one block, no hit)
+    "rounds-mtp-prefix": _p(
+        "--preset mtp --prompts producer-consumer --prefix-caching on --rounds 3 --check-accepted-counts", smoke=True
+    ),
+    "rounds-mtp": _p("--preset mtp --prefix-caching off --rounds 3"),
+    # section 8, prompt_logprobs with MTP: one 40-token prompt a step runs its prefill in a
+    # PIECEWISE graph (captures up to 64 tokens); eager is the negative control
+    "plogprobs-mtp-b1": _p("--preset mtp --batch 1 --prompt-logprobs", smoke=True),
+    "plogprobs-mtp-b1-eager": _p("--preset mtp --batch 1 --mode eager --prompt-logprobs"),
+    # section 4, accepted counts outside 1..k+1, in section 1's MTP + async churn
+    "counts-mtp-async-churn": _p(
+        "--preset mtp --prompts churn --prefix-caching on --async-scheduling on --check-accepted-counts", smoke=True
+    ),
+}
+# What a proof runs unless it says otherwise: 16 a batch under CUDA graphs, users' shape.
+DEFAULTS = {"--batch": "16", "--mode": "graphs"}
+
+
+def with_defaults(options: tuple[str, ...]) -> tuple[str, ...]:
+    extra = [x for flag, value in DEFAULTS.items() if flag not in options for x in (flag, value)]
+    return options + tuple(extra)
+
+
+def smoke_runs(version: str, prefill_backend: str) -> dict[str, tuple[str, ...]]:
+    """The smoke test's verify runs for a release on an arch's GDN prefill backend: each smoke
+    proof's options with the defaults, less TurboQuant where the release refuses it on hybrids;
+    on FlashInfer, whose GDN prefill runs heads of 128 only, on the Qwen3.5 class."""
+    # here, not at the top: steps.sh reads the table with the GPU machine's bare python3
+    from packaging.version import Version
+
+    from .scenarios import TURBOQUANT_ON_HYBRIDS_FROM
+
+    runs = {}
+    for name, proof in PROOFS.items():
+        if not proof.smoke or (proof.turboquant and Version(version) < Version(TURBOQUANT_ON_HYBRIDS_FROM)):
+            continue
+        options = with_defaults(proof.options) + ("--prefill-backend", prefill_backend)
+        if prefill_backend == "flashinfer" and "--model-class" not in options:
+            options += ("--model-class", "qwen3_5")
+        runs[name] = options
+    return runs
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] in ("options", "control") and argv[1] in PROOFS:
+        proof = PROOFS[argv[1]]
+        print(" ".join(proof.options) if argv[0] == "options" else proof.control)
+        return 0
+    names = " ".join(PROOFS)
+    print(f"usage: python -m vllm_backports.verify.proofs options|control NAME (one of: {names})", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
