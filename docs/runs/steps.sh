@@ -255,13 +255,32 @@ PY
       # model's float32 verify of the same preset. Both on the fix site with the pristine one as
       # control, started with bg (four at once on one GPU, a fixed KV size each); then poll and
       # model-compare. 192 tokens a step, as the float32 verify's batch of 16.
+      # A control whose runs fail (the agreement on errors needs one): CONTROL=less-ID (default
+      # raw), BATCH (default 16) and MODEL_PROMPTS=SET, one of the tiny model's prompt sets, which
+      # --model reads as a JSONL file of the same token ids ("prompt_token_ids"); e.g. on 0.28.0
+      # CONTROL=less-spec-prefill-decode-graph BATCH=1 MODEL_PROMPTS=k-plus-1 ... model ngram mtp.
     ck=/tmp/tiny-ck-$REL
     PYTHONPATH=${SITE[fix]} python3 -m vllm_backports.verify.tokenizer "$ck" --mtp > /dev/null; echo "tiny checkpoint: exit $?"
-    common=(--mode graphs --batch 16 --prefill-backend "${PREFILL:-triton}" --kv-cache-gib 2 --gpu-memory-utilization 0.08
-      --control "${SITE[raw]}")
+    control=${SITE[${CONTROL:-raw}]:-}; [ -d "$control" ] || { echo "no control site ${CONTROL:-raw} for $REL"; exit 1; }
+    common=(--mode graphs --batch "${BATCH:-16}" --prefill-backend "${PREFILL:-triton}" --kv-cache-gib 2
+      --gpu-memory-utilization 0.08 --control "$control")
+    mp=(); fp=()
+    if [ -n "${MODEL_PROMPTS:-}" ]; then
+      # the tiny model's set at the presets' k (3), token ids within the tokenizer's vocabulary
+      PYTHONPATH=${SITE[fix]} python3 - "$ck" "$MODEL_PROMPTS" > "$ck.prompts.jsonl" <<'PY' || exit 1
+import json, sys
+from transformers import AutoTokenizer
+from vllm_backports.verify import scenarios
+vocab = len(AutoTokenizer.from_pretrained(sys.argv[1], local_files_only=True))
+for ids in scenarios.prompts(32, vocab, kind=sys.argv[2], k=3):
+    print(json.dumps({"prompt_token_ids": ids, "group": sys.argv[2]}))
+PY
+      mp=(--prompts "$ck.prompts.jsonl"); fp=(--prompts "$MODEL_PROMPTS")
+    fi
     for preset in ${@:-mtp ngram}; do
-      bash "$0" bg "model-$preset" --model "$ck" --float32-reference --max-num-batched-tokens 192 --preset "$preset" "${common[@]}"
-      bash "$0" bg "f32-$preset" --preset "$preset" "${common[@]}"
+      bash "$0" bg "model-$preset" --model "$ck" --float32-reference --max-num-batched-tokens 192 --preset "$preset" \
+        "${mp[@]}" "${common[@]}"
+      bash "$0" bg "f32-$preset" --preset "$preset" "${fp[@]}" "${common[@]}"
     done ;;
   model-compare) # after model and poll: every verdict of the two references on the same outputs,
       # and of verify --model beside the float32 verify, per preset and site (target, control)

@@ -31,10 +31,17 @@ def test_messages_and_raw_text_are_read_with_their_groups_and_line_numbers():
 @pytest.mark.parametrize(("line", "message"), [
     ("{not json", "p.jsonl line 1: not JSON ("),
     ("[1]", "p.jsonl line 1: not a JSON object"),
-    ("{}", 'p.jsonl line 1: needs exactly one of "messages" (chat) and "prompt" (raw text)'),
+    ("{}", 'p.jsonl line 1: needs exactly one of "messages" (chat), "prompt" (raw text) and "prompt_token_ids"'),
+    (json.dumps({"prompt": "a", "prompt_token_ids": [1]}), 'p.jsonl line 1: needs exactly one of'),
+    (json.dumps({"prompt_token_ids": []}), 'p.jsonl line 1: "prompt_token_ids" must be a non-empty list of token ids'),
+    (json.dumps({"prompt_token_ids": [1, -2]}), 'p.jsonl line 1: "prompt_token_ids" must be a non-empty list'),
+    (json.dumps({"prompt_token_ids": [1, True]}), 'p.jsonl line 1: "prompt_token_ids" must be a non-empty list'),
+    (json.dumps({"prompt_token_ids": "1 2"}), 'p.jsonl line 1: "prompt_token_ids" must be a non-empty list'),
+    (json.dumps({"prompt_token_ids": [1], "tools": []}),
+     'p.jsonl line 1: "tools" and "chat_template_kwargs" go with "messages"'),
     (json.dumps({"prompt": "a", "messages": [USER]}), 'p.jsonl line 1: needs exactly one of'),
-    (json.dumps({"promt": "a"}), "p.jsonl line 1: unknown field 'promt' (fields: messages, prompt, tools, "
-                                 "chat_template_kwargs, group)"),
+    (json.dumps({"promt": "a"}), "p.jsonl line 1: unknown field 'promt' (fields: messages, prompt, "
+                                 "prompt_token_ids, tools, chat_template_kwargs, group)"),
     (json.dumps({"prompt": ""}), 'p.jsonl line 1: "prompt" must be a non-empty string'),
     (json.dumps({"prompt": "a", "tools": []}),
      'p.jsonl line 1: "tools" and "chat_template_kwargs" go with "messages"'),
@@ -98,6 +105,17 @@ def test_messages_go_through_the_chat_template_and_text_as_it_is(checkpoint_dir)
     assert chat[:1] == [tok.convert_tokens_to_ids("<|im_start|>")]  # special tokens once, as the template wrote them
     assert tok.decode(nothink).endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
     assert raw == tok("plain text")["input_ids"] and tok.decode(raw) == "plain text"
+
+
+def test_token_ids_go_as_they_are_and_must_be_in_the_vocabulary(checkpoint_dir):
+    tok, template = prompts.load_tokenizer(checkpoint_dir)
+    (rec,) = prompts.parse(json.dumps({"prompt_token_ids": [5, 6, 7, 8], "group": "k+1"}), "p")
+    assert rec.group == "k+1" and prompts.render([rec], tok, template, "p", checkpoint_dir) == [[5, 6, 7, 8]]
+    outside = prompts.parse(json.dumps({"prompt_token_ids": [5, len(tok)]}), "p")
+    with pytest.raises(UsageError) as caught:
+        prompts.render(outside, tok, template, "p", checkpoint_dir)
+    assert str(caught.value) == (
+        f"p line 1: token id {len(tok)} is outside --model {checkpoint_dir}'s vocabulary of {len(tok)}")
 
 
 def test_tools_and_tool_calls_are_rendered(checkpoint_dir):

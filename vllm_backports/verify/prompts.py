@@ -4,13 +4,15 @@ One JSON object a line (blank lines are skipped):
 
     {"messages": [{"role": "user", "content": "..."}], "tools": [...], "chat_template_kwargs": {...}}
     {"prompt": "raw text, tokenized as it is"}
+    {"prompt_token_ids": [151644, 872, 198]}
 
 with an optional "group" naming the kind of request, which the report counts errors by.
 "messages" go through the checkpoint's own chat template (with the generation prompt added, and
 "tools" and "chat_template_kwargs" passed to it); "prompt" is tokenized as vLLM tokenizes a text
-prompt. The built-in set holds what users report breaking: code edits that repeat their input
-(ngram's best case), tool calls, and one long system prompt shared by several requests (prefix
-caching).
+prompt; "prompt_token_ids" go to the engine as they are (a prompt of an exact length, such as the
+k+1 tokens that took a prefill for a speculative decode, vLLM #49918). The built-in set holds
+what users report breaking: code edits that repeat their input (ngram's best case), tool calls,
+and one long system prompt shared by several requests (prefix caching).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Any
 from ..errors import UsageError
 
 BUILTIN = "built-in"
-FIELDS = ("messages", "prompt", "tools", "chat_template_kwargs", "group")
+FIELDS = ("messages", "prompt", "prompt_token_ids", "tools", "chat_template_kwargs", "group")
+KINDS = ("messages", "prompt", "prompt_token_ids")
 DEFAULT_GROUP = "prompts"
 
 
@@ -34,6 +37,7 @@ class Record:
     group: str
     messages: list[dict] | None = None
     text: str | None = None
+    token_ids: list[int] | None = None
     tools: list | None = None
     template_kwargs: dict = field(default_factory=dict)
 
@@ -49,8 +53,10 @@ def _record(obj: Any, line: int, where: str) -> Record:
     unknown = sorted(set(obj) - set(FIELDS))
     if unknown:
         raise UsageError(f"{at}: unknown field {unknown[0]!r} (fields: {', '.join(FIELDS)})")
-    if ("messages" in obj) == ("prompt" in obj):
-        raise UsageError(f'{at}: needs exactly one of "messages" (chat) and "prompt" (raw text)')
+    if sum(kind in obj for kind in KINDS) != 1:
+        raise UsageError(
+            f'{at}: needs exactly one of "messages" (chat), "prompt" (raw text) and "prompt_token_ids" (token ids)'
+        )
     group = obj.get("group", DEFAULT_GROUP)
     if not isinstance(group, str) or not group:
         raise UsageError(f'{at}: "group" must be a non-empty string')
@@ -60,11 +66,17 @@ def _record(obj: Any, line: int, where: str) -> Record:
     tools = obj.get("tools")
     if tools is not None and not isinstance(tools, list):
         raise UsageError(f'{at}: "tools" must be a list')
+    if "messages" not in obj and (tools is not None or kwargs):
+        raise UsageError(f'{at}: "tools" and "chat_template_kwargs" go with "messages", not raw prompts')
+    if "prompt_token_ids" in obj:
+        ids = obj["prompt_token_ids"]
+        # bool is an int to Python, never a token id
+        if not isinstance(ids, list) or not ids or not all(type(i) is int and i >= 0 for i in ids):
+            raise UsageError(f'{at}: "prompt_token_ids" must be a non-empty list of token ids (integers >= 0)')
+        return Record(line, group, token_ids=ids)
     if "prompt" in obj:
         if not isinstance(obj["prompt"], str) or not obj["prompt"]:
             raise UsageError(f'{at}: "prompt" must be a non-empty string')
-        if tools is not None or kwargs:
-            raise UsageError(f'{at}: "tools" and "chat_template_kwargs" go with "messages", not "prompt"')
         return Record(line, group, text=obj["prompt"])
     messages = obj["messages"]
     if not isinstance(messages, list) or not messages:
@@ -134,11 +146,16 @@ def load_tokenizer(model: Path):
 
 
 def render(records: list[Record], tokenizer, template: str | None, where: str, model: Path) -> list[list[int]]:
-    """Token ids of every record: chat messages through `template`, raw text as it is."""
+    """Token ids of every record: chat messages through `template`, raw text as it is, token ids
+    checked against the tokenizer's vocabulary."""
     out = []
     for r in records:
         at = f"{where} line {r.line}"
-        if r.messages is None:
+        if r.token_ids is not None:
+            if (top := max(r.token_ids)) >= len(tokenizer):
+                raise UsageError(f"{at}: token id {top} is outside --model {model}'s vocabulary of {len(tokenizer)}")
+            ids = r.token_ids
+        elif r.messages is None:
             assert r.text is not None
             ids = list(tokenizer(r.text)["input_ids"])
         else:
