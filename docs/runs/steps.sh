@@ -59,8 +59,11 @@ for r in d.get("rows", []):
     print(r["scenario"], r.get("site", "target"), r["batch"], r["mode"], r["sequences"], r["tokens"], r["errors"], r["bad_sequences"],
           r["worst_regret"], r["first_error_at"], r["exercised"], r["same_as_baseline"], r["tokens_per_s"], r.get("start_s"),
           {k: e.get(k) for k in ("backports", "prefix_caching", "mamba_cache_mode", "async_scheduling", "model_runner", "cudagraph_mode", "prefix_cache")})
+    if r.get("prefix_hit_lengths"):
+        print("  prefix hits (tokens: requests):", r["prefix_hit_lengths"])
     if r.get("rounds"):
-        print("  rounds:", [(x["errors"], x.get("accepted"), x.get("prompt_logprob_errors")) for x in r["rounds"]])
+        print("  rounds:", [(x["errors"], x.get("accepted"), x.get("prompt_logprob_errors"), x.get("prefix_hit_lengths"))
+                            for x in r["rounds"]])
     if r.get("prompt_logprobs"):
         lp = r["prompt_logprobs"]
         print("  prompt logprobs:", {k: lp.get(k) for k in ("errors", "positions", "worst_difference", "missing")})

@@ -323,6 +323,8 @@ def rounds_session(monkeypatch, tmp_path, *, bad_round: int | None = None, bad_l
         def one_round(r: int) -> dict:
             wrong = where == "control" and not baseline and bad_round is not None and r >= bad_round
             out: dict = {"tokens": [[1] * 4 if wrong else p[:4] for p in spec["prompts"]]}
+            # an empty prefix cache in round 1, then every other request hits 160 tokens
+            out["cached_tokens"] = [160 * (r > 1 and i % 2) for i in range(len(spec["prompts"]))]
             if spec.get("prompt_logprobs"):
                 off = -1.0 - (baseline_noise if baseline else 0.0)
                 lps = [[None] + [off] * (len(p) - 1) for p in spec["prompts"]]
@@ -364,6 +366,9 @@ def test_every_round_is_judged_and_reported_by_round(tmp_path, monkeypatch):
     assert [x["errors"] for x in control["rounds"]] == [0, 48, 48]
     assert [x["same_as_baseline"] for x in control["rounds"]] == [12, 0, 0]
     assert [x["accepted"] for x in control["rounds"]] == [100, 90, 50]
+    half = control["sequences"] // 3 // 2
+    assert [x["prefix_hit_lengths"] for x in control["rounds"]] == [{"0": 2 * half}] + [{"0": half, "160": half}] * 2
+    assert control["prefix_hit_lengths"] == {"0": 2 * half}  # the row's own: its first round
     assert control["errors"] == 96 and control["sequences"] == 36 and control["tokens"] == 144
     target = next(r for r in result["rows"] if r["site"] == "target" and r["scenario"] == "mtp")
     assert [x["errors"] for x in target["rounds"]] == [0, 0, 0] and target["sequences"] == 36
@@ -486,6 +491,14 @@ def test_the_registry_decides_the_checkpoints_architecture_and_text_only_engines
     assert written == [("qwen3_5", architecture)]
     assert len(specs) == 2 and all(s.get("text_only", False) is text_only for s in specs)
     assert result["scenario"]["architecture"] == architecture
+
+
+def test_prefix_hit_lengths_count_requests_by_cached_prompt_tokens():
+    from vllm_backports.verify.run import hit_lengths
+
+    assert hit_lengths([320, 160, 0, 320, None]) == {"0": 1, "160": 1, "320": 2}
+    assert list(hit_lengths([320, 0, 160])) == ["0", "160", "320"]  # increasing, not first seen
+    assert hit_lengths(None) is None and hit_lengths([None, None]) is None
 
 
 def test_sequences_split_by_round_in_the_order_the_engine_returned_them():

@@ -32,6 +32,7 @@ class FakeLLM:
 
     flat = False
     counts_per_round: list[list[int]] = []
+    cached: list[int] | None = None  # num_cached_tokens of each request, in every round but the first
 
     def __init__(self, **kwargs):
         self.kwargs, self.calls, self.accepted = kwargs, 0, 0
@@ -60,8 +61,10 @@ class FakeLLM:
             if params.kwargs.get("prompt_logprobs") == 0:
                 plp = [None] + [{t: SimpleNamespace(logprob=-0.5 - r)} for t in p[1:]]
                 plp = FlatLogprobs(plp) if self.flat else plp
-            outs.append(SimpleNamespace(outputs=[SimpleNamespace(token_ids=[t + r for t in p[:3]])],
-                                        prompt_logprobs=plp))
+            out = SimpleNamespace(outputs=[SimpleNamespace(token_ids=[t + r for t in p[:3]])], prompt_logprobs=plp)
+            if self.cached is not None:  # the first round finds the cache empty
+                out.num_cached_tokens = self.cached[len(outs)] if r else 0
+            outs.append(out)
         return outs
 
     def get_metrics(self):
@@ -86,6 +89,7 @@ def fake_vllm(monkeypatch):
                  "TRITON_CACHE_AUTOTUNING", drafts.ENV):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(FakeLLM, "counts_per_round", [])
+    monkeypatch.setattr(FakeLLM, "cached", None)
     return module
 
 
@@ -105,6 +109,13 @@ def test_rounds_keep_every_later_rounds_tokens_and_count_its_accepted_tokens(fak
     assert out["tokens"] == [[5, 6, 7], [9, 10, 11]]
     assert [m["tokens"] for m in out["more_rounds"]] == [[[6, 7, 8], [10, 11, 12]], [[7, 8, 9], [11, 12, 13]]]
     assert out["spec_counters"] == {"num_accepted_tokens": 10} and out["timed_rounds_accepted"] == [20, 30]
+
+
+def test_each_rounds_prefix_cache_hit_per_request_is_kept_where_vllm_gives_it(fake_vllm, monkeypatch):
+    assert "cached_tokens" not in engine.run(spec(rounds=2))  # a vLLM that does not say
+    monkeypatch.setattr(FakeLLM, "cached", [320, 160])
+    out = engine.run(spec(rounds=2))
+    assert out["cached_tokens"] == [0, 0] and out["more_rounds"][0]["cached_tokens"] == [320, 160]
 
 
 def test_timed_rounds_beyond_the_judged_ones_are_timed_only(fake_vllm):

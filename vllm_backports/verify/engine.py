@@ -101,10 +101,17 @@ def run(spec: dict) -> dict:
 
 
 def judged_extras(spec: dict, outs) -> dict:
-    """What verify judges of a round besides its tokens: vLLM's prompt logprobs, when asked."""
-    if not spec.get("prompt_logprobs"):
-        return {}
-    return {"prompt_logprobs": [prompt_logprobs_of(o, p) for o, p in zip(outs, spec["prompts"], strict=True)]}
+    """What verify keeps of a round besides its tokens: per request, the prompt tokens vLLM took
+    from the prefix cache (RequestOutput.num_cached_tokens; the engine's counters sum them over
+    requests, and a hit one block longer than full attention kept, vLLM #53912, shows only per
+    request); vLLM's prompt logprobs, when asked."""
+    extras: dict = {}
+    cached = [getattr(o, "num_cached_tokens", None) for o in outs]
+    if any(c is not None for c in cached):
+        extras["cached_tokens"] = cached
+    if spec.get("prompt_logprobs"):
+        extras["prompt_logprobs"] = [prompt_logprobs_of(o, p) for o, p in zip(outs, spec["prompts"], strict=True)]
+    return extras
 
 
 def prompt_logprobs_of(out, prompt: list[int]) -> list[float | None] | None:

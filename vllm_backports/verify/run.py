@@ -496,6 +496,13 @@ def by_round(sequences: list, rounds: int) -> list[list]:
     return [sequences[i * per : (i + 1) * per] for i in range(rounds)]
 
 
+def hit_lengths(cached: list[int | None] | None) -> dict[str, int] | None:
+    """How many requests took how many prompt tokens from the prefix cache ("0": none), in
+    increasing length; None where vLLM did not say."""
+    known = sorted(c for c in cached or () if c is not None)
+    return {str(n): known.count(n) for n in dict.fromkeys(known)} or None
+
+
 def judge_rounds(run: dict, regrets: list[list[float]], threshold: float) -> list[dict]:
     """The verdict of each round of one engine (regrets: every round's sequences, in order), with
     how many sequences repeat the baseline's tokens and, for a speculative engine, the tokens
@@ -513,6 +520,7 @@ def judge_rounds(run: dict, regrets: list[list[float]], threshold: float) -> lis
                 **judge(part, threshold).as_dict(),
                 "same_as_baseline": same,
                 "accepted": accepted[i] if i < len(accepted) else None,
+                "prefix_hit_lengths": hit_lengths(rnd.get("cached_tokens")),
             }
         )
     return out
@@ -557,6 +565,7 @@ def score(
                 "tokens_per_s": round(r["tokens_per_s"], 1),
                 "start_s": round(r.get("start_s", 0.0), 1),
                 "engine": r.get("engine"),
+                "prefix_hit_lengths": hit_lengths(r.get("cached_tokens")),
                 "regrets": [[round(x, 3) for x in s] for s in regrets],
             }
         )
