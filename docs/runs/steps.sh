@@ -23,7 +23,8 @@
 #        both sides (not made where a later patch's hunks sit below ID's: spec-prefill-decode-graph
 #        on 0.25.0, 0.26.0, where turboquant-kv-shape follows it in the runner)
 # Several releases can share one machine: stage each with its parts under its own HOME
-# (`HOME=/root/h2 REL=X steps.sh put p0` a call, carrying .stage-X/p0, and so on; then `chain`)
+# (`HOME=/root/h2 REL=X steps.sh put p0` a call, carrying .stage-X/p0, and so on; then `chain`;
+# docs/runs/plan.py prints those calls, packed under one call's carry)
 # and run its steps with that HOME; every
 # path here is under $HOME or named by $REL. `chain` and `collect` do that for five releases at a
 # time (2026-11-25: 0.21.0, 0.23.0, 0.24.0, 0.25.0 and 0.26.0, eleven verifies in about 11 minutes).

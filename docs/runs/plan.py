@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""The calls that stage releases on the GPU machine and start their proofs, packed under what one
+call may carry (64 MiB with the working tree): each release under its own HOME, its pieces put
+with `steps.sh put`, the last call starting `steps.sh chain` with install.sh.
+
+    python3 docs/runs/plan.py 0.25.0:gdn-ngram-b1,tq-continuation 0.26.0:gdn-ngram-flashinfer
+    python3 docs/runs/plan.py --json 0.33.0:tq-continuation    # one object a call: command, carry
+
+Run from the project root after ../shared/gpu/stage-vllm.sh REL, docs/runs/stage-fa2.sh REL and,
+for FlashInfer proofs, docs/runs/stage-flashinfer.sh REL. Releases with the same FA2 (its sha256)
+copy it on the machine from the first one's HOME instead of carrying it again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+LIMIT = 64 * 2**20
+MARGIN = 2**20  # what the tree may grow by between planning and the calls
+
+
+@dataclass
+class Piece:
+    name: str  # as `steps.sh put` takes it
+    paths: list[str]  # what the call carries for it
+    size: int
+
+
+def _size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
+
+
+def tree_size(root: Path) -> int:
+    """What every call carries besides its pieces: tracked files and untracked ones git does not ignore."""
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=root,
+        capture_output=True,
+        check=True,
+    ).stdout
+    return sum((root / n).stat().st_size for n in out.decode().split("\0") if n and (root / n).is_file())
+
+
+def pieces(root: Path, release: str, fa2_from: str | None) -> tuple[list[Piece], Piece]:
+    """A release's pieces, and its install.sh (which goes with the call that starts the chain)."""
+    stage = root / f".stage-{release}"
+    if not (stage / "install.sh").is_file():
+        raise SystemExit(f"plan: .stage-{release}/install.sh missing: run ../shared/gpu/stage-vllm.sh {release}")
+    found = []
+    for d in sorted(stage.glob("p[0-9]*"), key=lambda p: int(p.name[1:])):
+        found.append(Piece(d.name, [str(d.relative_to(root))], _size(d)))
+    fa2 = [d for d in (stage / "fa2", stage / "fa2a", stage / "fa2b") if d.is_dir()]
+    if fa2_from:
+        found.append(Piece(f"fa2-of={fa2_from}", [], 0))
+    elif not fa2:
+        print(
+            f"plan: no FA2 staged for {release} (docs/runs/stage-fa2.sh): TurboQuant proofs cannot run", file=sys.stderr
+        )
+    for d in fa2 if not fa2_from else ():
+        found.append(Piece(d.name, [str(d.relative_to(root))], _size(d)))
+    fi = root / f".stage-fi-{release}"
+    for d in sorted(fi.glob("p[0-9]*"), key=lambda p: int(p.name[1:])) if fi.is_dir() else ():
+        found.append(Piece(f"fi-{d.name}", [str(d.relative_to(root))], _size(d)))
+    install = Piece("", [str((stage / "install.sh").relative_to(root))], _size(stage / "install.sh"))
+    return found, install
+
+
+def pack(found: list[Piece], install: Piece, room: int) -> list[list[Piece]]:
+    """First fit, largest first; install.sh then joins the emptiest call, which goes last (it
+    starts the chain). Refuses a piece larger than a call."""
+    bins: list[list[Piece]] = []
+    for p in sorted(found, key=lambda p: -p.size):
+        if p.size > room:
+            raise SystemExit(f"plan: {p.paths[0]} is {p.size / 2**20:.1f} MiB, over a call's {room / 2**20:.1f} MiB")
+        for b in bins:
+            if sum(x.size for x in b) + p.size <= room:
+                b.append(p)
+                break
+        else:
+            bins.append([p])
+    last = min(bins, key=lambda b: sum(x.size for x in b), default=[])
+    if not bins or sum(x.size for x in last) + install.size > room:
+        last = []
+        bins.append(last)
+    last.append(install)
+    bins.remove(last)
+    return bins + [last]
+
+
+def fa2_sha(root: Path, release: str) -> str | None:
+    for d in ("fa2", "fa2a"):
+        f = root / f".stage-{release}" / d / "fa2.so.sha256"
+        if f.is_file():
+            return f.read_text().split()[0]
+    return None
+
+
+def plan(root: Path, runs: list[tuple[str, list[str]]], room: int) -> list[dict]:
+    calls, homes, seen_fa2 = [], {}, {}
+    for i, (release, proofs) in enumerate(runs, 1):
+        home = f"/root/h{i}"
+        homes[release] = home
+        sha = fa2_sha(root, release)
+        found, install = pieces(root, release, seen_fa2.get(sha) if sha else None)
+        if sha and sha not in seen_fa2:
+            seen_fa2[sha] = home
+        bins = pack(found, install, room)
+        for n, b in enumerate(bins):
+            names = [p.name for p in b if p.name]
+            carry = [path for p in b for path in p.paths]
+            put = f"HOME={home} REL={release} bash docs/runs/steps.sh put {' '.join(names)}" if names else ""
+            if n < len(bins) - 1:
+                command = put
+            else:
+                env = f"HOME={home} REL={release} GPU_TESTS=0 RELEASE_TESTS=0"
+                chain = f"{env} bash docs/runs/steps.sh chain {' '.join(proofs)}"
+                command = f"{put} && {chain}" if put else chain
+            calls.append(
+                {
+                    "release": release,
+                    "home": home,
+                    "command": command,
+                    "carry": carry,
+                    "mib": round(sum(p.size for p in b) / 2**20, 1),
+                }
+            )
+    return calls
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", metavar="RELEASE:PROOF,...")
+    parser.add_argument("--json", action="store_true", help="one JSON object a call")
+    args = parser.parse_args(argv)
+    root = Path.cwd()
+    runs = []
+    for r in args.runs:
+        release, _, proofs = r.partition(":")
+        if not proofs:
+            parser.error(f"{r}: name the proofs to start, RELEASE:PROOF,...")
+        runs.append((release, proofs.split(",")))
+    room = LIMIT - tree_size(root) - MARGIN
+    calls = plan(root, runs, room)
+    for c in calls:
+        print(json.dumps(c) if args.json else f"[{c['mib']:5.1f} MiB] carry={json.dumps(c['carry'])}\n  {c['command']}")
+    print(
+        f"plan: {len(calls)} calls for {len(runs)} releases, {room / 2**20:.1f} MiB of pieces a call", file=sys.stderr
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,73 @@
+"""docs/runs/plan.py: the staging calls, each under what one call may carry."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("plan", REPO / "docs/runs/plan.py")
+plan = importlib.util.module_from_spec(spec)
+sys.modules["plan"] = plan  # its dataclasses look their module up
+spec.loader.exec_module(plan)
+MIB = 2**20
+
+
+def stage(root: Path, release: str, parts: list[int], fa2: list[int], fi: list[int] = (), sha: str = "a") -> None:
+    s = root / f".stage-{release}"
+    for i, mib in enumerate(parts):
+        (s / f"p{i}").mkdir(parents=True)
+        (s / f"p{i}" / f"part.{i}").write_bytes(b"x" * mib * MIB)
+    for name, mib in zip(["fa2"] if len(fa2) == 1 else ["fa2a", "fa2b"], fa2, strict=False):
+        (s / name).mkdir()
+        (s / name / "fa2.so.xz").write_bytes(b"x" * mib * MIB)
+        (s / name / "fa2.so.sha256").write_text(f"{sha}  fa2.so\n")
+    for i, mib in enumerate(fi):
+        (root / f".stage-fi-{release}" / f"p{i}").mkdir(parents=True)
+        (root / f".stage-fi-{release}" / f"p{i}" / f"fi.tar.{i}").write_bytes(b"x" * mib * MIB)
+    (s / "install.sh").write_text("#!/bin/sh\n")
+
+
+def test_every_piece_once_each_call_within_room_and_the_chain_last_with_install(tmp_path):
+    stage(tmp_path, "0.25.0", [58, 58, 8], [52], fi=[57, 1])
+    calls = plan.plan(tmp_path, [("0.25.0", ["gdn-ngram-b1", "tq-continuation"])], 61 * MIB)
+    carried = [c for call in calls for c in call["carry"]]
+    assert sorted(carried) == sorted(
+        [
+            ".stage-0.25.0/p0",
+            ".stage-0.25.0/p1",
+            ".stage-0.25.0/p2",
+            ".stage-0.25.0/fa2",
+            ".stage-fi-0.25.0/p0",
+            ".stage-fi-0.25.0/p1",
+            ".stage-0.25.0/install.sh",
+        ]
+    )
+    assert all(call["mib"] <= 61 for call in calls)
+    assert len(calls) == 4  # 58, 58, 57 + 1, 52 + 8 (+ install.sh): small pieces share a call
+    assert (
+        ".stage-0.25.0/install.sh" in calls[-1]["carry"]
+        and "chain gdn-ngram-b1 tq-continuation" in calls[-1]["command"]
+    )
+    assert not any("chain" in c["command"] for c in calls[:-1])
+    assert all(c["command"].startswith("HOME=/root/h1 REL=0.25.0 bash docs/runs/steps.sh put ") for c in calls)
+
+
+def test_a_second_release_with_the_same_fa2_copies_it_on_the_machine(tmp_path):
+    stage(tmp_path, "0.21.0", [58], [52], sha="same")
+    stage(tmp_path, "0.22.0", [58], [52], sha="same")
+    calls = plan.plan(tmp_path, [("0.21.0", ["tq-continuation"]), ("0.22.0", ["tq-continuation"])], 60 * MIB)
+    second = [c for c in calls if c["release"] == "0.22.0"]
+    assert not any("fa2" in path for c in second for path in c["carry"])
+    assert any("fa2-of=/root/h1" in c["command"] for c in second)
+
+
+def test_a_piece_over_a_call_and_a_release_not_staged_are_refused(tmp_path):
+    stage(tmp_path, "0.25.0", [61], [52])
+    with pytest.raises(SystemExit, match=r"plan: .stage-0.25.0/p0 is 61.0 MiB, over a call's 60.0 MiB"):
+        plan.plan(tmp_path, [("0.25.0", ["gdn-ngram"])], 60 * MIB)
+    with pytest.raises(SystemExit, match=r"plan: .stage-0.99.0/install.sh missing"):
+        plan.plan(tmp_path, [("0.99.0", ["gdn-ngram"])], 60 * MIB)
