@@ -194,7 +194,9 @@ case $step in
     # takes every core when unset). On 2026-11-25 two H200 machines stopped answering, and
     # everything on them was lost, with 23 and then 11 verifies started at once, three and four of
     # them FlashInfer runs of vLLM 0.21 .. 0.26 that JIT-build kernels with nvcc at engine start.
-    # A verify waiting for its slot says so in its .err file.
+    # A verify waiting for its slot says so in its .err file. The memory watchdog (below) starts
+    # with the first verify of a machine.
+    setsid nohup bash "$(realpath "$0")" watchdog < /dev/null > /dev/null 2>&1 &
     (cd "$src" && EXTRA=$extra MAXV=${MAX_VERIFIES:-8} setsid nohup bash -c '
       slot() { # POOL N FD: hold one of N lock files of POOL on descriptor FD until this shell ends
         local i; echo "waiting for one of $2 $1 slots" >&2
@@ -205,6 +207,21 @@ case $step in
       } > "$2/$1.json" 2> "$2/$1.err"; echo $? > "$2/$1.rc"' \
       "${SITE[${TARGET:-fix}]}" "$tag" "$RES" "$@" < /dev/null > /dev/null 2>&1 &)
     echo "started $tag: verify $*" ;;
+  watchdog) # one a machine (bg starts it): when available memory falls under WATCH_MIB (default
+      # 6144), kill the youngest verify's processes, its session's leader (bg's wrapper) aside,
+      # which then records the verify's failing exit. A machine out of memory stops answering and
+      # is given back with every result on it (2026-11-25, twice); a killed verify costs one
+      # result, said in /tmp/watchdog.log, which collect shows.
+    exec 9>/tmp/watchdog.lock; flock -n 9 || exit 0
+    while sleep "${WATCH_EVERY:-5}"; do
+      avail=$(awk '/^MemAvailable/ {print int($2 / 1024)}' /proc/meminfo)
+      [ "$avail" -lt "${WATCH_MIB:-6144}" ] || continue
+      pid=$(pgrep -n -f '(^|/)python3 apply.py verify') || continue  # not bg's wrappers, whose text names it
+      sid=$(ps -o sid= -p "$pid" | tr -d ' ')
+      echo "$(date +%T) ${avail} MiB available: killed verify $(tr '\0' ' ' < "/proc/$pid/cmdline" | cut -c1-160)" >> /tmp/watchdog.log
+      for p in $(pgrep -s "$sid"); do [ "$p" = "$sid" ] || kill -9 "$p" 2>/dev/null; done
+      sleep 20  # the memory comes back before the next look
+    done ;;
   proofs) # [NAME...]: the proof set, each a verify of the fix site with its control, all at once
       # on one GPU (fixed KV size each); names from vllm_backports/verify/proofs.py, default the GDN and TurboQuant
       # set; a proof whose control site this release lacks is left out, saying so
@@ -252,6 +269,7 @@ PY
       else echo "$t: running: $(tail -c 200 "$j" | tr '\n' ' ')"; fi
     done; done
     echo "machine: load $(cut -d' ' -f1-3 /proc/loadavg), $(free -g | awk '/^Mem/ {print $7}') GiB available"
+    [ ! -f /tmp/watchdog.log ] || { echo "memory watchdog:"; tail -5 /tmp/watchdog.log; }
     tar -czf "$out/res.tgz" -C / $(for h; do echo "${h#/}/verify-results"; done) 2>/dev/null; true ;;
   model) # [PRESET...]: `verify --model` on the tiny checkpoint written with a tokenizer (the same
       # weights as the tiny model's verify), judged by vLLM's own teacher-forced reference and,
