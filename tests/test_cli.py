@@ -88,7 +88,8 @@ def test_release_without_backports_says_so(home):
     assert result.code == 0
     assert "no backports shipped for this release yet" in result.out
     assert "fix-thing, lost-count" in result.out
-    assert run("--vllm", "0.19.1", "--target", str(site), "--json").json["known_bugs"] == ["fix-thing", "lost-count"]
+    machine = run("--vllm", "0.19.1", "--target", str(site), "--json").json
+    assert machine["known_bugs"] == ["fix-thing"] and machine["known"] == ["lost-count"]
 
 
 def test_removes_stale_bytecode_of_changed_files(home):
@@ -121,6 +122,8 @@ def test_list_for_humans_keeps_ids_whole_and_ends_with_a_summary(home, monkeypat
     assert any(" fix-thing " in f" {ln} " for ln in lines) and any(" add-kernel " in f" {ln} " for ln in lines)
     summary = "backports=2 shipped=2 not_yet_backported=1 known_without_backport=1 releases=3 (0.19.1 .. 0.21.0)"
     assert lines[-1] == summary
+    assert lines[-2] == "known, no backport: lost-count (vllm#3, not reproduced) on 0.19.1"
+    assert not any(ln.strip().startswith("lost-count") for ln in lines)  # not a row of the backports' table
     assert "https://" not in result.out  # issue links are shortened to vllm#N
 
 

@@ -412,7 +412,7 @@ class Catalogue:
         _unknown(raw, KNOWN_KEYS, where)
         if key in self.backports:
             raise CatalogueError(f"versions.toml: {where}: {key!r} is a backport's id: a known bug has no backport")
-        present = _field(raw, "present", str, where, "")
+        present = _field(raw, "present", str, where, "").strip()
         try:
             SpecifierSet(present)
         except InvalidSpecifier:
@@ -422,14 +422,14 @@ class Catalogue:
             raise CatalogueError(f"versions.toml: {where}: status {status!r} is not one of {', '.join(KNOWN_STATUSES)}")
         if status == "absent" and present:
             raise CatalogueError(f"versions.toml: {where}: an absent bug is present in no release; drop present")
-        return Known(
-            id=key,
-            title=_field(raw, "title", str, where),
-            bug=_field(raw, "bug", str, where),
-            present=present,
-            status=status,
-            evidence=_field(raw, "evidence", str, where),
-        )
+        if status == "reproduced" and not present:
+            raise CatalogueError(f"versions.toml: {where}: a reproduced bug is present somewhere; say where in present")
+        text = {k: _field(raw, k, str, where) for k in ("title", "bug", "evidence")}
+        for k, value in text.items():
+            # one cell of a markdown table each (docs/SUPPORT.md)
+            if "|" in value or "\n" in value:
+                raise CatalogueError(f"versions.toml: {where}: {k} must be one line without '|'")
+        return Known(id=key, present=present, status=status, **text)
 
     def _release(self, key: str, raw: dict) -> Release:
         for derived, source in DERIVED_RELEASE_KEYS.items():

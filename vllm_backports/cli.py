@@ -150,11 +150,12 @@ def _summary_line(summary: dict) -> str:
 
 
 def _nothing_backported(command: str, reporter: Reporter, tree: Tree, res: Resolution, info: dict) -> int:
-    # backports the release needs, then the [known] bugs its code has (versions.toml)
-    known = [*res.release.bugs, *res.release.known] if res.release else []
-    bugs = ", ".join(known) or "none"
+    # backports the release needs, then the [known] bugs its code has that no backport fixes
+    needed = list(res.release.bugs) if res.release else []
+    known = list(res.release.known) if res.release else []
+    bugs = ", ".join(needed + known) or "none"
     reporter.emit(
-        _payload(command, tree, res, None, {}, {**info, "known_bugs": known}),
+        _payload(command, tree, res, None, {}, {**info, "known_bugs": needed, "known": known}),
         None,
         [f"vLLM {res.version}: no backports shipped for this release yet (known bugs without a backport: {bugs})"],
     )
@@ -318,9 +319,12 @@ def list_cmd(reporter: Reporter, as_json) -> int:
         }
         for k in cat.known.values()
     ]
+    # after the table, a line each: they are no backports, and --only cannot take them
+    lines = []
     for bug in cat.known.values():
         affected = [v for v in cat.versions if bug.id in cat.releases[v].known]
-        table.add_row(bug.id, "-", _span(affected, cat.versions), "-", _short_bug(bug.bug))
+        where = _span(affected, cat.versions) if affected else "no release"
+        lines.append(f"known, no backport: {bug.id} ({_short_bug(bug.bug)}, {bug.status}) on {where}")
     n_shipped = sum(1 for r in rows if r["releases"])
     known = sum(1 for r in rows if r["affected_without_backport"])
     summary = (
@@ -328,7 +332,7 @@ def list_cmd(reporter: Reporter, as_json) -> int:
         f"releases={len(cat.versions)} ({cat.versions[0]} .. {cat.versions[-1]})"
     )
     payload = {"command": "list", "backports": rows, "known": others, "releases": cat.versions}
-    reporter.emit(payload, table, [summary])
+    reporter.emit(payload, table, [*lines, summary])
     return 0
 
 

@@ -46,7 +46,18 @@ def tree_size(root: Path) -> int:
     return sum((root / n).stat().st_size for n in out.decode().split("\0") if n and (root / n).is_file())
 
 
-def pieces(root: Path, release: str, fa2_from: str | None) -> tuple[list[Piece], Piece]:
+def wants_flashinfer(root: Path, proofs: list[str]) -> bool:
+    """Whether a proof named runs FlashInfer's GDN prefill (its pieces are carried only then)."""
+    sys.path.insert(0, str(root))
+    from vllm_backports.verify.proofs import PROOFS
+
+    unknown = [p for p in proofs if p not in PROOFS]
+    if unknown:
+        raise SystemExit(f"plan: unknown proof {unknown[0]} (vllm_backports/verify/proofs.py)")
+    return any("flashinfer" in PROOFS[p].options for p in proofs)
+
+
+def pieces(root: Path, release: str, fa2_from: str | None, flashinfer: bool) -> tuple[list[Piece], Piece]:
     """A release's pieces, and its install.sh (which goes with the call that starts the chain)."""
     stage = root / f".stage-{release}"
     if not (stage / "install.sh").is_file():
@@ -64,7 +75,9 @@ def pieces(root: Path, release: str, fa2_from: str | None) -> tuple[list[Piece],
     for d in fa2 if not fa2_from else ():
         found.append(Piece(d.name, [str(d.relative_to(root))], _size(d)))
     fi = root / f".stage-fi-{release}"
-    for d in sorted(fi.glob("p[0-9]*"), key=lambda p: int(p.name[1:])) if fi.is_dir() else ():
+    if flashinfer and not fi.is_dir():
+        raise SystemExit(f"plan: .stage-fi-{release} missing: run docs/runs/stage-flashinfer.sh {release}")
+    for d in sorted(fi.glob("p[0-9]*"), key=lambda p: int(p.name[1:])) if flashinfer else ():
         found.append(Piece(f"fi-{d.name}", [str(d.relative_to(root))], _size(d)))
     install = Piece("", [str((stage / "install.sh").relative_to(root))], _size(stage / "install.sh"))
     return found, install
@@ -106,7 +119,7 @@ def plan(root: Path, runs: list[tuple[str, list[str]]], room: int) -> list[dict]
         home = f"/root/h{i}"
         homes[release] = home
         sha = fa2_sha(root, release)
-        found, install = pieces(root, release, seen_fa2.get(sha) if sha else None)
+        found, install = pieces(root, release, seen_fa2.get(sha) if sha else None, wants_flashinfer(root, proofs))
         if sha and sha not in seen_fa2:
             seen_fa2[sha] = home
         bins = pack(found, install, room)

@@ -82,7 +82,9 @@ PY
 # directories only, not in a --target install on PYTHONPATH
 fi_path() {
   local p=$HOME/fi-site l
-  for l in $(cat "$HOME"/fi-site/*.pth 2>/dev/null); do p=$p:$HOME/fi-site/$l; done
+  while IFS= read -r l; do
+    case $l in ""|"#"*|import*) ;; /*) p=$p:$l ;; *) p=$p:$HOME/fi-site/$l ;; esac
+  done < <(cat "$HOME"/fi-site/*.pth 2>/dev/null)
   echo "$p"
 }
 site_copy() { # a hard-linked copy of the pristine install, with its own copy of every file a patch touches
@@ -99,8 +101,18 @@ case $step in
     # ~/fa2 by earlier calls (docs/runs/stage-fa2.sh says which)
     [ -d "$HOME/fa2" ] && cat "$HOME"/fa2/fa2.so.xz.* > "$HOME/fa2.so.xz" && FA2_XZ=$HOME/fa2.so.xz
     fa2=${FA2_XZ:-.stage/fa2/fa2.so.xz}
+    # A second setup on one install (chain with SKIP_INSTALL=1) finds the fix site patched by the
+    # first: revert it, or the controls copied from it below would not be pristine.
+    applied=$(PYTHONPATH=${SITE[fix]} python3 apply.py status --vllm "$REL" --json 2>/dev/null \
+      | python3 -c 'import json, sys; print(len(json.load(sys.stdin).get("applied") or []))' 2>/dev/null)
+    if [ "${applied:-0}" != 0 ]; then
+      PYTHONPATH=${SITE[fix]} python3 apply.py revert --vllm "$REL" --json > "$out/revert-fix.json" \
+        && echo "fix site: reverted the $applied backports an earlier setup applied" || { echo "setup: the fix site does not revert"; exit 1; }
+    fi
     if [ -f "$fa2" ]; then  # without it, no TurboQuant; an empty library would break vLLM's import
-      xz -dc "$fa2" > "${SITE[fix]}/$m" && (cd "${SITE[fix]}/vllm/vllm_flash_attn" && sed 's/fa2.so/_vllm_fa2_C.abi3.so/' "$sha" | sha256sum -c)
+      # through a new file: the old one may be mapped by a verify of an earlier setup's sites
+      xz -dc "$fa2" > "${SITE[fix]}/$m.new" && mv "${SITE[fix]}/$m.new" "${SITE[fix]}/$m" \
+        && (cd "${SITE[fix]}/vllm/vllm_flash_attn" && sed 's/fa2.so/_vllm_fa2_C.abi3.so/' "$sha" | sha256sum -c)
     else echo "no FA2 staged: TurboQuant proofs cannot run"; fi
     site_copy "${SITE[raw]}"; site_copy "${SITE[ctl]}"
     for id in "${LESS[@]}"; do
@@ -202,7 +214,8 @@ case $step in
         local i; echo "waiting for one of $2 $1 slots" >&2
         while :; do for i in $(seq 1 "$2"); do eval "exec $3>/tmp/slot-$1.$i"; flock -n "$3" && return; done; sleep 10; done
       }
-      { slot verify "$MAXV" 8; [ -z "$EXTRA" ] || slot flashinfer 1 9
+      # the FlashInfer slot first: waiting for it should not hold one of the verify slots
+      { [ -z "$EXTRA" ] || slot flashinfer 1 9; slot verify "$MAXV" 8
         PYTHONPATH=$0${EXTRA:+:$EXTRA} MAX_JOBS=${MAX_JOBS:-4} python3 apply.py verify --work-dir "/tmp/v-$REL-$1" --json "${@:3}"
       } > "$2/$1.json" 2> "$2/$1.err"; echo $? > "$2/$1.rc"' \
       "${SITE[${TARGET:-fix}]}" "$tag" "$RES" "$@" < /dev/null > /dev/null 2>&1 &)
@@ -216,8 +229,14 @@ case $step in
     while sleep "${WATCH_EVERY:-5}"; do
       avail=$(awk '/^MemAvailable/ {print int($2 / 1024)}' /proc/meminfo)
       [ "$avail" -lt "${WATCH_MIB:-6144}" ] || continue
-      pid=$(pgrep -n -f '(^|/)python3 apply.py verify') || continue  # not bg's wrappers, whose text names it
-      sid=$(ps -o sid= -p "$pid" | tr -d ' ')
+      # the youngest verify of a session bg started (its leader is bg's wrapper, whose text holds
+      # slot(); the pattern skips the wrappers themselves, whose text names the command too)
+      victim=$(for p in $(pgrep -f '(^|/)python3 apply.py verify'); do
+        s=$(ps -o sid= -p "$p" | tr -d ' ')
+        [ -n "$s" ] && grep -q 'slot()' "/proc/$s/cmdline" 2>/dev/null && echo "$(ps -o etimes= -p "$p" | tr -d ' ') $p $s"
+      done | sort -n | head -1)
+      [ -n "$victim" ] || continue
+      read -r _ pid sid <<< "$victim"
       echo "$(date +%T) ${avail} MiB available: killed verify $(tr '\0' ' ' < "/proc/$pid/cmdline" | cut -c1-160)" >> /tmp/watchdog.log
       for p in $(pgrep -s "$sid"); do [ "$p" = "$sid" ] || kill -9 "$p" 2>/dev/null; done
       sleep 20  # the memory comes back before the next look
@@ -276,32 +295,41 @@ PY
       # on the same outputs, by float32 transformers (--float32-reference); beside it the tiny
       # model's float32 verify of the same preset. Both on the fix site with the pristine one as
       # control, started with bg (four at once on one GPU, a fixed KV size each); then poll and
-      # model-compare. 192 tokens a step, as the float32 verify's batch of 16.
+      # model-compare. Prompts, output length and token budget as the float32 verify's shape.
       # A control whose runs fail (the agreement on errors needs one): CONTROL=less-ID (default
       # raw), BATCH (default 16) and MODEL_PROMPTS=SET, one of the tiny model's prompt sets, which
-      # --model reads as a JSONL file of the same token ids ("prompt_token_ids"); e.g. on 0.28.0
+      # --model reads as a JSONL file of token ids ("prompt_token_ids"; the tokenizer's vocabulary
+      # may be smaller than the model's, so the ids are drawn anew, as many and as long); e.g. on 0.28.0
       # CONTROL=less-spec-prefill-decode-graph BATCH=1 MODEL_PROMPTS=k-plus-1 ... model ngram mtp.
     ck=/tmp/tiny-ck-$REL
     PYTHONPATH=${SITE[fix]} python3 -m vllm_backports.verify.tokenizer "$ck" --mtp > /dev/null; echo "tiny checkpoint: exit $?"
     control=${SITE[${CONTROL:-raw}]:-}; [ -d "$control" ] || { echo "no control site ${CONTROL:-raw} for $REL"; exit 1; }
     common=(--mode graphs --batch "${BATCH:-16}" --prefill-backend "${PREFILL:-triton}" --kv-cache-gib 2
       --gpu-memory-utilization 0.08 --control "$control")
-    mp=(); fp=()
+    # --model's engine as the float32 verify's shape has it (scenarios.SHAPES), prompts included
+    read -r n_prompts max_tokens budget < <(python3 -c 'import sys; from vllm_backports.verify.scenarios import SHAPES
+s = SHAPES[int(sys.argv[1])]; print(s.prompts, s.max_tokens, s.max_num_batched_tokens or "")' "${BATCH:-16}") \
+      || { echo "no shape of ${BATCH:-16} a batch"; exit 1; }
+    mp=(--max-tokens "$max_tokens"); [ -z "$budget" ] || mp+=(--max-num-batched-tokens "$budget"); fp=()
     if [ -n "${MODEL_PROMPTS:-}" ]; then
-      # the tiny model's set at the presets' k (3), token ids within the tokenizer's vocabulary
-      PYTHONPATH=${SITE[fix]} python3 - "$ck" "$MODEL_PROMPTS" > "$ck.prompts.jsonl" <<'PY' || exit 1
+      # the tiny model's set at the presets' k (3) and the shape's count, token ids within the
+      # tokenizer's vocabulary; a set with engine settings of its own --model would not take
+      PYTHONPATH=${SITE[fix]} python3 - "$ck" "$MODEL_PROMPTS" "$n_prompts" > "$ck.prompts.jsonl" <<'PY' || exit 1
 import json, sys
 from transformers import AutoTokenizer
 from vllm_backports.verify import scenarios
+kind, count = sys.argv[2], int(sys.argv[3])
+own = scenarios.PROMPT_SETS[kind]
+if own != scenarios.PromptSet(own.build):
+    sys.exit(f"MODEL_PROMPTS={kind}: a prompt set with engine settings of its own, which --model does not take")
 vocab = len(AutoTokenizer.from_pretrained(sys.argv[1], local_files_only=True))
-for ids in scenarios.prompts(32, vocab, kind=sys.argv[2], k=3):
-    print(json.dumps({"prompt_token_ids": ids, "group": sys.argv[2]}))
+for ids in scenarios.prompts(count, vocab, kind=kind, k=3):
+    print(json.dumps({"prompt_token_ids": ids, "group": kind}))
 PY
-      mp=(--prompts "$ck.prompts.jsonl"); fp=(--prompts "$MODEL_PROMPTS")
+      mp+=(--prompts "$ck.prompts.jsonl"); fp=(--prompts "$MODEL_PROMPTS")
     fi
     for preset in ${@:-mtp ngram}; do
-      bash "$0" bg "model-$preset" --model "$ck" --float32-reference --max-num-batched-tokens 192 --preset "$preset" \
-        "${mp[@]}" "${common[@]}"
+      bash "$0" bg "model-$preset" --model "$ck" --float32-reference --preset "$preset" "${mp[@]}" "${common[@]}"
       bash "$0" bg "f32-$preset" --preset "$preset" "${fp[@]}" "${common[@]}"
     done ;;
   model-compare) # after model and poll: every verdict of the two references on the same outputs,

@@ -33,7 +33,7 @@ def stage(root: Path, release: str, parts: list[int], fa2: list[int], fi: list[i
 
 def test_every_piece_once_each_call_within_room_and_the_chain_last_with_install(tmp_path):
     stage(tmp_path, "0.25.0", [58, 58, 8], [52], fi=[57, 1])
-    calls = plan.plan(tmp_path, [("0.25.0", ["gdn-ngram-b1", "tq-continuation"])], 61 * MIB)
+    calls = plan.plan(tmp_path, [("0.25.0", ["gdn-ngram-b1", "gdn-ngram-flashinfer"])], 61 * MIB)
     carried = [c for call in calls for c in call["carry"]]
     assert sorted(carried) == sorted(
         [
@@ -50,10 +50,18 @@ def test_every_piece_once_each_call_within_room_and_the_chain_last_with_install(
     assert len(calls) == 4  # 58, 58, 57 + 1, 52 + 8 (+ install.sh): small pieces share a call
     assert (
         ".stage-0.25.0/install.sh" in calls[-1]["carry"]
-        and "chain gdn-ngram-b1 tq-continuation" in calls[-1]["command"]
+        and "chain gdn-ngram-b1 gdn-ngram-flashinfer" in calls[-1]["command"]
     )
     assert not any("chain" in c["command"] for c in calls[:-1])
     assert all(c["command"].startswith("HOME=/root/h1 REL=0.25.0 bash docs/runs/steps.sh put ") for c in calls)
+
+
+def test_flashinfer_pieces_are_carried_only_for_a_flashinfer_proof(tmp_path):
+    stage(tmp_path, "0.25.0", [58], [52], fi=[57])
+    calls = plan.plan(tmp_path, [("0.25.0", ["tq-continuation"])], 61 * MIB)
+    assert not any("fi" in path for c in calls for path in c["carry"] if "fa2" not in path)
+    with pytest.raises(SystemExit, match="plan: unknown proof tq-continuatio "):
+        plan.plan(tmp_path, [("0.25.0", ["tq-continuatio"])], 61 * MIB)
 
 
 def test_a_second_release_with_the_same_fa2_copies_it_on_the_machine(tmp_path):

@@ -368,7 +368,7 @@ def test_every_round_is_judged_and_reported_by_round(tmp_path, monkeypatch):
     assert [x["accepted"] for x in control["rounds"]] == [100, 90, 50]
     half = control["sequences"] // 3 // 2
     assert [x["prefix_hit_lengths"] for x in control["rounds"]] == [{"0": 2 * half}] + [{"0": half, "160": half}] * 2
-    assert control["prefix_hit_lengths"] == {"0": 2 * half}  # the row's own: its first round
+    assert control["prefix_hit_lengths"] == {"0": 4 * half, "160": 2 * half}  # the row's: every round
     assert control["errors"] == 96 and control["sequences"] == 36 and control["tokens"] == 144
     target = next(r for r in result["rows"] if r["site"] == "target" and r["scenario"] == "mtp")
     assert [x["errors"] for x in target["rounds"]] == [0, 0, 0] and target["sequences"] == 36

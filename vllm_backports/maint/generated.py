@@ -96,13 +96,14 @@ def known_cell(cat: Catalogue, version: str) -> str:
     [known] bugs the release's code has, by their upstream numbers, grouped by what the GPU showed,
     linked to the notes' table of them."""
     r = cat.releases[version]
-    parts = list(r.bugs)
+    groups = []
     for state in KNOWN_STATUSES:
         numbers = [cat.known[k].number for k in r.known if cat.known[k].status == state]
         if numbers:
-            parts.append(f"{', '.join(numbers)} ({state})")
-    if r.known:
-        parts[-1] = f"[{parts[-1]}]({NOTES.as_posix()}#{slug(KNOWN_HEADING)})"
+            groups.append(f"{', '.join(numbers)} ({state})")
+    parts = list(r.bugs)
+    if groups:
+        parts.append(f"[{'; '.join(groups)}]({NOTES.as_posix()}#{slug(KNOWN_HEADING)})")
     return "; ".join(parts) or "-"
 
 

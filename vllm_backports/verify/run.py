@@ -565,7 +565,8 @@ def score(
                 "tokens_per_s": round(r["tokens_per_s"], 1),
                 "start_s": round(r.get("start_s", 0.0), 1),
                 "engine": r.get("engine"),
-                "prefix_hit_lengths": hit_lengths(r.get("cached_tokens")),
+                # over every round, as the verdict (each round's own under "rounds")
+                "prefix_hit_lengths": hit_lengths([c for x in rounds_of(r) for c in x.get("cached_tokens") or []]),
                 "regrets": [[round(x, 3) for x in s] for s in regrets],
             }
         )
