@@ -36,12 +36,31 @@ def verify_all(version: str, prefill_backend: str, out: Path, run: Callable = su
                 [sys.executable, str(APPLY), "verify", *options, "--work-dir", str(out / name), "--json"], stdout=stdout
             ).returncode
         try:
-            passed = json.loads((out / f"{name}.json").read_text()).get("passed")
+            result = json.loads((out / f"{name}.json").read_text())
         except ValueError:
-            passed = None
-        if code != 0 or passed is not True:
+            result = {}
+        if code != 0 or result.get("passed") is not True:
             problems.append(f"verify {name} did not pass (exit {code}; {out / name}.json)")
+        elif caching_on(options) and not hit(result):
+            # prompts that fill no cache block pass without exercising what the run is for
+            problems.append(f"verify {name} passed without a prefix-cache hit: it tested nothing ({out / name}.json)")
     return problems
+
+
+def caching_on(options: tuple[str, ...]) -> bool:
+    return "--prefix-caching" in options and options[options.index("--prefix-caching") + 1] == "on"
+
+
+def hit(result: dict) -> bool:
+    """Whether a speculative row of verify's JSON took prompt tokens from the prefix cache."""
+    for row in result.get("rows", []):
+        if row.get("scenario") == "baseline":
+            continue
+        if ((row.get("engine") or {}).get("prefix_cache") or {}).get("hits"):
+            return True
+        if any(n != "0" for n in row.get("prefix_hit_lengths") or {}):
+            return True
+    return False
 
 
 def main() -> int:

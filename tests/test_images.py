@@ -359,16 +359,25 @@ def test_smoke_verify_runs_every_smoke_proof_and_names_each_that_did_not_pass(tm
     def fake_run(cmd, stdout):
         name = cmd[cmd.index("--work-dir") + 1].rsplit("/", 1)[-1]
         ran.append(name)
-        # kp1-b1 exits 1; mtp exits 0 but did not pass; the rest pass
-        stdout.write(json.dumps({"passed": name not in ("kp1-b1", "mtp")}))
+        # kp1-b1 exits 1; mtp exits 0 but did not pass; gdn-ngram-prefix passes with no prefix
+        # hit; the rest pass, those with prefix caching on with hits
+        hits = 0 if name == "gdn-ngram-prefix" else 320
+        rows = [{"scenario": "baseline", "engine": {"prefix_cache": {"hits": 999}}},
+                {"scenario": "ngram", "engine": {"prefix_cache": {"hits": hits}}}]
+        stdout.write(json.dumps({"passed": name not in ("kp1-b1", "mtp"), "rows": rows}))
         return subprocess.CompletedProcess(cmd, 1 if name == "kp1-b1" else 0)
 
     problems = smoke.verify_all("0.28.0", "triton", tmp_path, run=fake_run)
     assert ran == list(smoke.smoke_runs("0.28.0", "triton")) and "tq-mtp" in ran
     assert problems == [
+        "verify gdn-ngram-prefix passed without a prefix-cache hit: it tested nothing "
+        f"({tmp_path}/gdn-ngram-prefix.json)",
         f"verify mtp did not pass (exit 0; {tmp_path}/mtp.json)",
         f"verify kp1-b1 did not pass (exit 1; {tmp_path}/kp1-b1.json)",
     ]
+    # a per-request hit length counts as a hit where the counters are missing
+    assert smoke.hit({"rows": [{"scenario": "mtp", "prefix_hit_lengths": {"0": 3, "160": 1}}]})
+    assert not smoke.hit({"rows": [{"scenario": "mtp", "prefix_hit_lengths": {"0": 4}}]})
     ran.clear()
     assert smoke.verify_all("0.20.0", "triton", tmp_path, run=lambda cmd, stdout: (
         stdout.write("not json"), subprocess.CompletedProcess(cmd, 0))[1]) == [
