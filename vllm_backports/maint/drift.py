@@ -48,6 +48,16 @@ def current_text(path: Path) -> str:
     return path.read_text() if path.exists() else ""
 
 
+def write_region(
+    home: Path, page: Path, begin: str, end: str, body: str, write: bool, current: str, text: str | None = None
+) -> None:
+    """write_or_diff of the page `page` (under `home`) with its `begin` ... `end` region replaced by
+    `body`; `text`, the page as read already, where the body was rendered from it."""
+    path = home / page
+    text = path.read_text() if text is None else text
+    write_or_diff(path, text, splice(text, begin, end, body, page.as_posix()), write, current, page.as_posix())
+
+
 def splice(text: str, begin: str, end: str, body: str, label: str) -> str:
     """`text` with what lies between the markers `begin` and `end` replaced by `body`, on lines of
     its own. A page without both markers, in that order, is an error naming `label`: the generated

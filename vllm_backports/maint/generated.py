@@ -18,15 +18,16 @@ from ..errors import BackportError, CatalogueError, EvidenceError
 from ..evidence import EVIDENCE_DIR, PAGE, heading, load, matrix_status, render_page, slug
 from ..images import BAKE_DATA, render_bake_data
 from ..upstream_tests import markdown
-from .drift import current_text, splice, write_or_diff
+from .drift import current_text, splice, write_or_diff, write_region
 
 MATRIX_BEGIN, MATRIX_END = "<!-- support-matrix:begin -->", "<!-- support-matrix:end -->"
 # The owed scenarios' meanings and the dated notes live on their own generated page, so the
 # README's matrix stays a table a reader takes in at a glance.
 NOTES = Path("docs/SUPPORT.md")
 # The README counts a release's owed runs and links to the generated table of every release's
-# (maint owed-table); the scenarios themselves are listed in NOTES.
-OWED_TABLE = Path("docs/VERIFICATION.md")
+# (maint owed-table, on the page of GPU runs; maint verification-index writes there too); the
+# scenarios themselves are listed in NOTES.
+VERIFICATION = Path("docs/VERIFICATION.md")
 OWED_HEADING = "Runs still owed"
 
 
@@ -71,7 +72,7 @@ def _gpu(cat: Catalogue, version: str, evidence: dict, page: str) -> str:
 def owed_link(due: tuple[str, ...]) -> str:
     """How many runs a release still owes, linked to the table of the runs still owed."""
     runs = f"{len(due)} run" + ("" if len(due) == 1 else "s")
-    return f"[owed: {runs}]({OWED_TABLE.as_posix()}#{slug(OWED_HEADING)})"
+    return f"[owed: {runs}]({VERIFICATION.as_posix()}#{slug(OWED_HEADING)})"
 
 
 def status(cat: Catalogue, version: str, evidence: dict) -> str:
@@ -292,10 +293,7 @@ def bench_table(home: Path, write: bool) -> None:
         table = bench_table_.render(results, plots)
     except (ValueError, KeyError, TypeError) as exc:
         raise BackportError(f"{bench_table_.RUNS}: {exc}") from None
-    path = home / BENCHMARKS
-    text = path.read_text()
-    new = splice(text, bench_table_.BEGIN, bench_table_.END, table, BENCHMARKS.as_posix())
-    write_or_diff(path, text, new, write, "A/B table is current", BENCHMARKS.as_posix())
+    write_region(home, BENCHMARKS, bench_table_.BEGIN, bench_table_.END, table, write, "A/B table is current")
 
 
 COMMANDS = (matrix, evidence, bake, upstream_tests_doc, bench_table)

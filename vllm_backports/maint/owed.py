@@ -9,10 +9,10 @@ import click
 
 from ..catalogue import SCENARIOS, Catalogue
 from ..evidence import load
-from .drift import splice, write_or_diff
+from .drift import write_region
+from .generated import VERIFICATION as PAGE
 from .generated import owed
 
-PAGE = Path("docs/VERIFICATION.md")
 BEGIN, END = "<!-- owed-table:begin -->", "<!-- owed-table:end -->"
 NOTHING = "Nothing is owed: every scenario `owed` in `versions.toml` named has run on a GPU."
 
@@ -53,12 +53,8 @@ def owed_table(home: Path, write: bool) -> None:
     """Regenerate the table of runs still owed in docs/VERIFICATION.md from `owed` in versions.toml
     (with docs/evidence/: a release without evidence owes what the twin whose evidence covers it
     owes, as in the support matrix)."""
-    path = home / PAGE
-    text = path.read_text()
     table = render(Catalogue(home), load(home))  # a bad file stops here, before anything is written
-    write_or_diff(
-        path, text, splice(text, BEGIN, END, table, PAGE.as_posix()), write, "owed table is current", PAGE.as_posix()
-    )
+    write_region(home, PAGE, BEGIN, END, table, write, "owed table is current")
 
 
 COMMANDS = (owed_table,)

@@ -14,9 +14,9 @@ from packaging.version import InvalidVersion, Version
 from ..catalogue import Catalogue
 from ..errors import BackportError
 from ..evidence import slug
-from .drift import splice, write_or_diff
+from .drift import write_region
+from .generated import VERIFICATION as PAGE
 
-PAGE = Path("docs/VERIFICATION.md")
 BEGIN, END = "<!-- by-release:begin -->", "<!-- by-release:end -->"
 ENTRY = re.compile(r"^## (\d{4}-\d{2}-\d{2}) · vLLM ([^·]+?) · ([^·]+?) · .+$")
 DATED = re.compile(r"^## \d{4}-\d{2}-\d{2}")
@@ -88,17 +88,9 @@ def render(cat: Catalogue, page: str) -> str:
 @click.pass_obj
 def verification_index(home: Path, write: bool) -> None:
     """Regenerate docs/VERIFICATION.md's index from release to its dated entries."""
-    path = home / PAGE
-    text = path.read_text()
+    text = (home / PAGE).read_text()
     index = render(Catalogue(home), text)  # a bad heading stops here, before anything is written
-    write_or_diff(
-        path,
-        text,
-        splice(text, BEGIN, END, index, PAGE.as_posix()),
-        write,
-        "index by release is current",
-        PAGE.as_posix(),
-    )
+    write_region(home, PAGE, BEGIN, END, index, write, "index by release is current", text)
 
 
 COMMANDS = (verification_index,)
