@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from vllm_backports.catalogue import Catalogue  # noqa: E402
 from vllm_backports.resolve import local_build_of  # noqa: E402
-from vllm_backports.verify.proofs import smoke_runs  # noqa: E402
+from vllm_backports.verify.proofs import option, smoke_runs  # noqa: E402
 
 APPLY = Path(__file__).resolve().parent.parent / "apply.py"
 
@@ -41,14 +41,10 @@ def verify_all(version: str, prefill_backend: str, out: Path, run: Callable = su
             result = {}
         if code != 0 or result.get("passed") is not True:
             problems.append(f"verify {name} did not pass (exit {code}; {out / name}.json)")
-        elif caching_on(options) and not hit(result):
+        elif option(options, "--prefix-caching") == "on" and not hit(result):
             # prompts that fill no cache block pass without exercising what the run is for
             problems.append(f"verify {name} passed without a prefix-cache hit: it tested nothing ({out / name}.json)")
     return problems
-
-
-def caching_on(options: tuple[str, ...]) -> bool:
-    return "--prefix-caching" in options and options[options.index("--prefix-caching") + 1] == "on"
 
 
 def hit(result: dict) -> bool:

@@ -245,17 +245,16 @@ case $step in
       # on one GPU (fixed KV size each); names from vllm_backports/verify/proofs.py, default the GDN and TurboQuant
       # set; a proof whose control site this release lacks is left out, saying so
     common=(--kv-cache-gib 2 --gpu-memory-utilization 0.08)
-    # The proofs, their options and control sites: vllm_backports/verify/proofs.py
+    # The proofs, their control sites and options (16 a batch, graphs unless they say otherwise):
+    # vllm_backports/verify/proofs.py
     for name in ${@:-gdn-ngram tq-mtp gdn-ngram-prefix gdn-ngram-kp1 mtp}; do
-      opts=$(python3 -m vllm_backports.verify.proofs options "$name") || { echo "unknown proof $name"; continue; }
-      control=${SITE[$(python3 -m vllm_backports.verify.proofs control "$name")]:-}
+      read -r kind opts < <(python3 -m vllm_backports.verify.proofs "$name") || { echo "unknown proof $name"; continue; }
+      control=${SITE[$kind]:-}
       [ -d "${SITE[fix]}" ] || { echo "$name: no fix site for $REL"; continue; }
       [ -n "$control" ] && [ -d "$control" ] || { echo "$name: no control site ${control:-for it} for $REL"; continue; }
-      batch=(--batch 16); [[ " $opts " == *" --batch "* ]] && batch=()
-      mode=(--mode graphs); [[ " $opts " == *" --mode "* ]] && mode=()
       prefill=(--prefill-backend "${PREFILL:-triton}"); [[ " $opts " == *" --prefill-backend "* ]] && prefill=()
       # shellcheck disable=SC2086
-      bash "$0" bg "$name" $opts --control "$control" "${batch[@]}" "${mode[@]}" "${prefill[@]}" "${common[@]}"
+      bash "$0" bg "$name" $opts --control "$control" "${prefill[@]}" "${common[@]}"
     done ;;
   poll) # SECONDS: wait until every verify started by bg has ended, or SECONDS; bring back what there is
     deadline=$((SECONDS + ${1:-500}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from vllm_backports.verify.proofs import BLOCK_TUNED, PROOFS, smoke_runs
+from vllm_backports.verify.proofs import BLOCK_TUNED, PROOFS, smoke_runs, with_defaults
 
 
 def test_steps_sh_reads_options_and_control_site_and_an_unknown_name_fails():
@@ -13,11 +13,16 @@ def test_steps_sh_reads_options_and_control_site_and_an_unknown_name_fails():
         cmd = [sys.executable, "-m", "vllm_backports.verify.proofs", *args]
         return subprocess.run(cmd, capture_output=True, text=True)
 
-    opts = proofs("options", "tq-continuation")
-    assert opts.returncode == 0 and opts.stdout.split() == list(PROOFS["tq-continuation"].options)
-    assert proofs("control", "tq-continuation").stdout.strip() == "less-turboquant-prefill-fastpath"
-    assert proofs("control", "tq-mtp").stdout.strip() == "ctl" and proofs("control", "mtp").stdout.strip() == "raw"
-    bad = proofs("options", "gdn-ngram-typo")
+    line = proofs("tq-continuation")
+    control, *opts = line.stdout.split()
+    assert line.returncode == 0 and opts == list(with_defaults(PROOFS["tq-continuation"].options))
+    assert control == "less-turboquant-prefill-fastpath"
+    assert proofs("tq-mtp").stdout.split()[0] == "ctl" and proofs("mtp").stdout.split()[0] == "raw"
+    # a proof's own batch and mode stay, the defaults fill what it leaves out
+    assert proofs("plogprobs-mtp-b1-eager").stdout.split()[1:] == [
+        "--preset", "mtp", "--batch", "1", "--mode", "eager", "--prompt-logprobs"]
+    assert proofs("mtp").stdout.split()[1:] == ["--preset", "mtp", "--batch", "16", "--mode", "graphs"]
+    bad = proofs("gdn-ngram-typo")
     assert bad.returncode == 2 and bad.stdout == "" and "one of: gdn-ngram" in bad.stderr
 
 

@@ -2,8 +2,8 @@
 its control site), the scenarios a release may owe (catalogue.SCENARIOS) and the runs of the
 images' GPU smoke test, all from this one table.
 
-    python -m vllm_backports.verify.proofs options NAME   # verify's options, space-separated
-    python -m vllm_backports.verify.proofs control NAME   # raw, ctl or less-<backport id>
+    python -m vllm_backports.verify.proofs NAME   # its control site (raw, ctl or less-<backport
+                                                  # id), then verify's options with the defaults
 """
 
 from __future__ import annotations
@@ -97,6 +97,11 @@ BLOCK_TUNED = ("shared-prefix", "tq-continuation", "producer-consumer")
 DEFAULTS = {"--batch": "16", "--mode": "graphs"}
 
 
+def option(options: tuple[str, ...], flag: str) -> str | None:
+    """The value `options` give `flag`, None where they do not give it."""
+    return options[options.index(flag) + 1] if flag in options else None
+
+
 def with_defaults(options: tuple[str, ...]) -> tuple[str, ...]:
     extra = [x for flag, value in DEFAULTS.items() if flag not in options for x in (flag, value)]
     return options + tuple(extra)
@@ -117,8 +122,7 @@ def smoke_runs(version: str, prefill_backend: str) -> dict[str, tuple[str, ...]]
         if not proof.smoke or (proof.turboquant and Version(version) < Version(TURBOQUANT_ON_HYBRIDS_FROM)):
             continue
         options = with_defaults(proof.options)
-        prompts = options[options.index("--prompts") + 1] if "--prompts" in options else None
-        if prefill_backend == "flashinfer" and prompts in BLOCK_TUNED:
+        if prefill_backend == "flashinfer" and option(options, "--prompts") in BLOCK_TUNED:
             options += ("--prefill-backend", "triton")
         else:
             options += ("--prefill-backend", prefill_backend)
@@ -129,12 +133,11 @@ def smoke_runs(version: str, prefill_backend: str) -> dict[str, tuple[str, ...]]
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) == 2 and argv[0] in ("options", "control") and argv[1] in PROOFS:
-        proof = PROOFS[argv[1]]
-        print(" ".join(proof.options) if argv[0] == "options" else proof.control)
+    if len(argv) == 1 and argv[0] in PROOFS:
+        proof = PROOFS[argv[0]]
+        print(proof.control, *with_defaults(proof.options))
         return 0
-    names = " ".join(PROOFS)
-    print(f"usage: python -m vllm_backports.verify.proofs options|control NAME (one of: {names})", file=sys.stderr)
+    print(f"usage: python -m vllm_backports.verify.proofs NAME (one of: {' '.join(PROOFS)})", file=sys.stderr)
     return 2
 
 
