@@ -307,22 +307,21 @@ def list_cmd(reporter: Reporter, as_json) -> int:
             r["upstream_in"] or "-",
             _short_bug(r["bug"]),
         )
-    # bugs in the same code paths that no backport fixes, with what the GPU showed
-    others = [
-        {
-            "id": k.id,
-            "title": k.title,
-            "bug": k.bug,
-            "status": k.status,
-            "releases": [v for v in cat.versions if k.id in cat.releases[v].known],
-            "evidence": k.evidence,
-        }
-        for k in cat.known.values()
-    ]
-    # after the table, a line each: they are no backports, and --only cannot take them
-    lines = []
+    # bugs in the same code paths that no backport fixes, with what the GPU showed; for humans a
+    # line each after the table: they are no backports, and --only cannot take them
+    others, lines = [], []
     for bug in cat.known.values():
         affected = [v for v in cat.versions if bug.id in cat.releases[v].known]
+        others.append(
+            {
+                "id": bug.id,
+                "title": bug.title,
+                "bug": bug.bug,
+                "status": bug.status,
+                "releases": affected,
+                "evidence": bug.evidence,
+            }
+        )
         where = _span(affected, cat.versions) if affected else "no release"
         lines.append(f"known, no backport: {bug.id} ({_short_bug(bug.bug)}, {bug.status}) on {where}")
     n_shipped = sum(1 for r in rows if r["releases"])
