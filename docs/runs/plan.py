@@ -6,7 +6,7 @@ with `steps.sh put`, the last call starting `steps.sh chain` with install.sh.
     python3 docs/runs/plan.py 0.25.0:gdn-ngram-b1,tq-continuation 0.26.0:gdn-ngram-flashinfer
     python3 docs/runs/plan.py --json 0.33.0:tq-continuation    # one object a call: command, carry
 
-Run from the project root after ../shared/gpu/stage-vllm.sh REL, docs/runs/stage-fa2.sh REL and,
+Run after ../shared/gpu/stage-vllm.sh REL (from the project root), docs/runs/stage-fa2.sh REL and,
 for FlashInfer proofs, docs/runs/stage-flashinfer.sh REL. Releases with the same FA2 (its sha256)
 copy it on the machine from the first one's HOME instead of carrying it again.
 """
@@ -19,6 +19,10 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: its .stage-* folders and its package
+sys.path.insert(0, str(ROOT))
+from vllm_backports.verify.proofs import PROOFS  # noqa: E402  (after the path, as a script)
 
 LIMIT = 64 * 2**20
 MARGIN = 2**20  # what the tree may grow by between planning and the calls
@@ -46,11 +50,8 @@ def tree_size(root: Path) -> int:
     return sum((root / n).stat().st_size for n in out.decode().split("\0") if n and (root / n).is_file())
 
 
-def wants_flashinfer(root: Path, proofs: list[str]) -> bool:
+def wants_flashinfer(proofs: list[str]) -> bool:
     """Whether a proof named runs FlashInfer's GDN prefill (its pieces are carried only then)."""
-    sys.path.insert(0, str(root))
-    from vllm_backports.verify.proofs import PROOFS
-
     unknown = [p for p in proofs if p not in PROOFS]
     if unknown:
         raise SystemExit(f"plan: unknown proof {unknown[0]} (vllm_backports/verify/proofs.py)")
@@ -119,7 +120,7 @@ def plan(root: Path, runs: list[tuple[str, list[str]]], room: int) -> list[dict]
         home = f"/root/h{i}"
         homes[release] = home
         sha = fa2_sha(root, release)
-        found, install = pieces(root, release, seen_fa2.get(sha) if sha else None, wants_flashinfer(root, proofs))
+        found, install = pieces(root, release, seen_fa2.get(sha) if sha else None, wants_flashinfer(proofs))
         if sha and sha not in seen_fa2:
             seen_fa2[sha] = home
         bins = pack(found, install, room)
@@ -150,7 +151,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("runs", nargs="+", metavar="RELEASE:PROOF,...")
     parser.add_argument("--json", action="store_true", help="one JSON object a call")
     args = parser.parse_args(argv)
-    root = Path.cwd()
+    root = ROOT
     runs = []
     for r in args.runs:
         release, _, proofs = r.partition(":")
