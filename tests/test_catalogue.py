@@ -51,11 +51,11 @@ REPO = Path(__file__).resolve().parent.parent
             "bugs must be a list of strings",
         ),
         ('[series."0.33.0".files]\n', '[series."0.33.0".fils]\n', "unknown key 'fils'"),
-        ('owed = ["gdn-ngram-flashinfer", "tq-continuation", "kp1-b1-fix"]\n', 'owed = ["flashinfer"]\n',
+        ('owed = ["gdn-ngram-flashinfer", "tp2"]\n', 'owed = ["flashinfer"]\n',
          "owed names unknown scenario 'flashinfer' (did you mean 'gdn-ngram-flashinfer'?)"),
-        ('owed = ["gdn-ngram-flashinfer", "tq-continuation", "kp1-b1-fix"]\n', 'owed = ["tp2", "tp2"]\n',
+        ('owed = ["gdn-ngram-flashinfer", "tp2"]\n', 'owed = ["tp2", "tp2"]\n',
          "owed lists a scenario twice"),
-        ('owed = ["gdn-ngram-flashinfer", "tq-continuation", "kp1-b1-fix"]\n', 'owed = "tp2"\n',
+        ('owed = ["gdn-ngram-flashinfer", "tp2"]\n', 'owed = "tp2"\n',
          "owed must be a list of strings"),
         ('notes = [\n  "2026-11-25: gdn-ngram-flashinfer', 'notes = [\n  "2026-11-25 gdn-ngram-flashinfer',
          'is not one line "YYYY-MM-DD: what"'),
@@ -65,11 +65,11 @@ REPO = Path(__file__).resolve().parent.parent
          "characters, over 120"),
         ('notes = [\n  "2026-11-25: gdn-ngram-flashinfer', 'notes = [\n  2026-11-25, "gdn-ngram-flashinfer',
          "notes must be a list of strings"),
-        ('owed = ["gdn-ngram-flashinfer", "tq-continuation", "kp1-b1-fix"]\n', 'verified = "applies cleanly"\n',
+        ('owed = ["gdn-ngram-flashinfer", "tp2"]\n', 'verified = "applies cleanly"\n',
          "'verified' is replaced by owed and notes"),
-        ('owed = ["gdn-ngram-flashinfer", "tq-continuation", "kp1-b1-fix"]\n', "ran_on_gpu = true\n",
+        ('owed = ["gdn-ngram-flashinfer", "tp2"]\n', "ran_on_gpu = true\n",
          "'ran_on_gpu' is replaced by docs/evidence/<release>/"),
-        ('owed = ["gdn-ngram-flashinfer", "tq-continuation", "kp1-b1-fix"]\n', 'covered_by = "0.32.0"\n',
+        ('owed = ["gdn-ngram-flashinfer", "tp2"]\n', 'covered_by = "0.32.0"\n',
          "'covered_by' is replaced by the pinned hashes"),
         ('present = ">=0.19.0"\nstatus = "not reproduced"', 'present = ">=0.19.0"\nstatus = "maybe"',
          "[known.async-count-moved-rows]: status 'maybe' is not one of reproduced, not reproduced, absent"),
@@ -140,7 +140,7 @@ def test_known_bugs_are_derived_per_release_from_their_present_releases():
 
 
 def test_owed_and_notes_default_to_empty():
-    assert CAT.releases["0.33.0"].owed == ("gdn-ngram-flashinfer", "tq-continuation", "kp1-b1-fix")
+    assert CAT.releases["0.31.0"].owed == ("gdn-ngram-flashinfer", "tp2")
     assert CAT.releases["0.20.2"].owed == () and CAT.releases["0.20.2"].notes == ()
 
 
