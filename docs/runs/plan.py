@@ -107,7 +107,7 @@ def pack(found: list[Piece], install: Piece, room: int) -> list[list[Piece]]:
 
 
 def fa2_sha(root: Path, release: str) -> str | None:
-    for d in ("fa2", "fa2a"):
+    for d in ("fa2", "fa2a", "fa2b"):
         f = root / f".stage-{release}" / d / "fa2.so.sha256"
         if f.is_file():
             return f.read_text().split()[0]

@@ -80,12 +80,14 @@ PY
 # FlashInfer's site and what its .pth files add: nvidia-cutlass-dsl puts `cutlass` on sys.path from
 # a .pth file (dsl_packages from 4.6, python_packages before), which Python reads in site
 # directories only, not in a --target install on PYTHONPATH
-fi_path() {
-  local p=$HOME/fi-site l
-  while IFS= read -r l; do
-    case $l in ""|"#"*|import*) ;; /*) p=$p:$l ;; *) p=$p:$HOME/fi-site/$l ;; esac
-  done < <(cat "$HOME"/fi-site/*.pth 2>/dev/null)
-  echo "$p"
+fi_path() { # what Python's site machinery adds for $HOME/fi-site: its .pth files are either paths
+  # (cutlass-dsl 4.5: python_packages, 4.6: dsl_packages) or, from 4.8, code that inserts one
+  python3 - "$HOME/fi-site" <<'PY'
+import site, sys
+before = set(sys.path)
+site.addsitedir(sys.argv[1])
+print(":".join([sys.argv[1]] + [p for p in sys.path if p not in before and p != sys.argv[1]]))
+PY
 }
 site_copy() { # a hard-linked copy of the pristine install, with its own copy of every file a patch touches
   rm -rf "$1" && cp -al "${SITE[fix]}" "$1"
@@ -156,7 +158,9 @@ case $step in
       case $p in
         p[0-9]*) mkdir -p "$HOME/vllm-stage" && cp ".stage-$REL/$p"/part.* "$HOME/vllm-stage/" ;;
         fa2) mkdir -p "$HOME/fa2" && cp ".stage-$REL/fa2/fa2.so.xz" "$HOME/fa2/fa2.so.xz.0" && cp ".stage-$REL/fa2/fa2.so.sha256" "$HOME/fa2.sha256" ;;
-        fa2a|fa2b) mkdir -p "$HOME/fa2" && cp ".stage-$REL/$p"/fa2.so.xz.* "$HOME/fa2/" && cp ".stage-$REL/$p/fa2.so.sha256" "$HOME/fa2.sha256" ;;
+        # one half carries the checksum
+        fa2a|fa2b) mkdir -p "$HOME/fa2" && cp ".stage-$REL/$p"/fa2.so.xz.* "$HOME/fa2/" &&
+          { [ ! -f ".stage-$REL/$p/fa2.so.sha256" ] || cp ".stage-$REL/$p/fa2.so.sha256" "$HOME/fa2.sha256"; } ;;
         fi-p[0-9]*) mkdir -p "$HOME/fi" && cp ".stage-fi-$REL/${p#fi-}"/* "$HOME/fi/" ;;
         fa2-of=*) mkdir -p "$HOME/fa2" && cp "${p#fa2-of=}"/fa2/fa2.so.xz.* "$HOME/fa2/" && cp "${p#fa2-of=}/fa2.sha256" "$HOME/" ;;
         *) echo "put: unknown piece $p"; false ;;
@@ -195,7 +199,7 @@ case $step in
   bg) # TAG VERIFY-OPTIONS...: one verify of the fix site (TARGET=raw: another site) in a process
       # session of its own, so that it outlives the call (a graphs verify with a control runs past
       # one call's 600 s); several may share the GPU when each takes a fixed --kv-cache-gib
-    tag=$1; shift; mkdir -p "$RES"
+    tag=$1; shift; mkdir -p "$RES" && rm -f "$RES/$tag.rc"  # a restart is not its last run's result
     # its own copy of the tool: the next call may refresh this working tree under a running job
     src=/tmp/vb-$REL-$tag && rm -rf "$src" && mkdir -p "$src" && cp -r apply.py vllm_backports backports versions.toml "$src"/
     # FlashInfer (docs/runs/stage-flashinfer.sh) lives in a site of its own, $HOME/fi-site, on the

@@ -21,10 +21,13 @@ def stage(root: Path, release: str, parts: list[int], fa2: list[int], fi: list[i
     for i, mib in enumerate(parts):
         (s / f"p{i}").mkdir(parents=True)
         (s / f"p{i}" / f"part.{i}").write_bytes(b"x" * mib * MIB)
-    for name, mib in zip(["fa2"] if len(fa2) == 1 else ["fa2a", "fa2b"], fa2, strict=False):
+    # as docs/runs/stage-fa2.sh leaves it: whole, or in two halves whose second holds the checksum
+    halves = ["fa2"] if len(fa2) == 1 else ["fa2a", "fa2b"]
+    for n, (name, mib) in enumerate(zip(halves, fa2, strict=False)):
         (s / name).mkdir()
-        (s / name / "fa2.so.xz").write_bytes(b"x" * mib * MIB)
-        (s / name / "fa2.so.sha256").write_text(f"{sha}  fa2.so\n")
+        (s / name / ("fa2.so.xz" if name == "fa2" else f"fa2.so.xz.{n}")).write_bytes(b"x" * mib * MIB)
+        if name != "fa2a":
+            (s / name / "fa2.so.sha256").write_text(f"{sha}  fa2.so\n")
     for i, mib in enumerate(fi):
         (root / f".stage-fi-{release}" / f"p{i}").mkdir(parents=True)
         (root / f".stage-fi-{release}" / f"p{i}" / f"fi.tar.{i}").write_bytes(b"x" * mib * MIB)
@@ -69,6 +72,15 @@ def test_a_second_release_with_the_same_fa2_copies_it_on_the_machine(tmp_path):
     stage(tmp_path, "0.22.0", [58], [52], sha="same")
     calls = plan.plan(tmp_path, [("0.21.0", ["tq-continuation"]), ("0.22.0", ["tq-continuation"])], 60 * MIB)
     second = [c for c in calls if c["release"] == "0.22.0"]
+    assert not any("fa2" in path for c in second for path in c["carry"])
+    assert any("fa2-of=/root/h1" in c["command"] for c in second)
+
+
+def test_a_second_release_shares_fa2_in_halves_too(tmp_path):
+    stage(tmp_path, "0.31.0", [58], [58, 24], sha="same")
+    stage(tmp_path, "0.33.0", [58], [58, 24], sha="same")
+    calls = plan.plan(tmp_path, [("0.31.0", ["tq-continuation"]), ("0.33.0", ["tq-continuation"])], 60 * MIB)
+    second = [c for c in calls if c["release"] == "0.33.0"]
     assert not any("fa2" in path for c in second for path in c["carry"])
     assert any("fa2-of=/root/h1" in c["command"] for c in second)
 
