@@ -25,7 +25,7 @@ from .request import Command, Output, Request, parse_request
 from .resolve import Resolution
 from .tree import Tree
 from .verify.model import MODEL_CLASS, MODEL_CLASSES
-from .verify.scenarios import PRESETS, SWITCHES, TURBOQUANT
+from .verify.scenarios import MODEL_RUNNERS, PRESETS, SWITCHES, TURBOQUANT
 
 HOME = data_home()
 
@@ -445,6 +445,14 @@ def _span(versions: list[str], order: list[str]) -> str:
     help="Async scheduling; default: the release's own choice.",
 )
 @click.option(
+    "--model-runner",
+    type=click.Choice(MODEL_RUNNERS),
+    default="default",
+    show_default=True,
+    help="vLLM's model runner; default: the release's own choice (V2 for MTP from 0.29, for ngram "
+    "from 0.32). Scripted ngram drafts reach V1 only.",
+)
+@click.option(
     "--control",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
     default=None,
@@ -534,6 +542,7 @@ def verify_cmd(
     calibrate_kv,
     prefix_caching,
     async_scheduling,
+    model_runner,
     control,
     gpu_memory_utilization,
     kv_cache_gib,
@@ -571,6 +580,7 @@ def verify_cmd(
             rounds=rounds,
             prompt_logprobs=prompt_logprobs,
             check_accepted_counts=check_accepted_counts,
+            model_runner=model_runner,
         )
         return _verify_model(
             reporter,
@@ -613,6 +623,7 @@ def verify_cmd(
         prompt_set=prompt_set,
         prefix_caching=prefix_caching,
         async_scheduling=async_scheduling,
+        model_runner=model_runner,
         control=control.resolve() if control else None,
         gpu_memory_utilization=0.35 if gpu_memory_utilization is None else gpu_memory_utilization,
         kv_cache_gib=kv_cache_gib,

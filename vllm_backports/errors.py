@@ -38,3 +38,8 @@ class StateError(BackportError):
 
 class EvidenceError(BackportError):
     """A GPU evidence file under docs/evidence/ is unreadable, incomplete or filed under the wrong release."""
+
+
+class DraftsNotServed(UsageError):
+    """verify's scripted drafts never reached the engine's proposer: the run would judge nothing of
+    what it is for."""

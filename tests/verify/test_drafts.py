@@ -177,3 +177,14 @@ def test_the_installed_hook_drafts_for_each_valid_row_as_propose_would(monkeypat
     out = NgramProposer.batch_propose(None, 4, [0, 1, 2], lengths, table)
     assert out == [reference.propose(c) for c in contexts] + [[]]
     assert out[0] and out[1] == []
+    # what tells verify vLLM asked at all: a call with rows to draft for counts, one without not
+    assert drafts.served() == 1
+    NgramProposer.batch_propose(None, 2, [], lengths, table)
+    assert drafts.served() == 1
+
+
+def test_no_installed_script_has_served_anything(monkeypatch):
+    from vllm_backports.verify import drafts
+
+    monkeypatch.setattr(drafts, "_installed", [script(), script()])
+    assert drafts.served() == 0

@@ -557,3 +557,61 @@ def test_the_tiny_model_refuses_what_its_plan_cannot_take(words, message):
     with pytest.raises(UsageError) as caught:
         tiny(**words)
     assert str(caught.value).startswith(message)
+
+
+def ngram_session(monkeypatch, tmp_path, served: dict[str, int], **kw):
+    """execute() of an ngram plan with a control, every GPU step replaced: each site's speculative
+    engine says how many proposer calls its script served (`served`, by site). Returns the plan
+    and the specs the engines got."""
+    from vllm_backports.verify import run
+
+    specs: list[dict] = []
+
+    def engine(spec, work, tag, script, site=None):
+        where = "control" if site else "target"
+        specs.append({**spec, "tag": tag})
+        out = {"tokens": [p[:4] for p in spec["prompts"]], "tokens_per_s": 1.0, "engine": {"backports": []}}
+        return out if script is None else {**out, "scripted": True, "script_served": served[where]}
+
+    monkeypatch.setattr(run, "preflight", lambda model_class: "0.33.0")
+    monkeypatch.setattr(run, "site_version", lambda site: "0.33.0")
+    monkeypatch.setattr(run, "machine", lambda: {"gpu": "none"})
+    monkeypatch.setattr(run.model, "write_model", lambda d, mtp=False, model_class=None, architecture=None: d)
+    monkeypatch.setattr(run, "registry_architectures", lambda: {"Qwen3NextForCausalLM"})
+    monkeypatch.setattr(run, "run_engine", engine)
+    monkeypatch.setattr(run, "Reference", FakeReference)
+    p = Plan(batches=(16,), modes=("graphs",), presets=("ngram",), tp=1, threshold=None, work=tmp_path / "w",
+             additional_config={}, control=tmp_path, **kw)
+    return p, specs
+
+
+@pytest.mark.parametrize("unasked", ["target", "control"])
+def test_a_script_vllm_never_asked_fails_the_verify_and_is_no_failed_control(tmp_path, monkeypatch, unasked):
+    from vllm_backports.errors import DraftsNotServed
+    from vllm_backports.verify.run import execute
+
+    p, _ = ngram_session(monkeypatch, tmp_path, {"target": 5, "control": 5, unasked: 0})
+    with pytest.raises(DraftsNotServed, match=r"b16-graphs-ngram.*never asked.*--model-runner v1") as caught:
+        execute(p, lambda line: None)
+    assert caught.value.exit_code == 2
+
+
+def test_the_model_runner_asked_reaches_every_engine_and_the_result(tmp_path, monkeypatch):
+    from vllm_backports.verify.run import execute
+
+    p, specs = ngram_session(monkeypatch, tmp_path, {"target": 5, "control": 5}, model_runner="v1")
+    result = execute(p, lambda line: None)
+    assert specs and all(s["model_runner"] == "v1" for s in specs)
+    assert result["scenario"]["model_runner"] == "v1" and result["proof"] == "weak: the control passes too"
+    # left to the release, the specs say nothing of it (earlier plans send what they always sent)
+    p, specs = ngram_session(monkeypatch, tmp_path / "again", {"target": 5, "control": 5})
+    assert execute(p, lambda line: None)["scenario"]["model_runner"] == "default"
+    assert specs and not any("model_runner" in s for s in specs)
+
+
+def test_an_unknown_model_runner_is_refused(tmp_path):
+    from vllm_backports.errors import UsageError
+    from vllm_backports.verify.run import check_plan
+
+    with pytest.raises(UsageError, match="model_runner 'v3' is not one of default, v1, v2"):
+        check_plan(plan(tmp_path, None, model_runner="v3"))

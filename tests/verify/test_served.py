@@ -281,6 +281,7 @@ def test_a_model_run_takes_a_prompts_file_or_the_built_in_set(tmp_path, monkeypa
                                  "--model"),
     (dict(check_accepted_counts=True), "--check-accepted-counts goes with the tiny model (the float32 reference), "
                                        "not with --model"),
+    (dict(model_runner="v1"), "--model-runner goes with the tiny model (the float32 reference), not with --model"),
     (dict(model_class="qwen3_5"), "--model-class picks the tiny model's family; with --model the checkpoint "
                                   "decides"),
     (dict(batches=("1", "16")), "--model runs one batch size: give --batch once"),

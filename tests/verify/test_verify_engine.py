@@ -3,6 +3,7 @@ accepted-count hook reach its result (the real engine needs a GPU)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from types import SimpleNamespace
@@ -152,3 +153,14 @@ def test_the_accepted_count_check_sees_every_round(fake_vllm, monkeypatch):
 def test_the_accepted_count_check_says_why_it_saw_nothing(fake_vllm, monkeypatch):
     out = engine.run(spec(check_accepted_counts=True, tp=2, speculative={"method": "mtp", "num_speculative_tokens": 1}))
     assert out["accepted_counts"]["status"] == "unavailable" and "TP > 1" in out["accepted_counts"]["why"]
+
+
+@pytest.mark.parametrize(("runner", "env"), [("v1", "0"), ("v2", "1")])
+def test_a_spec_runner_sets_vllms_switch_and_none_leaves_the_releases(monkeypatch, runner, env):
+    from vllm_backports.verify import engine
+
+    monkeypatch.setenv("VLLM_USE_V2_MODEL_RUNNER", "unset-marker")
+    engine.choose_runner({"model": "m"})
+    assert os.environ["VLLM_USE_V2_MODEL_RUNNER"] == "unset-marker"
+    engine.choose_runner({"model": "m", "model_runner": runner})
+    assert os.environ["VLLM_USE_V2_MODEL_RUNNER"] == env

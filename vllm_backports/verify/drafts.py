@@ -49,6 +49,7 @@ class Script:
     _head: int = field(default=0, init=False, repr=False, compare=False)
     # prompts as the bytes of a token table's row, per dtype: the cheapest exact comparison
     _bytes: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    served: int = field(default=0, init=False, repr=False, compare=False)  # proposer calls served
 
     def __post_init__(self) -> None:
         if len({tuple(p) for p in self.prompts}) != len(self.prompts):
@@ -164,9 +165,17 @@ def install(script: Script) -> None:
             req = script.request_of_row(token_ids_cpu[i], length)
             if req is not None:
                 out[i] = script.drafts_for(req, length - len(script.prompts[req]))
+        script.served += bool(valid_ngram_requests)
         return out
 
     NgramProposer.batch_propose = batch_propose
+
+
+def served() -> int:
+    """How many proposer calls the installed scripts served (a row or more each). Zero after a run
+    means vLLM never asked this proposer: from 0.32 the V2 model runner, ngram's default there,
+    drafts on the GPU and never reaches it, so the run exercised nothing of the script."""
+    return sum(script.served for script in _installed)
 
 
 def install_from_env() -> bool:

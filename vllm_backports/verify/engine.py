@@ -28,8 +28,20 @@ def prepare_env() -> None:
     os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
 
 
+# verify's --model-runner: vLLM's own switch, read at engine construction (0.29+ default V2 for
+# MTP, 0.32+ for ngram too; earlier releases run V1 whatever it says)
+RUNNER_ENV = {"v1": "0", "v2": "1"}
+
+
+def choose_runner(spec: dict) -> None:
+    """The spec's model runner into vLLM's environment, before vLLM reads it; none: the release's."""
+    if spec.get("model_runner") in RUNNER_ENV:
+        os.environ["VLLM_USE_V2_MODEL_RUNNER"] = RUNNER_ENV[spec["model_runner"]]
+
+
 def run(spec: dict) -> dict:
     prepare_env()
+    choose_runner(spec)
     from . import drafts
 
     scripted = drafts.install_from_env()
@@ -90,6 +102,7 @@ def run(spec: dict) -> dict:
         **extras,
         "tokens": tokens,
         "scripted": scripted,
+        "script_served": drafts.served() if scripted else None,
         "spec_counters": counters,
         "engine": engine,
         "start_s": ready - started,

@@ -13,7 +13,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackportError, UsageError
+from ..errors import BackportError, DraftsNotServed, UsageError
 from . import drafts, engine, model, scenarios
 from .oracle import Reference, judge, judge_prompt_logprobs, prompt_logprob_differences
 
@@ -40,6 +40,7 @@ class Plan:
     prompt_set: str = "random"  # scenarios.PROMPT_SETS
     prefix_caching: str = "default"  # scenarios.SWITCHES
     async_scheduling: str = "default"
+    model_runner: str = "default"  # scenarios.MODEL_RUNNERS
     # A second install of the same release (a site directory, e.g. the pristine files as a
     # control): its speculative engines run too and are judged against the same baseline.
     control: Path | None = None
@@ -76,6 +77,8 @@ def check_plan(plan: Plan) -> None:
     """Refuse, before anything starts, a plan whose prompt set cannot do what it is for."""
     if plan.rounds < 1:
         raise UsageError(f"rounds {plan.rounds}: at least 1")
+    if plan.model_runner not in scenarios.MODEL_RUNNERS:
+        raise UsageError(f"model_runner {plan.model_runner!r} is not one of {', '.join(scenarios.MODEL_RUNNERS)}")
     if plan.calibrate_kv not in (None, *CALIBRATE_KV):
         raise UsageError(f"calibrate_kv {plan.calibrate_kv!r} is not one of {', '.join(CALIBRATE_KV)}")
     # Refused rather than switched on: the evidence records what was asked, and the release's
@@ -348,6 +351,8 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                 "kv_cache_memory_bytes": plan.kv_cache_gib and int(plan.kv_cache_gib * 2**30),
                 **judged_asks(plan),
             }
+            if plan.model_runner != "default":
+                extra["model_runner"] = plan.model_runner
             if model.is_multimodal(architecture):
                 extra["text_only"] = True  # engine.text_only_kwargs
             eager = mode == "eager"
@@ -391,6 +396,8 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                     out = judged(where_run, cfg, eager, tag, script, where)
                     if out is None:
                         continue
+                    if script is not None:
+                        check_script_served(out, tag)
                     # A model drafter's proposals are not known offline: vLLM's own counters stand in.
                     hit = exercised(script, out["tokens"]) if script else out.get("spec_counters")
                     runs.append({**where_run, "exercised": hit, "baseline_tokens": base["tokens"], **out})
@@ -413,6 +420,17 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     result = conclude(rows, noise, threshold, plan, vllm_version, logprobs)
     result["scenario"]["architecture"] = architecture
     return {**result, "machine": ran_on}
+
+
+def check_script_served(out: dict, tag: str) -> None:
+    """Refuse a scripted run whose drafts never reached vLLM: its tokens would still be judged,
+    clean, and a control's clean tokens read as the bug being gone, when nothing of the schedule
+    ran. Raised outside the control's crash handling, so that it fails the whole verify."""
+    if out.get("script_served") == 0:
+        raise DraftsNotServed(
+            f"engine run {tag}: vLLM never asked the scripted ngram proposer for drafts (the V2 model "
+            "runner, ngram's default from vLLM 0.32, drafts on the GPU); run with --model-runner v1"
+        )
 
 
 def judged_asks(plan: Plan) -> dict:
@@ -623,6 +641,7 @@ def conclude(
             "prompts": plan.prompt_set,
             "prefix_caching": plan.prefix_caching,
             "async_scheduling": plan.async_scheduling,
+            "model_runner": plan.model_runner,
             "gdn_prefill_backend": plan.additional_config.get("gdn_prefill_backend", "default"),
             "model_class": plan.model_class,
             "gpu_memory_utilization": plan.gpu_memory_utilization,

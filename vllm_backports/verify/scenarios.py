@@ -69,6 +69,9 @@ SHARED_SUFFIX_LEN = 12
 # Engine switches a scenario may set; "default" leaves the release's own choice, which the
 # evidence then reads back from the engine.
 SWITCHES = ("default", "on", "off")
+# vLLM's model runner: the release's own choice, or V1 / V2 (engine.RUNNER_ENV). Scripted ngram
+# drafts reach V1's CPU proposer only: V2, ngram's default from 0.32, drafts on the GPU.
+MODEL_RUNNERS = ("default", "v1", "v2")
 
 
 def switch(value: str) -> bool | None:

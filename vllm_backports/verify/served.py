@@ -77,6 +77,7 @@ def check_model_options(
     rounds: int,
     prompt_logprobs: bool,
     check_accepted_counts: bool,
+    model_runner: str = "default",
 ) -> Path | None:
     """Refuse the command line's options that a ModelPlan cannot take: those of the tiny model and
     its float32 reference, more than one batch size, a tiny model's prompt set for a prompts file.
@@ -88,6 +89,8 @@ def check_model_options(
         ("--rounds", rounds if rounds != 1 else None),
         ("--prompt-logprobs", prompt_logprobs or None),
         ("--check-accepted-counts", check_accepted_counts or None),
+        # with --model the drafts are the drafter's own; the runner stays the release's choice
+        ("--model-runner", model_runner if model_runner != "default" else None),
     ):
         if value is not None:
             raise UsageError(f"{name} goes with the tiny model (the float32 reference), not with --model")
