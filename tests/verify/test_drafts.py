@@ -188,3 +188,91 @@ def test_no_installed_script_has_served_anything(monkeypatch):
 
     monkeypatch.setattr(drafts, "_installed", [script(), script()])
     assert drafts.served() == 0
+
+
+def fake_vllm(monkeypatch, with_v2: bool):
+    """vLLM's two ngram drafters as the hooks see them: V1's CPU proposer and, when `with_v2`, a
+    V2 speculator with the real one's signature that drafts k copies of token 7 for every row."""
+    import sys
+    import types
+
+    torch = pytest.importorskip("torch")
+
+    class NgramProposer:
+        pass
+
+    class NgramGPUSpeculator:
+        def __init__(self, req_states, k):
+            self.req_states, self.drafts = req_states, torch.full((8, k), 7, dtype=torch.int64)
+
+        def propose(self, input_batch, attn_metadata, slot_mappings, last_hidden_states, aux_hidden_states,
+                    num_sampled, num_rejected, last_sampled, next_prefill_tokens, temperature, seeds,
+                    dp_sync_state=None, dummy_run=False, skip_attn_for_dummy_run=False, mm_inputs=None,
+                    is_profile=False, num_speculative_tokens=None):
+            return self.drafts[: input_batch.num_reqs]
+
+    modules = {
+        "vllm.v1.spec_decode.ngram_proposer": {"NgramProposer": NgramProposer},
+        "vllm.v1.worker.gpu.spec_decode.ngram.speculator": {"NgramGPUSpeculator": NgramGPUSpeculator},
+    }
+    for name in ("vllm", "vllm.v1", "vllm.v1.spec_decode"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    for name, attrs in modules.items():
+        if name.endswith("speculator") and not with_v2:
+            monkeypatch.setitem(sys.modules, name, None)  # import fails, as before 0.32
+            continue
+        module = types.ModuleType(name)
+        for key, value in attrs.items():
+            setattr(module, key, value)
+        monkeypatch.setitem(sys.modules, name, module)
+    return torch, NgramProposer, NgramGPUSpeculator
+
+
+def test_the_v2_hook_writes_the_scripts_drafts_k_long_over_the_rows_it_knows(monkeypatch):
+    from types import SimpleNamespace
+
+    from vllm_backports.verify import drafts
+
+    torch, _, Speculator = fake_vllm(monkeypatch, with_v2=True)
+    monkeypatch.setattr(drafts, "_installed", [])
+    hooked, reference = script(), script()
+    drafts.install(hooked)
+    # requests sit in the state table in another order than the batch's rows
+    contexts = {3: hooked.prompts[0] + hooked.continuations[0][:3], 0: [1, 1, 1, 1], 5: hooked.prompts[2]}
+    table = torch.zeros((8, 60), dtype=torch.int32)
+    total = torch.zeros(8, dtype=torch.int32)
+    for slot, c in contexts.items():
+        table[slot, : len(c)] = torch.tensor(c, dtype=torch.int32)
+        total[slot] = len(c)
+    states = SimpleNamespace(total_len=SimpleNamespace(gpu=total), all_token_ids=SimpleNamespace(gpu=table))
+    spec = Speculator(states, k=3)
+    batch = SimpleNamespace(num_reqs=3, idx_mapping=torch.tensor([3, 0, 5, 0]))
+    # the third row is a prefill chunk short of its end: nothing sampled, nothing drafted
+    sampled = torch.tensor([1, 1, 0])
+    out = spec.propose(batch, None, None, None, None, sampled, None, None, None, None, None)
+    want = reference.drafts_for(0, 3)
+    assert out[0].tolist() == reference.padded(want, 0, 3, 3) and len(out[0]) == 3
+    assert out[0].tolist()[: len(want)] == want
+    assert out[1].tolist() == [7, 7, 7] and out[2].tolist() == [7, 7, 7]  # vLLM's own drafts
+    assert drafts.served() == 1
+    # a dummy run (graph capture, profiling) is vLLM's alone
+    spec.propose(batch, None, None, None, None, sampled, None, None, None, None, None, dummy_run=True)
+    assert drafts.served() == 1
+
+
+def test_padding_drafts_is_wrong_after_what_the_schedule_offers():
+    s = script()
+    cont = s.continuations[1]
+    got = s.padded([cont[2]], 1, 2, 3)
+    assert got[0] == cont[2] and got[1:] == [(cont[3] + 1) % s.vocab, (cont[4] + 1) % s.vocab]
+    # past the known continuation the filler is still a token of the vocabulary
+    assert s.padded([], 1, len(cont), 2) == [1, 1]
+
+
+def test_without_a_v2_speculator_only_the_v1_proposer_is_hooked(monkeypatch):
+    from vllm_backports.verify import drafts
+
+    _, proposer, _ = fake_vllm(monkeypatch, with_v2=False)
+    monkeypatch.setattr(drafts, "_installed", [])
+    drafts.install(script())
+    assert hasattr(proposer, "batch_propose")

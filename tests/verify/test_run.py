@@ -602,6 +602,10 @@ def test_the_model_runner_asked_reaches_every_engine_and_the_result(tmp_path, mo
     p, specs = ngram_session(monkeypatch, tmp_path, {"target": 5, "control": 5}, model_runner="v1")
     result = execute(p, lambda line: None)
     assert specs and all(s["model_runner"] == "v1" for s in specs)
+    # scripted rows say what the script served; the baseline, unscripted, says nothing of it
+    served = {r["site"]: r.get("script_served") for r in result["rows"] if r["scenario"] == "ngram"}
+    assert served == {"target": 5, "control": 5}
+    assert all("script_served" not in r for r in result["rows"] if r["scenario"] == "baseline")
     assert result["scenario"]["model_runner"] == "v1" and result["proof"] == "weak: the control passes too"
     # left to the release, the specs say nothing of it (earlier plans send what they always sent)
     p, specs = ngram_session(monkeypatch, tmp_path / "again", {"target": 5, "control": 5})

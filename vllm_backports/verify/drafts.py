@@ -99,6 +99,12 @@ class Script:
         # A wrong draft is the right token plus one: guaranteed to differ, still in the vocabulary.
         return [t if j < correct else (t + 1) % self.vocab for j, t in enumerate(truth)]
 
+    def padded(self, drafts: list[int], req: int, done: int, k: int) -> list[int]:
+        """`drafts` made `k` long with wrong tokens, for a drafter that always offers k (V2's)."""
+        truth = self.continuations[req]
+        rest = range(done + len(drafts), done + k)
+        return drafts + [((truth[j] if j < len(truth) else 0) + 1) % self.vocab for j in rest]
+
     def replay(self, req: int, output: list[int]) -> list[tuple[int, int]]:
         """(offered, accepted) per step, rebuilt offline from a greedy output.
 
@@ -153,10 +159,12 @@ def reset(continuations: list[list[int]] | None = None) -> None:
 
 
 def install(script: Script) -> None:
-    """Make vLLM's CPU ngram proposer serve the script (same hook in 0.17 .. 0.33)."""
+    """Make vLLM's ngram drafters serve the script: V1's CPU proposer (same hook in 0.17 ..
+    0.33) and, where the release has it, V2's GPU one (ngram's runner from 0.32)."""
     from vllm.v1.spec_decode.ngram_proposer import NgramProposer
 
     _installed.append(script)
+    _install_v2(script)
 
     def batch_propose(self, num_requests, valid_ngram_requests, num_tokens_no_spec, token_ids_cpu, *rest, **kw):
         out: list[list[int]] = [[] for _ in range(num_requests)]
@@ -171,10 +179,53 @@ def install(script: Script) -> None:
     NgramProposer.batch_propose = batch_propose
 
 
+def _install_v2(script: Script) -> None:
+    """V2's ngram speculator drafts k tokens for every row on the GPU; the hook lets it run (its
+    buffers and shapes stay vLLM's), then writes the script's drafts, made k long with wrong
+    tokens, over the rows the script knows. It reads each row as the speculator's own kernel
+    does: the request's token row and its total length, which counts the token just sampled;
+    a row with nothing sampled this step (a prefill chunk short of its end) gets no drafts."""
+    try:
+        from vllm.v1.worker.gpu.spec_decode.ngram.speculator import NgramGPUSpeculator
+    except ImportError:  # before 0.32 ngram never runs on V2
+        return
+    import inspect
+
+    import torch
+
+    original = NgramGPUSpeculator.propose
+    signature = inspect.signature(original)
+
+    def propose(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        asked = signature.bind(self, *args, **kwargs).arguments
+        batch = asked["input_batch"]
+        n = batch.num_reqs
+        if asked.get("dummy_run") or n == 0:
+            return out
+        rows = batch.idx_mapping[:n]
+        lengths = self.req_states.total_len.gpu[rows].tolist()
+        sampled = asked["num_sampled"][:n].tolist()
+        table = self.req_states.all_token_ids.gpu[rows].cpu().numpy()
+        k = out.shape[1]
+        drafts, hit = out[:n].tolist(), False
+        for b in range(n):
+            req = script.request_of_row(table[b], lengths[b]) if sampled[b] > 0 else None
+            if req is not None:
+                done = lengths[b] - len(script.prompts[req])
+                drafts[b] = script.padded(script.drafts_for(req, done), req, done, k)
+                hit = True
+        out[:n] = torch.tensor(drafts, dtype=out.dtype, device=out.device)
+        script.served += hit
+        return out
+
+    NgramGPUSpeculator.propose = propose
+
+
 def served() -> int:
-    """How many proposer calls the installed scripts served (a row or more each). Zero after a run
-    means vLLM never asked this proposer: from 0.32 the V2 model runner, ngram's default there,
-    drafts on the GPU and never reaches it, so the run exercised nothing of the script."""
+    """How many drafter calls the installed scripts served (a row or more each). Zero after a run
+    means vLLM drafted some other way (a drafter no hook reaches), so the run exercised nothing of
+    the script."""
     return sum(script.served for script in _installed)
 
 

@@ -104,9 +104,9 @@ def option(options: tuple[str, ...], flag: str) -> str | None:
 
 def with_defaults(options: tuple[str, ...]) -> tuple[str, ...]:
     extra = [x for flag, value in DEFAULTS.items() if flag not in options for x in (flag, value)]
-    # Scripted ngram drafts reach V1's CPU proposer only; from 0.32 ngram runs on V2, which drafts
-    # on the GPU (verify refuses a run whose script was never asked). V1 is every earlier
-    # release's ngram runner, so naming it changes nothing there.
+    # ngram on V1, the runner whose uniform-decode test spec-prefill-decode-graph fixes, where
+    # 0.32+ would take V2; V1 is every earlier release's ngram runner, so naming it changes
+    # nothing there. (The scripted drafts' V2 hook, verify/drafts.py, has not run on a GPU yet.)
     if option(options, "--preset") == "ngram" and "--model-runner" not in options:
         extra += ["--model-runner", "v1"]
     return options + tuple(extra)

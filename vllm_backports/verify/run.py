@@ -428,8 +428,8 @@ def check_script_served(out: dict, tag: str) -> None:
     ran. Raised outside the control's crash handling, so that it fails the whole verify."""
     if out.get("script_served") == 0:
         raise DraftsNotServed(
-            f"engine run {tag}: vLLM never asked the scripted ngram proposer for drafts (the V2 model "
-            "runner, ngram's default from vLLM 0.32, drafts on the GPU); run with --model-runner v1"
+            f"engine run {tag}: vLLM never asked the scripted ngram drafts (neither V1's proposer nor V2's "
+            "speculator ran); try --model-runner v1"
         )
 
 
@@ -579,6 +579,13 @@ def score(
                 "mode": r["mode"],
                 **verdict.as_dict(),
                 "exercised": r.get("exercised"),
+                # a scripted run's proposer calls the script served, and what vLLM's own counters
+                # say it accepted: the replay above assumes the drafts the script offered
+                **(
+                    {"script_served": r.get("script_served"), "vllm_spec_counters": r.get("spec_counters")}
+                    if r.get("scripted")
+                    else {}
+                ),
                 "same_as_baseline": same,
                 "tokens_per_s": round(r["tokens_per_s"], 1),
                 "start_s": round(r.get("start_s", 0.0), 1),

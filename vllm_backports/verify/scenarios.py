@@ -69,8 +69,8 @@ SHARED_SUFFIX_LEN = 12
 # Engine switches a scenario may set; "default" leaves the release's own choice, which the
 # evidence then reads back from the engine.
 SWITCHES = ("default", "on", "off")
-# vLLM's model runner: the release's own choice, or V1 / V2 (engine.RUNNER_ENV). Scripted ngram
-# drafts reach V1's CPU proposer only: V2, ngram's default from 0.32, drafts on the GPU.
+# vLLM's model runner: the release's own choice, or V1 / V2 (engine.RUNNER_ENV; V2 is MTP's
+# default from 0.29 and ngram's from 0.32).
 MODEL_RUNNERS = ("default", "v1", "v2")
 
 
