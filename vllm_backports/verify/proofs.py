@@ -41,6 +41,8 @@ PROOFS = {
     "mtp": _p("--preset mtp", smoke=True),
     "gdn-ngram-b1": _p("--preset ngram --batch 1"),
     "gdn-ngram-eager": _p("--preset ngram --mode eager"),
+    # users' ngram runner from 0.32, through verify's V2 hook of the scripted drafts
+    "gdn-ngram-v2": _p("--preset ngram --model-runner v2"),
     # FlashInfer's GDN prefill takes heads of 128 only, Qwen3.5's (the Qwen3-Next tiny model has 64)
     "gdn-ngram-flashinfer": _p("--model-class qwen3_5 --preset ngram --prefill-backend flashinfer"),
     "tq-mtp": _p("--preset mtp --kv-cache turboquant_k8v4", "ctl", smoke=True),
