@@ -21,7 +21,7 @@ def stage(root: Path, release: str, parts: list[int], fa2: list[int], fi: list[i
     for i, mib in enumerate(parts):
         (s / f"p{i}").mkdir(parents=True)
         (s / f"p{i}" / f"part.{i}").write_bytes(b"x" * mib * MIB)
-    # as docs/runs/stage-fa2.sh leaves it: whole, or in two halves whose second holds the checksum
+    # as a .stage-REL holds FA2: whole (fa2), or in two halves (fa2a, fa2b) whose second holds the checksum
     halves = ["fa2"] if len(fa2) == 1 else ["fa2a", "fa2b"]
     for n, (name, mib) in enumerate(zip(halves, fa2, strict=False)):
         (s / name).mkdir()

@@ -164,3 +164,13 @@ def test_a_spec_runner_sets_vllms_switch_and_none_leaves_the_releases(monkeypatc
     assert os.environ["VLLM_USE_V2_MODEL_RUNNER"] == "unset-marker"
     engine.choose_runner({"model": "m", "model_runner": runner})
     assert os.environ["VLLM_USE_V2_MODEL_RUNNER"] == env
+
+
+def test_drafts_are_counted_in_this_process_only_at_tp1_without_a_separate_engine_core(monkeypatch):
+    from vllm_backports.verify import engine
+
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    assert engine.drafts_in_this_process({"tp": 1}) and engine.drafts_in_this_process({})
+    assert not engine.drafts_in_this_process({"tp": 2})
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
+    assert not engine.drafts_in_this_process({"tp": 1})

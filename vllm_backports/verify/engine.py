@@ -29,7 +29,7 @@ def prepare_env() -> None:
 
 
 # verify's --model-runner: vLLM's own switch, read at engine construction (0.29+ default V2 for
-# MTP, 0.32+ for ngram too; earlier releases run V1 whatever it says)
+# MTP, ngram on 0.33.0; earlier releases run V1 whatever it says)
 RUNNER_ENV = {"v1": "0", "v2": "1"}
 
 
@@ -37,6 +37,12 @@ def choose_runner(spec: dict) -> None:
     """The spec's model runner into vLLM's environment, before vLLM reads it; none: the release's."""
     if spec.get("model_runner") in RUNNER_ENV:
         os.environ["VLLM_USE_V2_MODEL_RUNNER"] = RUNNER_ENV[spec["model_runner"]]
+
+
+def drafts_in_this_process(spec: dict) -> bool:
+    """Whether vLLM drafts in this process, where the scripts count what they served: not at
+    tensor parallel > 1 (workers are forked) nor with the engine core in a process of its own."""
+    return spec.get("tp", 1) == 1 and os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "0") == "0"
 
 
 def run(spec: dict) -> dict:
@@ -102,7 +108,7 @@ def run(spec: dict) -> dict:
         **extras,
         "tokens": tokens,
         "scripted": scripted,
-        "script_served": drafts.served() if scripted else None,
+        "script_served": drafts.served() if scripted and drafts_in_this_process(spec) else None,
         "spec_counters": counters,
         "engine": engine,
         "start_s": ready - started,

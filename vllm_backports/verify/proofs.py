@@ -41,7 +41,7 @@ PROOFS = {
     "mtp": _p("--preset mtp", smoke=True),
     "gdn-ngram-b1": _p("--preset ngram --batch 1"),
     "gdn-ngram-eager": _p("--preset ngram --mode eager"),
-    # users' ngram runner from 0.32, through verify's V2 hook of the scripted drafts
+    # users' ngram runner on 0.33.0, through verify's V2 hook of the scripted drafts
     "gdn-ngram-v2": _p("--preset ngram --model-runner v2"),
     # FlashInfer's GDN prefill takes heads of 128 only, Qwen3.5's (the Qwen3-Next tiny model has 64)
     "gdn-ngram-flashinfer": _p("--model-class qwen3_5 --preset ngram --prefill-backend flashinfer"),
@@ -107,8 +107,9 @@ def option(options: tuple[str, ...], flag: str) -> str | None:
 def with_defaults(options: tuple[str, ...]) -> tuple[str, ...]:
     extra = [x for flag, value in DEFAULTS.items() if flag not in options for x in (flag, value)]
     # ngram on V1, the runner whose uniform-decode test spec-prefill-decode-graph fixes, where
-    # 0.32+ would take V2; V1 is every earlier release's ngram runner, so naming it changes
-    # nothing there. (The scripted drafts' V2 hook, verify/drafts.py, has not run on a GPU yet.)
+    # 0.33.0 takes V2 (0.32.0's code would too; its engines reported V1). The option holds for every engine
+    # of the run: from 0.29 the plain baseline, V2 by default, runs on V1 with it. (The scripted
+    # drafts' V2 hook, verify/drafts.py, has not run on a GPU yet.)
     if option(options, "--preset") == "ngram" and "--model-runner" not in options:
         extra += ["--model-runner", "v1"]
     return options + tuple(extra)

@@ -70,7 +70,7 @@ SHARED_SUFFIX_LEN = 12
 # evidence then reads back from the engine.
 SWITCHES = ("default", "on", "off")
 # vLLM's model runner: the release's own choice, or V1 / V2 (engine.RUNNER_ENV; V2 is MTP's
-# default from 0.29 and ngram's from 0.32).
+# default from 0.29 and ngram's on 0.33.0).
 MODEL_RUNNERS = ("default", "v1", "v2")
 
 
