@@ -19,5 +19,16 @@ with zipfile.ZipFile(wheel) as z, open(dest, "wb") as f:
 PY
 (cd "$out" && sha256sum fa2.so > fa2.so.sha256 && xz -T0 -6 fa2.so)
 echo "staged $member of vLLM $release: $(du -m "$out/fa2.so.xz" | cut -f1) MiB in $out"
+# Over one call's carry (from 0.27 the library is about 82 MiB): two halves, .stage/fa2a and
+# .stage/fa2b, the second with the checksum, as `steps.sh put fa2a` / `put fa2b` and plan.py take
+# them; steps.sh setup joins them again.
+if [ "$(stat -c %s "$out/fa2.so.xz")" -gt $((58 * 1024 * 1024)) ]; then
+  rm -rf .stage/fa2a .stage/fa2b && mkdir -p .stage/fa2a .stage/fa2b
+  split -b $((58 * 1024 * 1024)) -d -a 1 "$out/fa2.so.xz" "$out/fa2.so.xz."
+  mv "$out/fa2.so.xz.0" .stage/fa2a/ && mv "$out"/fa2.so.xz.[1-9] "$out/fa2.so.sha256" .stage/fa2b/
+  rm -rf "$out"
+  echo "in two halves, .stage/fa2a and .stage/fa2b: put them with docs/runs/steps.sh (docs/runs/plan.py prints the calls)"
+  exit 0
+fi
 echo "After the bundle's install, on the same warm machine:"
 echo "  run  carry=[\"$out\"]  command: xz -dc $out/fa2.so.xz > \$HOME/vllm-site/$member && (cd \$HOME/vllm-site/vllm/vllm_flash_attn && sed 's/fa2.so/_vllm_fa2_C.abi3.so/' \$OLDPWD/$out/fa2.so.sha256 | sha256sum -c)"
