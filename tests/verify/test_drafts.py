@@ -276,3 +276,23 @@ def test_without_a_v2_speculator_only_the_v1_proposer_is_hooked(monkeypatch):
     monkeypatch.setattr(drafts, "_installed", [])
     drafts.install(script())
     assert hasattr(proposer, "batch_propose")
+
+
+def test_a_v2_module_that_fails_to_load_leaves_the_v1_hook_working(monkeypatch, capsys):
+    import sys
+    import types
+
+    from vllm_backports.verify import drafts
+
+    _, proposer, _ = fake_vllm(monkeypatch, with_v2=False)
+    broken = types.ModuleType("vllm.v1.worker.gpu.spec_decode.ngram.speculator")
+
+    def fail(name):
+        raise RuntimeError("CUDA unavailable at import")
+
+    broken.__getattr__ = fail  # `from ... import NgramGPUSpeculator` raises
+    monkeypatch.setitem(sys.modules, "vllm.v1.worker.gpu.spec_decode.ngram.speculator", broken)
+    monkeypatch.setattr(drafts, "_installed", [])
+    drafts.install(script())
+    assert hasattr(proposer, "batch_propose")
+    assert "V2 ngram speculator not hooked: CUDA unavailable at import" in capsys.readouterr().err
