@@ -183,6 +183,33 @@ def test_the_installed_hook_drafts_for_each_valid_row_as_propose_would(monkeypat
     assert drafts.served() == 1
 
 
+def test_the_v1_hook_offers_no_more_than_the_k_vllm_asks_for(monkeypatch):
+    import sys
+    import types
+
+    np = pytest.importorskip("numpy")
+    from vllm_backports.verify import drafts
+
+    class NgramProposer:
+        pass
+
+    for name in ("vllm", "vllm.v1", "vllm.v1.spec_decode"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    module = types.ModuleType("vllm.v1.spec_decode.ngram_proposer")
+    module.NgramProposer = NgramProposer
+    monkeypatch.setitem(sys.modules, "vllm.v1.spec_decode.ngram_proposer", module)
+    monkeypatch.setattr(drafts, "_installed", [])
+    hooked, reference = script(), script()
+    drafts.install(hooked)
+    context = hooked.prompts[0] + hooked.continuations[0][:3]
+    table = np.zeros((1, 40), dtype=np.int64)
+    table[0, : len(context)] = context
+    full = reference.propose(context)
+    assert len(full) == 3
+    # 0.24+ passes the step's k positionally, after the token table
+    assert NgramProposer.batch_propose(None, 1, [0], np.array([len(context)]), table, 1) == [full[:1]]
+
+
 def test_no_installed_script_has_served_anything(monkeypatch):
     from vllm_backports.verify import drafts
 

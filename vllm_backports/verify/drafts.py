@@ -167,13 +167,15 @@ def install(script: Script) -> None:
     _installed.append(script)
     _install_v2(script)
 
-    def batch_propose(self, num_requests, valid_ngram_requests, num_tokens_no_spec, token_ids_cpu, *rest, **kw):
+    # From 0.24 vLLM passes the step's draft count `k` (fewer than configured under dynamic
+    # speculation); a row is never offered more than that.
+    def batch_propose(self, num_requests, valid_ngram_requests, num_tokens_no_spec, token_ids_cpu, k=None):
         out: list[list[int]] = [[] for _ in range(num_requests)]
         for i in valid_ngram_requests:
             length = int(num_tokens_no_spec[i])
             req = script.request_of_row(token_ids_cpu[i], length)
             if req is not None:
-                out[i] = script.drafts_for(req, length - len(script.prompts[req]))
+                out[i] = script.drafts_for(req, length - len(script.prompts[req]))[:k]
         script.served += bool(valid_ngram_requests)
         return out
 
