@@ -161,7 +161,7 @@ def reset(continuations: list[list[int]] | None = None) -> None:
 
 def install(script: Script) -> None:
     """Make vLLM's ngram drafters serve the script: V1's CPU proposer (same hook in 0.17 ..
-    0.33) and, where the release has it, V2's GPU one (ngram's runner on 0.33.0)."""
+    0.33) and, where the release has it, V2's GPU one (ngram's default runner from 0.32.0)."""
     from vllm.v1.spec_decode.ngram_proposer import NgramProposer
 
     _installed.append(script)

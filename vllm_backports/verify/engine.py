@@ -28,8 +28,8 @@ def prepare_env() -> None:
     os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
 
 
-# verify's --model-runner: vLLM's own switch, read at engine construction (0.29+ default V2 for
-# MTP, ngram on 0.33.0; earlier releases run V1 whatever it says)
+# verify's --model-runner: vLLM's own switch, read at engine construction (V2 by default for MTP
+# from 0.29, for ngram from 0.32; earlier releases run V1 whatever it says)
 RUNNER_ENV = {"v1": "0", "v2": "1"}
 
 

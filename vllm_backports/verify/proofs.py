@@ -107,7 +107,7 @@ def option(options: tuple[str, ...], flag: str) -> str | None:
 def with_defaults(options: tuple[str, ...]) -> tuple[str, ...]:
     extra = [x for flag, value in DEFAULTS.items() if flag not in options for x in (flag, value)]
     # ngram on V1, the runner whose uniform-decode test spec-prefill-decode-graph fixes, where
-    # 0.33.0 takes V2 (0.32.0's code would too; its engines reported V1). The option holds for every engine
+    # 0.32.0 and 0.33.0 take V2 (no longer listed V2-unsupported). The option holds for every engine
     # of the run: from 0.29 the plain baseline, V2 by default, runs on V1 with it. (The scripted
     # drafts' V2 hook, verify/drafts.py, has not run on a GPU yet.)
     if option(options, "--preset") == "ngram" and "--model-runner" not in options:
