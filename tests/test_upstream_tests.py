@@ -426,3 +426,15 @@ def test_every_series_has_recorded_upstream_results_of_a_release_it_serves():
             uncovered.append(name)
     assert uncovered == []
     assert {p.name for p in (REPO / "backports").iterdir() if p.is_dir()} == set(cat.series_names())
+
+
+def test_a_table_records_its_series_patches_in_order_with_their_pinned_hashes():
+    from vllm_backports.catalogue import Catalogue
+
+    cat = Catalogue(REPO)
+    patches = ut.series_patches(cat, "0.26.0")
+    order = [line for line in (REPO / "backports/0.26.0/series").read_text().split() if line.endswith(".patch")]
+    assert list(patches) == order
+    assert all(patches[f] == ut_sha((REPO / "backports/0.26.0" / f).read_bytes()) for f in order)
+    assert ut.stale_patches(patches, patches) == []
+    assert ut.stale_patches({**patches, "0099-x.patch": "0" * 64}, patches) == ["0099-x.patch"]

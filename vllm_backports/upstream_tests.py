@@ -348,7 +348,20 @@ def run(
         raise RunError(f"patched: vLLM was imported from {sides['patched'].vllm_from}, not the patched copy")
     data = report(version, release.series, paths, selected, sides, explained, archive.name)
     data["device"] = device
+    data["patches"] = series_patches(cat, release.series)
     return data
+
+
+def series_patches(cat: Catalogue, name: str) -> dict[str, str]:
+    """Series NAME's patch files and their pinned sha256, in the order they apply: what a table
+    records of the series it ran, so that one run before the series changed shows as stale."""
+    series = cat.series(name)
+    return {patch.name: series.pinned[patch.name] for patch in series.patches}
+
+
+def stale_patches(recorded: dict[str, str], current: dict[str, str]) -> list[str]:
+    """The patch files that differ between a table's record and the series as it ships now."""
+    return sorted(f for f in recorded.keys() | current.keys() if recorded.get(f) != current.get(f))
 
 
 def report(version, series, paths, selected, sides: dict[str, Side], explained, archive: str) -> dict:
@@ -476,7 +489,12 @@ def markdown(reports: list[dict], gpu_reports: list[dict] | None = None) -> str:
         out += [
             f"## vLLM {data['vllm']}{where}",
             "",
-            f"Series {data['series']}, patching {', '.join(f'`{p}`' for p in data['patched_files'])}.",
+            f"Series {data['series']}, patching {', '.join(f'`{p}`' for p in data['patched_files'])}"
+            + (
+                f"; its {len(data['patches'])} patches as they ship (sha256 recorded)."
+                if "patches" in data
+                else " (run before tables recorded the patches' sha256)."
+            ),
             f"Run on {data['date']}: `{data['command']}` on {data['host']}; Python"
             f" {data['machine']['python']}, torch {data['machine']['torch']}, {data['machine']['cpus']} CPUs;"
             f" pristine {data['seconds']['pristine']}s, patched {data['seconds']['patched']}s."

@@ -306,3 +306,45 @@ def test_bench_table_is_generated_from_the_run_jsons_and_links_their_plots(tmp_p
     (runs / "r2.json").write_text("{not json")
     bad = CliRunner().invoke(maint.main, ["bench-table", "--write"])
     assert bad.exit_code != 0 and "r2.json: not JSON" in str(bad.exception or bad.output)
+
+
+def _upstream_table(home: Path, version: str, patches: dict | None) -> Path:
+    """A committed upstream-tests table of `version`, recording `patches` (or nothing of them)."""
+    data = json.loads((REPO / "docs" / "upstream-tests" / f"{version}.json").read_text())
+    data.pop("patches", None)
+    if patches is not None:
+        data["patches"] = patches
+    path = home / "docs" / "upstream-tests" / f"{version}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_an_upstream_table_run_before_its_series_changed_fails_the_doc_check(tmp_path, monkeypatch):
+    from vllm_backports.catalogue import Catalogue
+    from vllm_backports.upstream_tests import series_patches
+
+    home = copy_checkout(tmp_path, monkeypatch)
+    current = series_patches(Catalogue(home), "0.26.0")
+    _upstream_table(home, "0.26.0", current)
+    assert CliRunner().invoke(maint.main, ["upstream-tests-doc", "--write"]).exit_code == 0
+    text = (home / "docs" / "UPSTREAM-TESTS.md").read_text()
+    assert f"its {len(current)} patches as they ship (sha256 recorded)" in text
+
+    first = next(iter(current))
+    _upstream_table(home, "0.26.0", {**current, first: "0" * 64})
+    before = (home / "docs" / "UPSTREAM-TESTS.md").read_bytes()
+    done = CliRunner().invoke(maint.main, ["upstream-tests-doc", "--write"])
+    assert done.exit_code == 1
+    assert str(done.exception) == (
+        f"docs/upstream-tests/0.26.0.json: series 0.26.0 has changed since it ran ({first}); "
+        "run `python -m vllm_backports.maint upstream-tests 0.26.0` again"
+    )
+    assert (home / "docs" / "UPSTREAM-TESTS.md").read_bytes() == before  # nothing written
+
+
+def test_an_upstream_table_without_patch_hashes_says_so(tmp_path, monkeypatch):
+    home = copy_checkout(tmp_path, monkeypatch)
+    _upstream_table(home, "0.26.0", None)
+    assert CliRunner().invoke(maint.main, ["upstream-tests-doc", "--write"]).exit_code == 0
+    assert "(run before tables recorded the patches' sha256)." in (home / "docs" / "UPSTREAM-TESTS.md").read_text()

@@ -17,7 +17,7 @@ from ..catalogue import KNOWN_STATUSES, SCENARIOS, Catalogue
 from ..errors import BackportError, CatalogueError, EvidenceError
 from ..evidence import EVIDENCE_DIR, PAGE, heading, load, matrix_status, render_page, slug
 from ..images import BAKE_DATA, render_bake_data
-from ..upstream_tests import markdown
+from ..upstream_tests import markdown, series_patches, stale_patches
 from .drift import current_text, splice, write_or_diff, write_region
 
 MATRIX_BEGIN, MATRIX_END = "<!-- support-matrix:begin -->", "<!-- support-matrix:end -->"
@@ -255,13 +255,23 @@ def upstream_tests_doc(home: Path, write: bool) -> None:
     docs/upstream-tests/gpu/<release>.json (GPU)."""
     root = home / "docs" / "upstream-tests"
 
+    cat = Catalogue(home)
+
     def read(folder: Path) -> list[dict]:
         reports = []
         for f in sorted(folder.glob("*.json"), key=lambda p: Version(p.stem)):
+            where = f"docs/upstream-tests/{f.relative_to(root).as_posix()}"
             try:
-                reports.append(json.loads(f.read_text()))
+                data = json.loads(f.read_text())
             except ValueError as exc:
-                raise BackportError(f"{f.relative_to(root).as_posix()}: not JSON ({exc})") from None
+                raise BackportError(f"{where}: not JSON ({exc})") from None
+            # a table run before its series changed says nothing of what ships
+            if "patches" in data and (changed := stale_patches(data["patches"], series_patches(cat, data["series"]))):
+                raise BackportError(
+                    f"{where}: series {data['series']} has changed since it ran ({', '.join(changed)}); "
+                    f"run `python -m vllm_backports.maint upstream-tests {data['vllm']}` again"
+                )
+            reports.append(data)
         return reports
 
     path = home / "docs" / "UPSTREAM-TESTS.md"
