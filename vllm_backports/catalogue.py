@@ -72,7 +72,7 @@ SCENARIOS = {
     "gdn-ngram-prefix": "GDN, ngram, shared prefixes with prefix caching",
     "gdn-ngram-kp1": "GDN, ngram, (k+1)-token prompts",
     "gdn-ngram-b1": "GDN, ngram, 1 a batch",
-    "gdn-ngram-v2": "GDN, ngram on the V2 model runner (ngram's default on 0.33.0), scripted drafts",
+    "gdn-ngram-v2": "GDN, ngram on the V2 model runner (ngram's default from 0.32.0), scripted drafts",
     "gdn-ngram-eager": "GDN, ngram, eager",
     "gdn-ngram-flashinfer": "GDN, ngram, FlashInfer GDN prefill (Qwen3.5: heads of 128)",
     "mtp": "MTP without TurboQuant",
