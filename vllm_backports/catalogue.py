@@ -74,6 +74,7 @@ SCENARIOS = {
     "gdn-ngram-b1": "GDN, ngram, 1 a batch",
     "gdn-ngram-v2": "GDN, ngram on the V2 model runner (ngram's default from 0.32.0), scripted drafts",
     "gdn-ngram-eager": "GDN, ngram, eager",
+    "tail-ngram-v2": "GDN, ngram on V2, prefix-cache hits that leave one prompt token (run as a decode row)",
     "gdn-ngram-flashinfer": "GDN, ngram, FlashInfer GDN prefill (Qwen3.5: heads of 128)",
     "mtp": "MTP without TurboQuant",
     "tq-mtp": "MTP + turboquant_k8v4, the released TurboQuant backend as control",

@@ -420,7 +420,8 @@ def _span(versions: list[str], order: list[str]) -> str:
     "exactly k+1 tokens, a verify row's size); tq-continuation (prefix-cache continuations beside longer first "
     "chunks, TurboQuant's prefill fast path: needs --prefix-caching on); producer-consumer (one 480-token "
     "producer, then 342-token consumers of its first 330 tokens: needs --prefix-caching on); churn (64 short "
-    "requests of 24 tokens, so freed rows take new requests all the time).",
+    "requests of 24 tokens, so freed rows take new requests all the time); prompt-tail (one 480-token producer, "
+    "then 321-token consumers of its first 320 tokens, whose hits leave one token: needs --prefix-caching on).",
 )
 @click.option(
     "--calibrate-kv",

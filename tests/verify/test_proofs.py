@@ -57,5 +57,5 @@ def test_ngram_proofs_run_v1_unless_they_name_a_runner_and_others_leave_it():
         opts = with_defaults(proof.options)
         ngram = opts[opts.index("--preset") + 1] == "ngram"
         runner = opts[opts.index("--model-runner") + 1] if "--model-runner" in opts else None
-        assert runner == ("v2" if name == "gdn-ngram-v2" else "v1" if ngram else None), name
+        assert runner == ("v2" if name in ("gdn-ngram-v2", "tail-ngram-v2") else "v1" if ngram else None), name
     assert with_defaults(("--preset", "ngram", "--model-runner", "v2")).count("--model-runner") == 1

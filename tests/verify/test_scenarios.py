@@ -74,11 +74,16 @@ def test_earlier_prompt_sets_give_the_engine_specs_they_always_gave(kind, batch)
 
 def test_which_prompt_sets_need_prefix_caching_and_their_own_limits():
     sets = scenarios.PROMPT_SETS
-    assert {k for k, s in sets.items() if s.requires_prefix_caching} == {"tq-continuation", "producer-consumer"}
+    assert {k for k, s in sets.items() if s.requires_prefix_caching} == {
+        "tq-continuation",
+        "producer-consumer",
+        "prompt-tail",
+    }
     assert {k for k, s in sets.items() if s.calibrate_on_auto or s.max_num_batched_tokens} == {"tq-continuation"}
     assert {k for k, s in sets.items() if s.max_model_len != scenarios.MAX_MODEL_LEN} == {
         "tq-continuation",
         "producer-consumer",
+        "prompt-tail",
     }
     assert {k for k, s in sets.items() if s.count or s.max_tokens} == {"churn"}
 
@@ -143,3 +148,18 @@ def test_tq_continuation_orders_cold_consumers_then_first_chunks_and_consumers_a
     # first chunks share nothing with the prefix's cached block
     assert all(p[: scenarios.TQ_ALIGN_BLOCK] != prefix[: scenarios.TQ_ALIGN_BLOCK] for p in ps if len(p) == first)
     assert scenarios.prompts(12, 2048, kind="tq-continuation")[:3] == ps[:3]  # batch 1: the same opening
+
+
+def test_prompt_tail_consumers_end_one_token_past_the_producers_cached_blocks():
+    ps = scenarios.prompts(24, 2048, kind="prompt-tail", k=3)
+    n = scenarios.TAIL_PREFIX_LEN
+    assert [len(p) for p in ps] == [480] + [321] * 23
+    assert all(p[:n] == ps[0][:n] for p in ps)
+    assert len({tuple(p[n:]) for p in ps}) == 24
+    # 160-token align blocks (bf16 KV, k=3): the producer's chunks end at 160 and 320 (a chunk that
+    # stops short of the prompt's end is cut at a block boundary), and a consumer's hit, at most
+    # its length less one, reaches 320 and leaves one token
+    block = 160
+    assert n == 2 * block and 480 - n == block and len(ps[1]) - 1 == n
+    spec = scenarios.SHAPES[16].engine_spec("m", ps, False, 1, {}, "prompt-tail")
+    assert 480 + spec["max_tokens"] <= spec["max_model_len"]

@@ -41,6 +41,9 @@ PROOFS = {
     "mtp": _p("--preset mtp", smoke=True),
     "gdn-ngram-b1": _p("--preset ngram --batch 1"),
     "gdn-ngram-eager": _p("--preset ngram --mode eager"),
+    # users' ngram on 0.32.0 and 0.33.0 (V2, prefix caching on): a hit one token short of the
+    # prompt's end leaves a tail that V2 runs as a speculative decode row (scenarios.py)
+    "tail-ngram-v2": _p("--preset ngram --model-runner v2 --prompts prompt-tail --prefix-caching on"),
     # users' ngram runner on 0.33.0, through verify's V2 hook of the scripted drafts
     "gdn-ngram-v2": _p("--preset ngram --model-runner v2"),
     # FlashInfer's GDN prefill takes heads of 128 only, Qwen3.5's (the Qwen3-Next tiny model has 64)
@@ -94,7 +97,7 @@ PROOFS = {
 # (verify/scenarios.py): on a class of larger GDN heads the block is longer, the prompts fill no
 # block and the run shows nothing. On FlashInfer, which runs only those larger heads, the smoke
 # test runs them on the Triton prefill instead.
-BLOCK_TUNED = ("shared-prefix", "tq-continuation", "producer-consumer")
+BLOCK_TUNED = ("shared-prefix", "tq-continuation", "producer-consumer", "prompt-tail")
 # What a proof runs unless it says otherwise: 16 a batch under CUDA graphs, users' shape.
 DEFAULTS = {"--batch": "16", "--mode": "graphs"}
 

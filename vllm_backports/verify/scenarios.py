@@ -70,7 +70,7 @@ SHARED_SUFFIX_LEN = 12
 # evidence then reads back from the engine.
 SWITCHES = ("default", "on", "off")
 # vLLM's model runner: the release's own choice, or V1 / V2 (engine.RUNNER_ENV; V2 is MTP's
-# default from 0.29 and ngram's on 0.33.0).
+# default from 0.29 and ngram's from 0.32).
 MODEL_RUNNERS = ("default", "v1", "v2")
 
 
@@ -184,6 +184,29 @@ def producer_consumer_prompts(count: int, vocab: int, k: int, seed: int = 1) -> 
     return out
 
 
+# prompt-tail: prefix-cache hits that leave one prompt token to compute. From 0.31 the V2 model
+# runner runs such a tail, padded with placeholder drafts, as a speculative decode row
+# (`v1/worker/gpu/model_runner.py:1356` and `model_states/mamba_hybrid.py:264` in 0.33.0); V2 is
+# ngram's default runner from 0.32 and prefix caching hybrids' default from 0.26, so users' ngram
+# engines meet it whenever a prompt ends one token past a cached block. ngram has no EAGLE block
+# drop, so a hit reaches the last cached block: one producer whose prompt carries the shared
+# prefix of two 160-token blocks (bf16 KV, k=3) and a block more, so its chunks end at both
+# boundaries and cache their state; then consumers of that prefix plus one token.
+TAIL_PREFIX_LEN = 320
+TAIL_PRODUCER_LEN = 480
+
+
+def prompt_tail_prompts(count: int, vocab: int, k: int, seed: int = 1) -> list[list[int]]:
+    """One producer (TAIL_PREFIX_LEN shared + distinct tokens up to TAIL_PRODUCER_LEN), then
+    consumers (TAIL_PREFIX_LEN shared + one distinct token)."""
+    rng = random.Random(seed)
+    prefix = [rng.randrange(2, vocab) for _ in range(TAIL_PREFIX_LEN)]
+    out = [prefix + [rng.randrange(2, vocab) for _ in range(TAIL_PRODUCER_LEN - TAIL_PREFIX_LEN)]]
+    while len(out) < count:
+        out.append(prefix + _distinct(rng, 1, vocab, [q[TAIL_PREFIX_LEN:] for q in out]))
+    return out
+
+
 # churn (docs/SIBLING-BUGS.md section 1): many short requests, so one finishes every few steps and
 # a waiting prompt takes its freed row ahead of rows still decoding; under async scheduling with
 # speculation in align mode, releases 0.19 .. 0.33 then read a row's accepted count at its old row.
@@ -221,6 +244,7 @@ PROMPT_SETS: dict[str, PromptSet] = {
         producer_consumer_prompts, max_model_len=PC_MAX_MODEL_LEN, requires_prefix_caching=True
     ),
     "churn": PromptSet(random_prompts, count=CHURN_PROMPTS, max_tokens=CHURN_MAX_TOKENS),
+    "prompt-tail": PromptSet(prompt_tail_prompts, max_model_len=PC_MAX_MODEL_LEN, requires_prefix_caching=True),
 }
 
 
