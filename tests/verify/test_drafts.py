@@ -147,11 +147,12 @@ def test_drafts_for_is_what_propose_offers():
         assert a.propose(prompt + cont[:done]) == b.drafts_for(1, done)
 
 
-def test_the_installed_hook_drafts_for_each_valid_row_as_propose_would(monkeypatch):
+def v1_hooked(monkeypatch):
+    """V1's ngram proposer as a stand-in module, hooked with a script; and a twin of that script,
+    to say what the hook should have drafted."""
     import sys
     import types
 
-    np = pytest.importorskip("numpy")
     from vllm_backports.verify import drafts
 
     class NgramProposer:
@@ -165,6 +166,14 @@ def test_the_installed_hook_drafts_for_each_valid_row_as_propose_would(monkeypat
     monkeypatch.setattr(drafts, "_installed", [])
     hooked, reference = script(), script()
     drafts.install(hooked)
+    return NgramProposer, hooked, reference
+
+
+def test_the_installed_hook_drafts_for_each_valid_row_as_propose_would(monkeypatch):
+    np = pytest.importorskip("numpy")
+    from vllm_backports.verify import drafts
+
+    NgramProposer, hooked, reference = v1_hooked(monkeypatch)
     contexts = [
         hooked.prompts[0] + hooked.continuations[0][:3],
         [1, 1, 1],
@@ -184,23 +193,9 @@ def test_the_installed_hook_drafts_for_each_valid_row_as_propose_would(monkeypat
 
 
 def test_the_v1_hook_offers_no_more_than_the_k_vllm_asks_for(monkeypatch):
-    import sys
-    import types
-
     np = pytest.importorskip("numpy")
-    from vllm_backports.verify import drafts
 
-    class NgramProposer:
-        pass
-
-    for name in ("vllm", "vllm.v1", "vllm.v1.spec_decode"):
-        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
-    module = types.ModuleType("vllm.v1.spec_decode.ngram_proposer")
-    module.NgramProposer = NgramProposer
-    monkeypatch.setitem(sys.modules, "vllm.v1.spec_decode.ngram_proposer", module)
-    monkeypatch.setattr(drafts, "_installed", [])
-    hooked, reference = script(), script()
-    drafts.install(hooked)
+    NgramProposer, hooked, reference = v1_hooked(monkeypatch)
     context = hooked.prompts[0] + hooked.continuations[0][:3]
     table = np.zeros((1, 40), dtype=np.int64)
     table[0, : len(context)] = context
