@@ -18,6 +18,20 @@ from vllm_backports.verify.run import (
 )
 
 
+def stand_in_run(monkeypatch, version: str, engine, reference) -> None:
+    """verify's run with stand-ins for what needs a GPU: the release `version` at both sites, the
+    tiny Qwen3-Next checkpoint, `engine` for every engine process and `reference` for float32."""
+    from vllm_backports.verify import run
+
+    monkeypatch.setattr(run, "preflight", lambda model_class: version)
+    monkeypatch.setattr(run, "site_version", lambda site: version)
+    monkeypatch.setattr(run, "machine", lambda: {"gpu": "none"})
+    monkeypatch.setattr(run.model, "write_model", lambda d, mtp=False, model_class=None, architecture=None: d)
+    monkeypatch.setattr(run, "registry_architectures", lambda: {"Qwen3NextForCausalLM"})
+    monkeypatch.setattr(run, "run_engine", engine)
+    monkeypatch.setattr(run, "Reference", reference)
+
+
 def row(site: str, scenario: str, errors: int) -> dict:
     return {"site": site, "scenario": scenario, "errors": errors}
 
@@ -93,7 +107,6 @@ def fake_session(monkeypatch, tmp_path, crash_on: str):
     """execute() with every GPU step replaced: engines return the prompt's first tokens, and the
     engine of `crash_on` ("control" or "target") dies as a real one does."""
     from vllm_backports.errors import BackportError
-    from vllm_backports.verify import run
 
     def engine(spec, work, tag, script, site=None):
         dead = site is not None if crash_on == "control" else (site is None and "baseline" not in tag)
@@ -101,13 +114,7 @@ def fake_session(monkeypatch, tmp_path, crash_on: str):
             raise BackportError(f"engine run {tag} failed (exit -6): illegal memory access")
         return {"tokens": [p[:4] for p in spec["prompts"]], "tokens_per_s": 1.0, "engine": {"backports": []}}
 
-    monkeypatch.setattr(run, "preflight", lambda model_class: "0.28.0")
-    monkeypatch.setattr(run, "site_version", lambda site: "0.28.0")
-    monkeypatch.setattr(run, "machine", lambda: {"gpu": "none"})
-    monkeypatch.setattr(run.model, "write_model", lambda d, mtp=False, model_class=None, architecture=None: d)
-    monkeypatch.setattr(run, "registry_architectures", lambda: {"Qwen3NextForCausalLM"})
-    monkeypatch.setattr(run, "run_engine", engine)
-    monkeypatch.setattr(run, "Reference", FakeReference)
+    stand_in_run(monkeypatch, "0.28.0", engine, FakeReference)
     return Plan(batches=(16,), modes=("graphs",), presets=("mtp",), tp=1, threshold=None, work=tmp_path / "w",
                 additional_config={}, control=tmp_path)
 
@@ -168,7 +175,6 @@ class MarkedReference(FakeReference):
 def tq_session(monkeypatch, tmp_path, control: bool = True, wrong: tuple[str, ...] = ("control",), **kw):
     """execute() of a tq-continuation plan on TurboQuant KV with every GPU step replaced; engines
     on the sites in `wrong` emit wrong tokens. Returns the plan and the specs the engines got."""
-    from vllm_backports.verify import run
 
     specs: list[dict] = []
 
@@ -178,13 +184,7 @@ def tq_session(monkeypatch, tmp_path, control: bool = True, wrong: tuple[str, ..
         return {"tokens": [[1] * 4 if bad else p[:4] for p in spec["prompts"]], "tokens_per_s": 1.0,
                 "engine": {"prefix_cache": {"hits": 4000, "queries": 9000}}}
 
-    monkeypatch.setattr(run, "preflight", lambda model_class: "0.22.0")
-    monkeypatch.setattr(run, "site_version", lambda site: "0.22.0")
-    monkeypatch.setattr(run, "machine", lambda: {"gpu": "none"})
-    monkeypatch.setattr(run.model, "write_model", lambda d, mtp=False, model_class=None, architecture=None: d)
-    monkeypatch.setattr(run, "registry_architectures", lambda: {"Qwen3NextForCausalLM"})
-    monkeypatch.setattr(run, "run_engine", engine)
-    monkeypatch.setattr(run, "Reference", MarkedReference)
+    stand_in_run(monkeypatch, "0.22.0", engine, MarkedReference)
     p = Plan(batches=(16,), modes=("graphs",), presets=("ngram",), tp=1, threshold=None, work=tmp_path / "w",
              additional_config={}, control=tmp_path if control else None, kv_cache="turboquant_k8v4",
              prompt_set="tq-continuation", prefix_caching="on", **kw)
@@ -311,7 +311,6 @@ def rounds_session(monkeypatch, tmp_path, *, bad_round: int | None = None, bad_l
     emits wrong tokens from round `bad_round` on; the engines of `bad_logprobs_on` ("control",
     "target") return prompt logprobs 4 nats off at token 2; the baseline's are off by
     `baseline_noise`. Returns the plan and the specs the engines got."""
-    from vllm_backports.verify import run
 
     specs: list[dict] = []
 
@@ -344,12 +343,7 @@ def rounds_session(monkeypatch, tmp_path, *, bad_round: int | None = None, bad_l
             out["accepted_counts"] = {"status": "checked", "in_range": True}
         return out
 
-    monkeypatch.setattr(run, "preflight", lambda model_class: "0.20.0")
-    monkeypatch.setattr(run, "site_version", lambda site: "0.20.0")
-    monkeypatch.setattr(run, "machine", lambda: {"gpu": "none"})
-    monkeypatch.setattr(run.model, "write_model", lambda d, mtp=False, model_class=None, architecture=None: d)
-    monkeypatch.setattr(run, "run_engine", engine)
-    monkeypatch.setattr(run, "Reference", RoundsReference)
+    stand_in_run(monkeypatch, "0.20.0", engine, RoundsReference)
     p = Plan(batches=(1,), modes=("graphs",), presets=("mtp",), tp=1, threshold=None, work=tmp_path / "w",
              additional_config={}, control=tmp_path, **kw)
     return p, specs
@@ -563,7 +557,6 @@ def ngram_session(monkeypatch, tmp_path, served: dict[str, int], **kw):
     """execute() of an ngram plan with a control, every GPU step replaced: each site's speculative
     engine says how many proposer calls its script served (`served`, by site). Returns the plan
     and the specs the engines got."""
-    from vllm_backports.verify import run
 
     specs: list[dict] = []
 
@@ -573,13 +566,7 @@ def ngram_session(monkeypatch, tmp_path, served: dict[str, int], **kw):
         out = {"tokens": [p[:4] for p in spec["prompts"]], "tokens_per_s": 1.0, "engine": {"backports": []}}
         return out if script is None else {**out, "scripted": True, "script_served": served[where]}
 
-    monkeypatch.setattr(run, "preflight", lambda model_class: "0.33.0")
-    monkeypatch.setattr(run, "site_version", lambda site: "0.33.0")
-    monkeypatch.setattr(run, "machine", lambda: {"gpu": "none"})
-    monkeypatch.setattr(run.model, "write_model", lambda d, mtp=False, model_class=None, architecture=None: d)
-    monkeypatch.setattr(run, "registry_architectures", lambda: {"Qwen3NextForCausalLM"})
-    monkeypatch.setattr(run, "run_engine", engine)
-    monkeypatch.setattr(run, "Reference", FakeReference)
+    stand_in_run(monkeypatch, "0.33.0", engine, FakeReference)
     p = Plan(batches=(16,), modes=("graphs",), presets=("ngram",), tp=1, threshold=None, work=tmp_path / "w",
              additional_config={}, control=tmp_path, **kw)
     return p, specs
