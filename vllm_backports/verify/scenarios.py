@@ -190,8 +190,13 @@ def producer_consumer_prompts(count: int, vocab: int, k: int, seed: int = 1) -> 
 # ngram's default runner from 0.32 and prefix caching hybrids' default from 0.26, so users' ngram
 # engines meet it whenever a prompt ends one token past a cached block. ngram has no EAGLE block
 # drop, so a hit reaches the last cached block: one producer whose prompt carries the shared
-# prefix of two 160-token blocks (bf16 KV, k=3) and a block more, so its chunks end at both
-# boundaries and cache their state; then consumers of that prefix plus one token.
+# prefix of two 160-token blocks (bf16 KV, k=3, Triton GDN prefill) and a block more, so its
+# chunks end at both boundaries and cache their state; then consumers of that prefix plus one
+# token. Read in 0.32.0's and 0.33.0's scheduler at 16 a batch (not yet run): the producer's
+# chunks take steps 1 to 3 of the 192-token budget, the first 15 consumers hit 320 in step 3
+# beside its last chunk and run their token unpadded (a decode row without drafts), and the
+# consumers admitted later, beside decode rows only, get 3 placeholder drafts: V2 takes both
+# kinds for speculative decode rows. FlashInfer's prefill on 0.33.0 makes the align block 192.
 TAIL_PREFIX_LEN = 320
 TAIL_PRODUCER_LEN = 480
 
