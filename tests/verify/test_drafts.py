@@ -61,6 +61,18 @@ def test_replay_of_a_perfect_output_counts_every_transition():
     assert t["accepted_drafts"] == sum(a for _, a in steps)
 
 
+def test_replay_as_v2_ran_it_offers_k_every_step_and_never_a_step_without_drafts():
+    s = script()
+    scripted, as_v2 = s.replay(0, s.continuations[0]), s.replay(0, s.continuations[0], always_k=True)
+    assert [o for o, _ in as_v2] == [3] * len(as_v2)
+    # the same acceptance (the pads are wrong tokens), so the same steps
+    assert [a for _, a in as_v2] == [a for _, a in scripted]
+    t = transitions(as_v2)
+    assert t["accepted_then_no_drafts"] == 0 < transitions(scripted)["accepted_then_no_drafts"]
+    # (2, 2) and (1, 1) steps are partial acceptances of k drafts there
+    assert t["partial_acceptance"] > transitions(scripted)["partial_acceptance"]
+
+
 def test_replay_of_a_diverged_output_accepts_nothing_after_the_divergence():
     s = script()
     cont = s.continuations[0]
@@ -186,9 +198,11 @@ def test_the_installed_hook_drafts_for_each_valid_row_as_propose_would(monkeypat
     out = NgramProposer.batch_propose(None, 4, [0, 1, 2], lengths, table)
     assert out == [reference.propose(c) for c in contexts] + [[]]
     assert out[0] and out[1] == []
-    # what tells verify vLLM asked at all: a call with rows to draft for counts, one without not
+    # what tells verify the script drafted at all: a call with a row of the script's counts; one
+    # without rows, or whose rows are none of the script's prompts, does not
     assert drafts.served() == 1
     NgramProposer.batch_propose(None, 2, [], lengths, table)
+    NgramProposer.batch_propose(None, 2, [1], lengths, table)
     assert drafts.served() == 1
 
 

@@ -50,7 +50,8 @@ class Script:
     _head: int = field(default=0, init=False, repr=False, compare=False)
     # prompts as the bytes of a token table's row, per dtype: the cheapest exact comparison
     _bytes: dict = field(default_factory=dict, init=False, repr=False, compare=False)
-    served: int = field(default=0, init=False, repr=False, compare=False)  # proposer calls served
+    # drafter calls with a row the script knows: 0 after a run means the script drafted nothing
+    served: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if len({tuple(p) for p in self.prompts}) != len(self.prompts):
@@ -106,17 +107,21 @@ class Script:
         rest = range(done + len(drafts), done + k)
         return drafts + [((truth[j] if j < len(truth) else 0) + 1) % self.vocab for j in rest]
 
-    def replay(self, req: int, output: list[int]) -> list[tuple[int, int]]:
+    def replay(self, req: int, output: list[int], always_k: bool = False) -> list[tuple[int, int]]:
         """(offered, accepted) per step, rebuilt offline from a greedy output.
 
         Greedy verification accepts exactly the drafts that equal the tokens the engine emitted,
-        so the output alone says what every step did; no engine metrics are needed.
+        so the output alone says what every step did; no engine metrics are needed. `always_k`:
+        the drafts as V2's speculator hands them on (padded to k), so a step the schedule gives
+        no drafts is k rejected ones there, and V2 never runs a step without drafts.
         """
         probe = Script(self.prompts, self.continuations, self.k, self.vocab, self.schedule)
         prompt = self.prompts[req]
         done, steps = 1, []  # the prefill step emits the first token without drafts
         while done < len(output):
             offered = probe.propose(prompt + output[:done])
+            if always_k:
+                offered = probe.padded(offered, req, done, self.k)
             accepted = 0
             while (
                 accepted < len(offered)
@@ -171,12 +176,14 @@ def install(script: Script) -> None:
     # speculation); a row is never offered more than that.
     def batch_propose(self, num_requests, valid_ngram_requests, num_tokens_no_spec, token_ids_cpu, k=None):
         out: list[list[int]] = [[] for _ in range(num_requests)]
+        hit = False
         for i in valid_ngram_requests:
             length = int(num_tokens_no_spec[i])
             req = script.request_of_row(token_ids_cpu[i], length)
             if req is not None:
                 out[i] = script.drafts_for(req, length - len(script.prompts[req]))[:k]
-        script.served += bool(valid_ngram_requests)
+                hit = True
+        script.served += hit  # a call counts once a row of it is the script's, as on V2
         return out
 
     NgramProposer.batch_propose = batch_propose

@@ -266,11 +266,12 @@ def run_engine(spec: dict, work: Path, tag: str, script: drafts.Script | None, s
     return json.loads(out_path.read_text())
 
 
-def exercised(script: drafts.Script, outputs: list[list[int]]) -> dict[str, int]:
-    """Totals of drafts.transitions over every request of one run."""
+def exercised(script: drafts.Script, outputs: list[list[int]], always_k: bool = False) -> dict[str, int]:
+    """Totals of drafts.transitions over every request of one run (`always_k`: as the V2 model
+    runner ran them, k drafts every step)."""
     total: dict[str, int] = {}
     for i, out in enumerate(outputs):
-        for key, n in drafts.transitions(script.replay(i, out)).items():
+        for key, n in drafts.transitions(script.replay(i, out, always_k)).items():
             total[key] = total.get(key, 0) + n
     return total
 
@@ -399,7 +400,8 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                     if script is not None:
                         check_script_served(out, tag)
                     # A model drafter's proposals are not known offline: vLLM's own counters stand in.
-                    hit = exercised(script, out["tokens"]) if script else out.get("spec_counters")
+                    v2 = (out.get("engine") or {}).get("model_runner") == "v2"
+                    hit = exercised(script, out["tokens"], v2) if script else out.get("spec_counters")
                     runs.append({**where_run, "exercised": hit, "baseline_tokens": base["tokens"], **out})
     progress(clock.done("reference: float32 teacher forcing"))
     ref = Reference(str(model_dir), model_class=plan.model_class)
@@ -428,8 +430,8 @@ def check_script_served(out: dict, tag: str) -> None:
     ran. Raised outside the control's crash handling, so that it fails the whole verify."""
     if out.get("script_served") == 0:
         raise DraftsNotServed(
-            f"engine run {tag}: vLLM never asked the scripted ngram drafts (neither V1's proposer nor V2's "
-            "speculator ran); try --model-runner v1"
+            f"engine run {tag}: vLLM never asked the scripted ngram drafts (no call of V1's proposer or V2's "
+            "speculator had a row of their prompts); try --model-runner v1"
         )
 
 
