@@ -21,6 +21,7 @@ V2_SPECULATOR = "vllm/v1/worker/gpu/spec_decode/ngram/speculator.py"
 V2_CHOOSER = "vllm/v1/worker/gpu/spec_decode/__init__.py"
 V2_STATES = "vllm/v1/worker/gpu/states.py"
 V2_BATCH = "vllm/v1/worker/gpu/input_batch.py"
+V2_RUNNER = "vllm/v1/worker/gpu/model_runner.py"
 BUILDER = counts.BUILDER_MODULE.replace(".", "/") + ".py"
 
 
@@ -86,7 +87,7 @@ def test_the_v2_ngram_hook_reads_what_the_speculator_and_its_kernels_read(versio
         chooser = _shipped(version) & {V2_CHOOSER} and _read(version, [V2_CHOOSER])[V2_CHOOSER]
         assert not chooser or "ngram" not in ast.unparse(chooser)
         return
-    trees = _read(version, [V2_SPECULATOR, V2_CHOOSER, V2_STATES, V2_BATCH])
+    trees = _read(version, [V2_SPECULATOR, V2_CHOOSER, V2_STATES, V2_BATCH, V2_RUNNER])
     # the V2 runner takes this class for ngram
     assert "NgramGPUSpeculator" in ast.unparse(trees[V2_CHOOSER])
     speculator = _class(trees[V2_SPECULATOR], "NgramGPUSpeculator")
@@ -94,9 +95,18 @@ def test_the_v2_ngram_hook_reads_what_the_speculator_and_its_kernels_read(versio
     params = [a.arg for a in propose.args.args + propose.args.kwonlyargs]
     assert {"input_batch", "num_sampled", "dummy_run"} <= set(params)
     assert "req_states" in _self_attributes(_method(speculator, "__init__"))
-    # what the hook returns is the buffer the runner reads: a view of self.drafts
+    # what the hook writes reaches the runner: propose returns a view of self.drafts, and the
+    # runner takes the drafts from what propose returns
     for ret in (n for n in ast.walk(propose) if isinstance(n, ast.Return)):
         assert ast.unparse(ret.value).startswith("self.drafts["), ast.unparse(ret)
+    taken = [
+        n
+        for n in ast.walk(trees[V2_RUNNER])
+        if isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Call)
+        and ast.unparse(n.value.func) == "self.speculator.propose"
+    ]
+    assert taken, "the V2 runner no longer takes its drafts from speculator.propose's result"
     # the kernels' own inputs, which the hook reads the same way
     body = ast.unparse(propose)
     for read in ("req_states.all_token_ids.gpu", "req_states.total_len.gpu", "input_batch.idx_mapping"):
