@@ -342,6 +342,16 @@ def test_an_upstream_table_run_before_its_series_changed_fails_the_doc_check(tmp
     )
     assert (home / "docs" / "UPSTREAM-TESTS.md").read_bytes() == before  # nothing written
 
+    # a table of a series the release no longer takes
+    table = _upstream_table(home, "0.26.0", current)
+    table.write_text(table.read_text().replace('"series": "0.26.0"', '"series": "0.25.0"'))
+    done = CliRunner().invoke(maint.main, ["upstream-tests-doc", "--write"])
+    assert done.exit_code == 1
+    assert str(done.exception) == (
+        "docs/upstream-tests/0.26.0.json: ran series 0.25.0, vLLM 0.26.0 now has series 0.26.0; "
+        "run `python -m vllm_backports.maint upstream-tests 0.26.0` again"
+    )
+
 
 def test_an_upstream_table_without_patch_hashes_says_so(tmp_path, monkeypatch):
     home = copy_checkout(tmp_path, monkeypatch)

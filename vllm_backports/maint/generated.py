@@ -265,11 +265,18 @@ def upstream_tests_doc(home: Path, write: bool) -> None:
                 data = json.loads(f.read_text())
             except ValueError as exc:
                 raise BackportError(f"{where}: not JSON ({exc})") from None
-            # a table run before its series changed says nothing of what ships
+            # a table run before its release's series changed says nothing of what ships
+            release = cat.releases.get(data["vllm"])
+            if release is None or release.series != data["series"]:
+                now = f"series {release.series}" if release and release.series else "no series"
+                raise BackportError(
+                    f"{where}: ran series {data['series']}, vLLM {data['vllm']} now has {now}; "
+                    f"run `{data['command']}` again"
+                )
             if "patches" in data and (changed := stale_patches(data["patches"], series_patches(cat, data["series"]))):
                 raise BackportError(
                     f"{where}: series {data['series']} has changed since it ran ({', '.join(changed)}); "
-                    f"run `python -m vllm_backports.maint upstream-tests {data['vllm']}` again"
+                    f"run `{data['command']}` again"
                 )
             reports.append(data)
         return reports
