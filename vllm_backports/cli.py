@@ -451,7 +451,7 @@ def _span(versions: list[str], order: list[str]) -> str:
     default="default",
     show_default=True,
     help="vLLM's model runner; default: the release's own choice (V2 for MTP from 0.29, for ngram "
-    "on 0.33.0). The named ngram proofs run v1, where spec-prefill-decode-graph acts.",
+    "from 0.32). The named ngram proofs run v1, where spec-prefill-decode-graph acts.",
 )
 @click.option(
     "--control",

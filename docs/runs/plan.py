@@ -6,8 +6,9 @@ with `steps.sh put`, the last call starting `steps.sh chain` with install.sh.
     python3 docs/runs/plan.py 0.25.0:gdn-ngram-b1,tq-continuation 0.26.0:gdn-ngram-flashinfer
     python3 docs/runs/plan.py --json 0.33.0:tq-continuation    # one object a call: command, carry
 
-Run after ../shared/gpu/stage-vllm.sh REL (from the project root), docs/runs/stage-fa2.sh REL and,
-for FlashInfer proofs, docs/runs/stage-flashinfer.sh REL. Releases with the same FA2 (its sha256)
+Run after ../shared/gpu/stage-vllm.sh REL (from the project root), docs/runs/stage-fa2.sh REL and
+`mv .stage .stage-REL` (both scripts write .stage/, one release at a time), and, for FlashInfer
+proofs, docs/runs/stage-flashinfer.sh REL. Releases with the same FA2 (its sha256)
 copy it on the machine from the first one's HOME instead of carrying it again.
 """
 
@@ -62,7 +63,10 @@ def pieces(root: Path, release: str, fa2_from: str | None, flashinfer: bool) -> 
     """A release's pieces, and its install.sh (which goes with the call that starts the chain)."""
     stage = root / f".stage-{release}"
     if not (stage / "install.sh").is_file():
-        raise SystemExit(f"plan: .stage-{release}/install.sh missing: run ../shared/gpu/stage-vllm.sh {release}")
+        raise SystemExit(
+            f"plan: .stage-{release}/install.sh missing: run ../shared/gpu/stage-vllm.sh {release} and "
+            f"docs/runs/stage-fa2.sh {release}, then mv .stage .stage-{release}"
+        )
     found = []
     for d in sorted(stage.glob("p[0-9]*"), key=lambda p: int(p.name[1:])):
         found.append(Piece(d.name, [str(d.relative_to(root))], _size(d)))

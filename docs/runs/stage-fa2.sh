@@ -20,8 +20,8 @@ PY
 (cd "$out" && sha256sum fa2.so > fa2.so.sha256 && xz -T0 -6 fa2.so)
 echo "staged $member of vLLM $release: $(du -m "$out/fa2.so.xz" | cut -f1) MiB in $out"
 # Over one call's carry (from 0.27 the library is about 82 MiB): two halves, .stage/fa2a and
-# .stage/fa2b, the second with the checksum, as `steps.sh put fa2a` / `put fa2b` and plan.py take
-# them; steps.sh setup joins them again.
+# .stage/fa2b, the second with the checksum; once .stage is moved to .stage-REL, as plan.py and
+# `steps.sh put fa2a` / `put fa2b` take them; steps.sh setup joins them again.
 if [ "$(stat -c %s "$out/fa2.so.xz")" -gt $((58 * 1024 * 1024)) ]; then
   rm -rf .stage/fa2a .stage/fa2b && mkdir -p .stage/fa2a .stage/fa2b
   split -b $((58 * 1024 * 1024)) -d -a 1 "$out/fa2.so.xz" "$out/fa2.so.xz."
