@@ -60,6 +60,10 @@ class Script:
         for i, prompt in enumerate(self.prompts):
             self._heads.setdefault(tuple(prompt[: self._head]), []).append(i)
 
+    @property
+    def longest_prompt(self) -> int:
+        return max(len(p) for p in self.prompts)
+
     def request_of(self, context: list[int]) -> int | None:
         """The first request whose prompt `context` begins with."""
         for i in self._heads.get(tuple(context[: self._head]), ()):
@@ -219,7 +223,8 @@ def _install_v2(script: Script) -> None:
         rows = batch.idx_mapping[:n]
         lengths = self.req_states.total_len.gpu[rows].tolist()
         sampled = asked["num_sampled"][:n].tolist()
-        table = self.req_states.all_token_ids.gpu[rows].cpu().numpy()
+        # the prompts' columns only: all a row's request is told by (the sync each step stays)
+        table = self.req_states.all_token_ids.gpu[rows, : script.longest_prompt].cpu().numpy()
         k = out.shape[1]
         drafts, hit = out[:n].tolist(), False
         for b in range(n):
