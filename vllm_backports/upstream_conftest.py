@@ -27,6 +27,8 @@ from pathlib import Path
 import pytest
 
 # Stand-in configs, small: the builders under test read a model's config, never its weights.
+# The dtype under both names, as transformers 4 and 5 write it: a reader that finds neither takes
+# float32, which doubles a Mamba state and the hybrid block size derived from it.
 # Qwen/Qwen3.5-0.8B holds Qwen3-Next's layout (GDN and full-attention layers, GDN heads of 128),
 # whose GDN layers are the same module and builder: vLLM's Qwen3.5 class imports Qwen3-VL's,
 # which needs torchvision, and the CPU environment carries none (PyPI's build is CUDA-only).
@@ -59,6 +61,7 @@ HUB_CONFIGS = {
         "rms_norm_eps": 1e-6,
         "tie_word_embeddings": False,
         "torch_dtype": "bfloat16",
+        "dtype": "bfloat16",
     },
     # The published configs of these two (their sizes decide the runner's buffers the tests read).
     "facebook/opt-125m": {
@@ -77,6 +80,7 @@ HUB_CONFIGS = {
         "bos_token_id": 2,
         "eos_token_id": 2,
         "torch_dtype": "float16",
+        "dtype": "float16",
     },
     "Qwen/Qwen3-8B": {
         "architectures": ["Qwen3ForCausalLM"],
@@ -95,6 +99,7 @@ HUB_CONFIGS = {
         "bos_token_id": 151643,
         "eos_token_id": 151645,
         "torch_dtype": "bfloat16",
+        "dtype": "bfloat16",
     },
 }
 
