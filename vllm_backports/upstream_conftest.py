@@ -27,8 +27,7 @@ from pathlib import Path
 import pytest
 
 # Stand-in configs, small: the builders under test read a model's config, never its weights.
-# The dtype under both names, as transformers 4 and 5 write it: a reader that finds neither takes
-# float32, which doubles a Mamba state and the hybrid block size derived from it.
+# The dtype under both names, as transformers 4 ("torch_dtype") and 5 ("dtype") write it.
 # Qwen/Qwen3.5-0.8B holds Qwen3-Next's layout (GDN and full-attention layers, GDN heads of 128),
 # whose GDN layers are the same module and builder: vLLM's Qwen3.5 class imports Qwen3-VL's,
 # which needs torchvision, and the CPU environment carries none (PyPI's build is CUDA-only).
