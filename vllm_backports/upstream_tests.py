@@ -479,6 +479,11 @@ def markdown(reports: list[dict], gpu_reports: list[dict] | None = None) -> str:
         f"`{EXPLANATIONS}` explains it. Counts are passed / failed (errors included) / skipped.",
         "The GPU runs, after the CPU ones, are the same selection run on a GPU as upstream runs it",
         "(`--device cuda`: no CPU shim; the hub configs above still stand in for downloads).",
+        "The host's CPU moves some outcomes, on both sides alike. Where it has AVX-512BF16, the tests of",
+        "vLLM's accelerated CPU GDN path run instead of skipping and fail on CPU ops the CUDA wheel lacks",
+        "(0.29.0 .. 0.31.0, `tests/kernels/mamba/cpu/test_cpu_gdn_ops.py`), and vLLM's CPU platform keeps",
+        "the SSM state in float32 for that path (0.33.0: `vllm/platforms/cpu.py:319`), which doubles the",
+        "hybrid block size `test_blocks_land_on_the_mamba_checkpoint_grid` expects.",
         "",
     ]
     gpu_reports = gpu_reports or []
