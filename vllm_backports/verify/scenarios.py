@@ -173,15 +173,21 @@ PC_SUFFIX_LEN = 12
 PC_MAX_MODEL_LEN = PC_PRODUCER_LEN + max(s.max_tokens for s in SHAPES.values()) + 32
 
 
-def producer_consumer_prompts(count: int, vocab: int, k: int, seed: int = 1) -> list[list[int]]:
-    """One producer (PC_PREFIX_LEN shared + distinct tokens up to PC_PRODUCER_LEN), then
-    consumers (PC_PREFIX_LEN shared + PC_SUFFIX_LEN distinct)."""
+def _producer_then_consumers(
+    count: int, vocab: int, seed: int, prefix_len: int, producer_len: int, suffix_len: int
+) -> list[list[int]]:
+    """One producer (prefix_len shared + distinct tokens up to producer_len), then consumers
+    (prefix_len shared + suffix_len distinct)."""
     rng = random.Random(seed)
-    prefix = [rng.randrange(2, vocab) for _ in range(PC_PREFIX_LEN)]
-    out = [prefix + [rng.randrange(2, vocab) for _ in range(PC_PRODUCER_LEN - PC_PREFIX_LEN)]]
+    prefix = [rng.randrange(2, vocab) for _ in range(prefix_len)]
+    out = [prefix + [rng.randrange(2, vocab) for _ in range(producer_len - prefix_len)]]
     while len(out) < count:
-        out.append(prefix + _distinct(rng, PC_SUFFIX_LEN, vocab, [q[PC_PREFIX_LEN:] for q in out]))
+        out.append(prefix + _distinct(rng, suffix_len, vocab, [q[prefix_len:] for q in out]))
     return out
+
+
+def producer_consumer_prompts(count: int, vocab: int, k: int, seed: int = 1) -> list[list[int]]:
+    return _producer_then_consumers(count, vocab, seed, PC_PREFIX_LEN, PC_PRODUCER_LEN, PC_SUFFIX_LEN)
 
 
 # prompt-tail: prefix-cache hits that leave one prompt token to compute. From 0.31 the V2 model
@@ -202,14 +208,7 @@ TAIL_PRODUCER_LEN = 480
 
 
 def prompt_tail_prompts(count: int, vocab: int, k: int, seed: int = 1) -> list[list[int]]:
-    """One producer (TAIL_PREFIX_LEN shared + distinct tokens up to TAIL_PRODUCER_LEN), then
-    consumers (TAIL_PREFIX_LEN shared + one distinct token)."""
-    rng = random.Random(seed)
-    prefix = [rng.randrange(2, vocab) for _ in range(TAIL_PREFIX_LEN)]
-    out = [prefix + [rng.randrange(2, vocab) for _ in range(TAIL_PRODUCER_LEN - TAIL_PREFIX_LEN)]]
-    while len(out) < count:
-        out.append(prefix + _distinct(rng, 1, vocab, [q[TAIL_PREFIX_LEN:] for q in out]))
-    return out
+    return _producer_then_consumers(count, vocab, seed, TAIL_PREFIX_LEN, TAIL_PRODUCER_LEN, 1)
 
 
 # churn (docs/SIBLING-BUGS.md section 1): many short requests, so one finishes every few steps and
