@@ -48,6 +48,8 @@ class Script:
     # benchmark's are
     _heads: dict[tuple[int, ...], list[int]] = field(default_factory=dict, init=False, repr=False, compare=False)
     _head: int = field(default=0, init=False, repr=False, compare=False)
+    # the token table's columns that tell a row's request (the V2 hook copies no more)
+    longest_prompt: int = field(default=0, init=False, repr=False, compare=False)
     # prompts as the bytes of a token table's row, per dtype: the cheapest exact comparison
     _bytes: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     # drafter calls with a row the script knows: 0 after a run means the script drafted nothing
@@ -57,12 +59,9 @@ class Script:
         if len({tuple(p) for p in self.prompts}) != len(self.prompts):
             raise ValueError("scripted drafts need distinct prompts")
         self._head = min([16] + [len(p) for p in self.prompts])
+        self.longest_prompt = max(len(p) for p in self.prompts)
         for i, prompt in enumerate(self.prompts):
             self._heads.setdefault(tuple(prompt[: self._head]), []).append(i)
-
-    @property
-    def longest_prompt(self) -> int:
-        return max(len(p) for p in self.prompts)
 
     def request_of(self, context: list[int]) -> int | None:
         """The first request whose prompt `context` begins with."""
