@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,10 +14,15 @@ from evidence_case import FIX, verify_json, write
 from vllm_backports import evidence, maint
 from vllm_backports.errors import EvidenceError
 
+CHECKOUT = Path(__file__).resolve().parents[1]
+
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
     monkeypatch.setattr(maint, "HOME", tmp_path)
+    # the page tells runs that show an upstream fix by the releases' upstream lists
+    shutil.copytree(CHECKOUT / "backports", tmp_path / "backports")
+    shutil.copy(CHECKOUT / "versions.toml", tmp_path)
     return tmp_path
 
 
@@ -310,3 +316,33 @@ def test_rounds_and_count_reports_leave_the_summary_as_it_was(home):
         r["rounds"] = [{"round": 1, "errors": r["errors"]}, {"round": 2, "errors": 0}]
         r["accepted_counts"] = {"status": "checked", "in_range": True}
     assert one(home, data) == plain
+
+
+def _judged(home, upstream, fixes=None):
+    return evidence.with_upstream_fixes(evidence.load(home), upstream, fixes or {"gdn-ngram": "gdn-spec-state"})
+
+
+def test_a_clean_pristine_run_where_the_fix_is_upstream_and_the_proof_failed_pristine_before(home):
+    write(home, "0.28.0", "gdn-ngram", verify_json("0.28.0"))
+    write(home, "0.31.0", "gdn-ngram", verify_json())  # the newest pristine failure is the one named
+    write(home, "0.33.0", "gdn-ngram", verify_json("0.33.0", control_errors=0))
+    judged = _judged(home, {"0.33.0": ("gdn-spec-state",)})
+    s = judged["0.33.0"][0]
+    assert (s.verdict, s.failed_pristine_on) == ("upstream-fixed", "0.31.0")
+    assert "| upstream-fixed (pristine 0.31.0 fails) |" in evidence.row(s)
+    assert [x.verdict for x in judged["0.31.0"]] == ["proof"] and judged["0.31.0"][0].failed_pristine_on is None
+    status = evidence.matrix_status(judged["0.33.0"])
+    assert status.startswith("GPU (H100, 2026-11-25): 0 proofs, 1 upstream-fixed, 0 weak")
+
+
+@pytest.mark.parametrize("why", ["fix not upstream", "no pristine failure", "control not pristine", "proof for no fix"])
+def test_a_weak_run_stays_weak_unless_it_shows_an_upstream_fix(home, why):
+    upstream = {"0.33.0": () if why == "fix not upstream" else ("gdn-spec-state",)}
+    earlier = ["gdn-spec-state"] if why == "no pristine failure" else None
+    later = ["turboquant-spec-decode"] if why == "control not pristine" else None
+    write(home, "0.31.0", "gdn-ngram", verify_json(control_backports=earlier))
+    write(home, "0.33.0", "gdn-ngram", verify_json("0.33.0", control_errors=0, control_backports=later))
+    fixes = {"gdn-ngram": None} if why == "proof for no fix" else None
+    s = _judged(home, upstream, fixes)["0.33.0"][0]
+    assert (s.verdict, s.failed_pristine_on) == ("weak", None)
+    assert evidence.matrix_status((s,)).startswith("GPU (H100, 2026-11-25): 0 proofs, 1 weak")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import EvidenceError
@@ -23,7 +23,8 @@ WRITE_COMMAND = "python -m vllm_backports.maint evidence --write"
 
 # verify's own words (verify/run.py conclude) -> the page's
 PROOFS = {"control fails, target passes": "proof", "weak: the control passes too": "weak", "target fails": "fails"}
-VERDICTS = ("proof", "weak", "fails", "no control", "uncalibrated")
+UPSTREAM_FIXED = "upstream-fixed"  # a weak run that shows upstream's own fix holding (with_upstream_fixes)
+VERDICTS = ("proof", UPSTREAM_FIXED, "weak", "fails", "no control", "uncalibrated")
 
 _TOP = {
     "command": str,
@@ -86,6 +87,8 @@ class Summary:
     control_crashed: int = 0  # control engines that died before returning tokens (a failure too)
     # Files from before verify had --model-class ran its only model, Qwen3-Next.
     model_class: str = "qwen3_next"
+    # upstream-fixed only: the release whose pristine control failed the same proof
+    failed_pristine_on: str | None = None
 
     @property
     def link(self) -> str:
@@ -270,6 +273,34 @@ def load(home: Path) -> dict[str, tuple[Summary, ...]]:
     return out
 
 
+def with_upstream_fixes(
+    evidence: dict[str, tuple[Summary, ...]], upstream: dict[str, tuple[str, ...]], fixes: dict[str, str | None]
+) -> dict[str, tuple[Summary, ...]]:
+    """`evidence` with each weak run that shows upstream's own fix holding called upstream-fixed:
+    its control is the pristine release, the backport its proof is for (`fixes`: proof name ->
+    backport id) is upstream in that release (`upstream`: release -> backport ids), and the same
+    proof failed a pristine control elsewhere, so the scenario is one that shows the bug. Every
+    other weak run stays weak: a clean pristine run alone cannot tell a fixed release from a
+    scenario too weak to show the bug."""
+    failed: dict[str, str] = {}  # proof -> the newest release whose pristine control failed it
+    for release, summaries in evidence.items():  # releases in version order (load)
+        for s in summaries:
+            if s.verdict == "proof" and s.control_backports == ():
+                failed[s.name] = release
+    out = {}
+    for release, summaries in evidence.items():
+        out[release] = tuple(
+            replace(s, verdict=UPSTREAM_FIXED, failed_pristine_on=failed[s.name])
+            if s.verdict == "weak"
+            and s.control_backports == ()
+            and s.name in failed
+            and fixes.get(s.name) in upstream.get(release, ())
+            else s
+            for s in summaries
+        )
+    return out
+
+
 # -- rendering ---------------------------------------------------------------------------------
 
 
@@ -332,7 +363,7 @@ def row(s: Summary) -> str:
     )
     cells = [
         f"[{s.name}]({s.link})",
-        s.verdict,
+        s.verdict + (f" (pristine {s.failed_pristine_on} fails)" if s.failed_pristine_on else ""),
         run,
         engine,
         _site(s.target_errors, s.target_tokens, s.target_backports),
@@ -357,8 +388,10 @@ def render_page(evidence: dict[str, tuple[Summary, ...]]) -> str:
         "`docs/evidence/<release>/`; CI fails on drift.",
         "",
         "Each file is one verify run. Verdicts: **proof** the control (an install of the same release "
-        "without the fix) has errors in every speculative run and the target none; **weak** the control "
-        "passes too, so the scenario does not show the bug; **fails** the target has errors; **no control** "
+        "without the fix) has errors in every speculative run and the target none; **upstream-fixed** the "
+        "release carries upstream's own fix for what the proof is for (`upstream_in` in versions.toml), and "
+        "its pristine install passes a proof whose pristine control failed on the release named; **weak** the "
+        "control passes too, so the scenario does not show the bug; **fails** the target has errors; **no control** "
         "the target passes, nothing to compare it with; **uncalibrated** the plain baseline itself strays "
         "from the reference, nothing concluded. Errors and tokens count the speculative runs; engine facts "
         "are what vLLM's resolved config said, not what verify asked for.",
@@ -380,7 +413,10 @@ def matrix_status(summaries: tuple[Summary, ...], page: str = PAGE.as_posix()) -
     days = sorted({s.date for s in summaries})
     when = days[0] if len(days) == 1 else f"{days[0]} .. {days[-1]}"
     count = {v: sum(s.verdict == v for s in summaries) for v in VERDICTS}
-    parts = [_plural(count["proof"], "proof"), f"{count['weak']} weak", f"{count['fails']} failing"]
+    parts = [_plural(count["proof"], "proof")]
+    if count[UPSTREAM_FIXED]:
+        parts.append(f"{count[UPSTREAM_FIXED]} {UPSTREAM_FIXED}")
+    parts += [f"{count['weak']} weak", f"{count['fails']} failing"]
     if count["no control"]:
         parts.append(f"{count['no control']} without a control")
     if count["uncalibrated"]:

@@ -358,3 +358,15 @@ def test_an_upstream_table_without_patch_hashes_says_so(tmp_path, monkeypatch):
     _upstream_table(home, "0.26.0", None)
     assert CliRunner().invoke(maint.main, ["upstream-tests-doc", "--write"]).exit_code == 0
     assert "(run before tables recorded the patches' sha256)." in (home / "docs" / "UPSTREAM-TESTS.md").read_text()
+
+
+def test_the_kept_evidence_tells_an_upstream_fix_from_a_weak_scenario():
+    """On the runs kept in docs/evidence: 0.33.0 ships no GDN fix (upstream from 0.32.0), and its
+    clean pristine GDN runs count as that fix holding only where the same proof failed a pristine
+    release before; the V2 proof, which never failed anywhere, stays weak."""
+    judged = generated.judged_evidence(maint.CHECKOUT)
+    by_name = {s.name: s for s in judged["0.33.0"]}
+    assert (by_name["gdn-ngram"].verdict, by_name["gdn-ngram"].failed_pristine_on) == ("upstream-fixed", "0.31.0")
+    assert by_name["gdn-ngram-v2"].verdict == "weak" and by_name["tail-ngram-v2"].verdict == "weak"
+    assert by_name["kp1-b1-fix"].verdict == "proof"
+    assert {s.verdict for s in judged["0.31.0"]} <= {"proof", "weak"}  # the series carries the GDN fix there

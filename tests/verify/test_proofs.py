@@ -59,3 +59,17 @@ def test_ngram_proofs_run_v1_unless_they_name_a_runner_and_others_leave_it():
         runner = opts[opts.index("--model-runner") + 1] if "--model-runner" in opts else None
         assert runner == ("v2" if name in ("gdn-ngram-v2", "tail-ngram-v2") else "v1" if ngram else None), name
     assert with_defaults(("--preset", "ngram", "--model-runner", "v2")).count("--model-runner") == 1
+
+
+def test_every_proof_names_a_backport_of_the_catalogue_or_none():
+    from vllm_backports.catalogue import Catalogue
+    from vllm_backports.maint import HOME
+
+    ids = set(Catalogue(HOME).backports)
+    assert {p.fix for p in PROOFS.values()} - {None} <= ids
+    # a control made by leaving a backport out is for that backport; ctl leaves turboquant-spec-decode out
+    assert all(p.fix == p.control.removeprefix("less-") for p in PROOFS.values() if p.control.startswith("less-"))
+    assert {p.fix for p in PROOFS.values() if p.control == "ctl"} == {"turboquant-spec-decode"}
+    # the sibling bugs' positive controls prove no backport
+    assert PROOFS["pc-mtp"].fix is None and PROOFS["tail-ngram-v2"].fix is None
+    assert PROOFS["gdn-ngram"].fix == "gdn-spec-state"

@@ -22,41 +22,50 @@ class Proof:
     # proof of a fix or a sibling bug's positive control, and the patched release must decode
     # clean in both.
     smoke: bool = False
+    # The backport whose absence makes its control fail (a backport id of versions.toml); None
+    # for a sibling bug's positive control, which both sites carry. A release that has this fix
+    # upstream ships none to prove, and its clean pristine run is the fix holding there.
+    fix: str | None = None
 
     @property
     def turboquant(self) -> bool:
         return any(o.startswith("turboquant_") for o in self.options)
 
 
-def _p(options: str, control: str = "raw", smoke: bool = False) -> Proof:
-    return Proof(tuple(options.split()), control, smoke)
+GDN = "gdn-spec-state"  # what a GDN proof against the pristine release shows
+
+
+def _p(options: str, control: str = "raw", smoke: bool = False, fix: str | None = None) -> Proof:
+    # a control made by leaving one backport out is for that backport; ctl leaves out this one
+    derived = {"ctl": "turboquant-spec-decode"}.get(control) or control.removeprefix("less-")
+    return Proof(tuple(options.split()), control, smoke, fix if control == "raw" else derived)
 
 
 SPEC_PREFILL = "less-spec-prefill-decode-graph"
 FASTPATH = "less-turboquant-prefill-fastpath"
 PROOFS = {
-    "gdn-ngram": _p("--preset ngram", smoke=True),
-    "gdn-ngram-prefix": _p("--preset ngram --prompts shared-prefix --prefix-caching on", smoke=True),
-    "gdn-ngram-kp1": _p("--preset ngram --prompts k-plus-1", smoke=True),
-    "mtp": _p("--preset mtp", smoke=True),
-    "gdn-ngram-b1": _p("--preset ngram --batch 1"),
-    "gdn-ngram-eager": _p("--preset ngram --mode eager"),
+    "gdn-ngram": _p("--preset ngram", smoke=True, fix=GDN),
+    "gdn-ngram-prefix": _p("--preset ngram --prompts shared-prefix --prefix-caching on", smoke=True, fix=GDN),
+    "gdn-ngram-kp1": _p("--preset ngram --prompts k-plus-1", smoke=True, fix=GDN),
+    "mtp": _p("--preset mtp", smoke=True, fix=GDN),
+    "gdn-ngram-b1": _p("--preset ngram --batch 1", fix=GDN),
+    "gdn-ngram-eager": _p("--preset ngram --mode eager", fix=GDN),
     # users' ngram on 0.32.0 and 0.33.0 (V2, prefix caching on): a hit one token short of the
     # prompt's end leaves a tail that V2 runs as a speculative decode row (scenarios.py)
     "tail-ngram-v2": _p("--preset ngram --model-runner v2 --prompts prompt-tail --prefix-caching on"),
     # users' ngram runner on 0.33.0, through verify's V2 hook of the scripted drafts
-    "gdn-ngram-v2": _p("--preset ngram --model-runner v2"),
+    "gdn-ngram-v2": _p("--preset ngram --model-runner v2", fix=GDN),
     # FlashInfer's GDN prefill takes heads of 128 only, Qwen3.5's (the Qwen3-Next tiny model has 64)
-    "gdn-ngram-flashinfer": _p("--model-class qwen3_5 --preset ngram --prefill-backend flashinfer"),
+    "gdn-ngram-flashinfer": _p("--model-class qwen3_5 --preset ngram --prefill-backend flashinfer", fix=GDN),
     "tq-mtp": _p("--preset mtp --kv-cache turboquant_k8v4", "ctl", smoke=True),
     "tq-mtp-b1": _p("--preset mtp --kv-cache turboquant_k8v4 --batch 1", "ctl"),
     # the TurboQuant presets other than k8v4
     "tq-mtp-4bit_nc": _p("--preset mtp --kv-cache turboquant_4bit_nc", "ctl"),
     "tq-mtp-k3v4_nc": _p("--preset mtp --kv-cache turboquant_k3v4_nc", "ctl"),
     "tq-mtp-3bit_nc": _p("--preset mtp --kv-cache turboquant_3bit_nc", "ctl"),
-    "qwen3_5-gdn-ngram": _p("--model-class qwen3_5 --preset ngram"),
-    "qwen3_5-mtp": _p("--model-class qwen3_5 --preset mtp"),
-    "qwen3_5_moe-gdn-ngram": _p("--model-class qwen3_5_moe --preset ngram"),
+    "qwen3_5-gdn-ngram": _p("--model-class qwen3_5 --preset ngram", fix=GDN),
+    "qwen3_5-mtp": _p("--model-class qwen3_5 --preset mtp", fix=GDN),
+    "qwen3_5_moe-gdn-ngram": _p("--model-class qwen3_5_moe --preset ngram", fix=GDN),
     # #46460 (docs/SIBLING-BUGS.md section 3): the bug is the release's own and the rest of the
     # series moves its exposure, so the control is the series less turboquant-prefill-fastpath;
     # verify judges the plain TurboQuant engine of both too (bf16 calibration)
@@ -111,8 +120,8 @@ def with_defaults(options: tuple[str, ...]) -> tuple[str, ...]:
     extra = [x for flag, value in DEFAULTS.items() if flag not in options for x in (flag, value)]
     # ngram on V1, the runner whose uniform-decode test spec-prefill-decode-graph fixes, where
     # 0.32.0 and 0.33.0 take V2 (no longer listed V2-unsupported). The option holds for every engine
-    # of the run: from 0.29 the plain baseline, V2 by default, runs on V1 with it. (The scripted
-    # drafts' V2 hook, verify/drafts.py, has not run on a GPU yet.)
+    # of the run: from 0.29 the plain baseline, V2 by default, runs on V1 with it. The proofs of
+    # V2 itself name it.
     if option(options, "--preset") == "ngram" and "--model-runner" not in options:
         extra += ["--model-runner", "v1"]
     return options + tuple(extra)
