@@ -146,11 +146,11 @@ def test_owed_and_notes_default_to_empty():
 
 def test_every_named_verify_run_is_a_scenario_a_release_may_owe():
     """The proofs steps.sh starts (vllm_backports/verify/proofs.py) and SCENARIOS name the same
-    runs, tp2 (two GPUs, not a proof of one machine) aside: a proof added there can be owed here."""
+    runs, tp2 (on the two-GPU kind) among them: a proof added there can be owed here."""
     from vllm_backports.catalogue import SCENARIOS
     from vllm_backports.verify.proofs import PROOFS
 
-    assert set(SCENARIOS) == set(PROOFS) | {"tp2"}
+    assert set(SCENARIOS) == set(PROOFS)
 
 
 def test_twins_are_the_same_series_on_the_same_pristine_files():

@@ -66,7 +66,7 @@ KNOWN_STATUSES = ("reproduced", "not reproduced", "absent")
 ARCH_KEYS = {"platforms", "gpus", "gdn_prefill_backend", "why"}
 VARIANT_KEYS = {"tag_suffix", "since", "why"}
 # The GPU scenarios a release may owe, each once: the proofs of docs/runs/steps.sh (its `proofs`
-# names; a test keeps the two in step) and the runs that are no single proof there.
+# names; a test keeps the two in step).
 SCENARIOS = {
     "gdn-ngram": "GDN, ngram, 16 a batch, CUDA graphs",
     "gdn-ngram-prefix": "GDN, ngram, shared prefixes with prefix caching",
@@ -98,7 +98,7 @@ SCENARIOS = {
     "plogprobs-mtp-b1": "sibling bug: prompt logprobs, MTP, 1 a batch, CUDA graphs",
     "plogprobs-mtp-b1-eager": "sibling bug: prompt logprobs, MTP, 1 a batch, eager (negative control)",
     "counts-mtp-async-churn": "sibling bug: accepted-count range check, churn prompts, MTP, async, prefix caching",
-    "tp2": "tensor parallel 2, with its control",
+    "tp2": "GDN, ngram at tensor parallel 2 (two GPUs), pristine control",
 }
 # A note is one dated fact the verify JSON cannot hold: "YYYY-MM-DD: what".
 NOTE_MAX = 120

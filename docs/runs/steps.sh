@@ -31,10 +31,14 @@
 # `setup` installs FA2 (carry .stage/fa2, from docs/runs/stage-fa2.sh; FA2_XZ and FA2_SHA point
 # elsewhere when it came in pieces, as 0.26.0's 82 MiB one does) and .gpu-pytest. Carry
 # .gpu-pytest in the setup call, not with the last bundle part: the two pass the 64 MiB a call
-# may carry. TP=2 in the environment runs verify at tensor parallel 2 (the two-GPU kind);
+# may carry. TP=2 in the environment runs `verify` at tensor parallel 2 (the two-GPU kind; the
+# proof tp2 asks for it itself);
 # PREFILL=flashinfer runs it on FlashInfer's GDN prefill, from $HOME/fi-site (step fi-site).
 set -uo pipefail
 : "${REL:?set REL to the staged release}"
+# NVLink multicast stays off on the shared GPU hosts (the image sets these; a TP=2 engine's
+# workers inherit them from here as well)
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
 RES=$HOME/verify-results
 declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl-$REL [p65]=/tmp/site-p65-$REL [raw]=/tmp/site-raw-$REL)

@@ -66,6 +66,8 @@ PROOFS = {
     "qwen3_5-gdn-ngram": _p("--model-class qwen3_5 --preset ngram", fix=GDN),
     "qwen3_5-mtp": _p("--model-class qwen3_5 --preset mtp", fix=GDN),
     "qwen3_5_moe-gdn-ngram": _p("--model-class qwen3_5_moe --preset ngram", fix=GDN),
+    # users' 2x RTX 3090 / A5000 shape: the GDN proof at tensor parallel 2, on the two-GPU kind
+    "tp2": _p("--preset ngram --tp 2", fix=GDN),
     # #46460 (docs/SIBLING-BUGS.md section 3): the bug is the release's own and the rest of the
     # series moves its exposure, so the control is the series less turboquant-prefill-fastpath;
     # verify judges the plain TurboQuant engine of both too (bf16 calibration)
