@@ -296,6 +296,86 @@ def test_the_v2_hook_writes_the_scripts_drafts_k_long_over_the_rows_it_knows(mon
     assert drafts.served() == 1
 
 
+def _v2_state(torch, contexts: dict[int, list[int]], width: int = 200):
+    """vLLM's request-state table as V2's speculator holds it: a token row and a total length a slot."""
+    from types import SimpleNamespace
+
+    table = torch.zeros((16, width), dtype=torch.int32)
+    total = torch.zeros(16, dtype=torch.int32)
+    for slot, c in contexts.items():
+        table[slot, : len(c)] = torch.tensor(c, dtype=torch.int32)
+        total[slot] = len(c)
+    return SimpleNamespace(total_len=SimpleNamespace(gpu=total), all_token_ids=SimpleNamespace(gpu=table))
+
+
+@pytest.mark.parametrize("k", [3, 2])
+def test_the_v2_hook_drafts_on_the_device_what_the_host_script_would_step_after_step(monkeypatch, k):
+    """Random batches over many steps (rows in another order than their slots, prefill rows that
+    sampled nothing, unknown rows, requests past their known continuation, prompts sharing their
+    first tokens): every row as Script.drafts_for and Script.padded give it, the schedule moving on
+    per request exactly as on the host, and the served count the host hook kept."""
+    import random
+    from types import SimpleNamespace
+
+    from vllm_backports.verify import drafts
+
+    torch, _, Speculator = fake_vllm(monkeypatch, with_v2=True)
+    monkeypatch.setattr(drafts, "_installed", [])
+    rng = random.Random(7)
+    prompts = [[2, 3, 4, 5], [2, 3, 4, 5, 6, 7], [9, 8], [11, 12, 13]]  # 0 begins 1: a row of 1 is 1's
+    conts = [[rng.randrange(VOCAB) for _ in range(n)] for n in (40, 12, 40, 3)]
+    hooked, reference = Script(prompts, conts, k=3, vocab=VOCAB), Script(prompts, conts, k=3, vocab=VOCAB)
+    drafts.install(hooked)
+    done, served = [1] * len(prompts), 0
+    for _ in range(60):
+        reqs = rng.sample(range(len(prompts)), rng.randint(1, len(prompts)))
+        slots = rng.sample(range(1, 16), len(reqs) + 1)
+        contexts = {slot: prompts[r] + conts[r][: done[r]] + [1] * max(0, done[r] - len(conts[r]))
+                    for slot, r in zip(slots, reqs, strict=False)}
+        contexts[slots[-1]] = [30, 31, 32, 33, 34]  # a request the script does not know
+        order = slots[:]
+        rng.shuffle(order)
+        sampled = [rng.random() > 0.2 for _ in order]
+        spec = Speculator(_v2_state(torch, contexts), k=k)
+        batch = SimpleNamespace(num_reqs=len(order), idx_mapping=torch.tensor(order + [0]))
+        out = spec.propose(batch, None, None, None, None, torch.tensor(sampled, dtype=torch.int32), None, None, None,
+                           None, None)
+        hit = False
+        for b, slot in enumerate(order):
+            row = torch.tensor(contexts[slot], dtype=torch.int32).numpy()
+            req = reference.request_of_row(row, len(contexts[slot])) if sampled[b] else None
+            if req is None:
+                assert out[b].tolist() == [7] * k, (b, slot)
+                continue
+            d = len(contexts[slot]) - len(prompts[req])
+            assert out[b].tolist() == reference.padded(reference.drafts_for(req, d)[:k], req, d, k)
+            hit = True
+            done[req] += rng.randint(1, 3)
+        served += hit
+    assert drafts.served() == served > 40
+
+
+def test_a_reset_round_drafts_from_the_new_continuations_and_keeps_the_count(monkeypatch):
+    from types import SimpleNamespace
+
+    from vllm_backports.verify import drafts
+
+    torch, _, Speculator = fake_vllm(monkeypatch, with_v2=True)
+    monkeypatch.setattr(drafts, "_installed", [])
+    hooked = Script([[2, 3], [4, 5]], [[], []], k=3, vocab=VOCAB)  # a benchmark's: no continuation yet
+    drafts.install(hooked)
+
+    def step(context):
+        spec = Speculator(_v2_state(torch, {4: context}), k=3)
+        batch = SimpleNamespace(num_reqs=1, idx_mapping=torch.tensor([4]))
+        return spec.propose(batch, None, None, None, None, torch.tensor([1]), None, None, None, None, None)[0].tolist()
+
+    assert step([2, 3, 40]) == [1, 1, 1]  # nothing known: wrong filler, schedule step 0
+    drafts.reset([[40, 41, 42, 43, 44], [9, 9]])
+    assert step([2, 3, 40]) == [41, 42, 43]  # the schedule from its start: (3, 3) for request 0
+    assert drafts.served() == 2
+
+
 def test_padding_drafts_is_wrong_after_what_the_schedule_offers():
     s = script()
     cont = s.continuations[1]

@@ -54,6 +54,8 @@ class Script:
     _bytes: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     # drafter calls with a row the script knows: 0 after a run means the script drafted nothing
     served: int = field(default=0, init=False, repr=False, compare=False)
+    # the script as tensors beside V2's drafts (_OnDevice), made at V2's first call, remade by reset
+    _device: object = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if len({tuple(p) for p in self.prompts}) != len(self.prompts):
@@ -163,6 +165,9 @@ def reset(continuations: list[list[int]] | None = None) -> None:
     drafts stay right after the speculative run has parted from the plain one."""
     for script in _installed:
         script.steps.clear()
+        if isinstance(script._device, _OnDevice):  # V2's tensors start over too, its count kept
+            script.served += int(script._device.served)
+            script._device = None
         if continuations is not None:
             script.continuations = [list(c) for c in continuations]
 
@@ -192,12 +197,67 @@ def install(script: Script) -> None:
     NgramProposer.batch_propose = batch_propose
 
 
+class _OnDevice:
+    """A script as tensors on the device of V2's drafts, so that its hook drafts there without
+    reading anything back: a read each step would wait for the GPU in a runner that otherwise
+    runs ahead of it, and benchmarks time V2 ngram runs through this hook. It drafts exactly what
+    Script.drafts_for and Script.padded give for the same rows (tests/verify/test_drafts.py)."""
+
+    def __init__(self, script: Script, device, torch) -> None:
+        count, width = len(script.prompts), script.longest_prompt
+        prompts = torch.zeros((count, width), dtype=torch.int64)
+        beyond = torch.ones((count, width), dtype=torch.bool)  # past a prompt's end any token matches
+        longest = max([1] + [len(c) for c in script.continuations])
+        continuations = torch.zeros((count, longest), dtype=torch.int64)
+        for i, (prompt, cont) in enumerate(zip(script.prompts, script.continuations, strict=True)):
+            prompts[i, : len(prompt)] = torch.tensor(prompt)
+            beyond[i, : len(prompt)] = False
+            continuations[i, : len(cont)] = torch.tensor(cont, dtype=torch.int64)
+        self.prompts, self.beyond = prompts.to(device), beyond.to(device)
+        self.continuations = continuations.to(device)
+        self.prompt_len = torch.tensor([len(p) for p in script.prompts], device=device)
+        self.known_len = torch.tensor([len(c) for c in script.continuations], device=device)
+        self.offered = torch.tensor([o for o, _ in script.schedule], device=device)
+        self.correct = torch.tensor([c for _, c in script.schedule], device=device)
+        self.steps = torch.zeros(count, dtype=torch.int64, device=device)
+        self.served = torch.zeros((), dtype=torch.int64, device=device)
+        self.k, self.vocab, self.torch = script.k, script.vocab, torch
+
+    def draft(self, table, lengths, sampled, out) -> None:
+        """Overwrite `out`'s rows whose token rows (`table`, their first longest_prompt columns;
+        `lengths` counting the token just sampled) are the script's and that sampled a token."""
+        torch = self.torch
+        n, k = out.shape
+        # match[b, r]: row b holds prompt r whole; the first match, as request_of_row takes it
+        match = ((table[:, None, :] == self.prompts[None]) | self.beyond[None]).all(-1)
+        match &= lengths[:, None] >= self.prompt_len[None]
+        known = match.any(1) & (sampled > 0)
+        req = match.to(torch.int32).argmax(1)
+        done = lengths - self.prompt_len[req]
+        # rows of one request (a prompt that begins another's) take its schedule's steps in row
+        # order, as the host's loop does
+        before = (req[:, None] == req[None, :]) & known[None, :]
+        before &= torch.ones((n, n), dtype=torch.bool, device=out.device).tril(-1)
+        phase = (self.steps[req] + before.sum(1) + req) % len(self.offered)
+        right = torch.minimum(torch.clamp(self.offered[phase], max=self.k), self.correct[phase])
+        at = torch.arange(k, device=out.device)
+        pos = done[:, None] + at[None]
+        inside = pos < self.known_len[req][:, None]
+        truth = self.continuations[req[:, None], pos.clamp(0, self.continuations.shape[1] - 1)]
+        truth = torch.where(inside, truth, torch.zeros_like(truth))
+        drafted = torch.where(inside & (at[None] < right[:, None]), truth, (truth + 1) % self.vocab)
+        out[:n] = torch.where(known[:, None], drafted.to(out.dtype), out[:n])
+        self.steps.index_add_(0, req, known.to(torch.int64))
+        self.served += known.any().to(torch.int64)
+
+
 def _install_v2(script: Script) -> None:
     """V2's ngram speculator drafts k tokens for every row on the GPU; the hook lets it run (its
     buffers and shapes stay vLLM's), then writes the script's drafts, made k long with wrong
-    tokens, over the rows the script knows. It reads each row as the speculator's own kernel
-    does: the request's token row and its total length, which counts the token just sampled;
-    a row with nothing sampled this step (a prefill chunk short of its end) gets no drafts."""
+    tokens, over the rows the script knows, on the GPU as well (_OnDevice). It reads each row as
+    the speculator's own kernel does: the request's token row and its total length, which counts
+    the token just sampled; a row with nothing sampled this step (a prefill chunk short of its
+    end) gets no drafts."""
     try:
         from vllm.v1.worker.gpu.spec_decode.ngram.speculator import NgramGPUSpeculator
     except ImportError:  # before 0.32 ngram never runs on V2
@@ -219,21 +279,15 @@ def _install_v2(script: Script) -> None:
         n = batch.num_reqs
         if asked.get("dummy_run") or n == 0:
             return out
+        if not isinstance(script._device, _OnDevice):
+            script._device = _OnDevice(script, out.device, torch)
         rows = batch.idx_mapping[:n]
-        lengths = self.req_states.total_len.gpu[rows].tolist()
-        sampled = asked["num_sampled"][:n].tolist()
-        # the prompts' columns only: all a row's request is told by (the sync each step stays)
-        table = self.req_states.all_token_ids.gpu[rows, : script.longest_prompt].cpu().numpy()
-        k = out.shape[1]
-        drafts, hit = out[:n].tolist(), False
-        for b in range(n):
-            req = script.request_of_row(table[b], lengths[b]) if sampled[b] > 0 else None
-            if req is not None:
-                done = lengths[b] - len(script.prompts[req])
-                drafts[b] = script.padded(script.drafts_for(req, done), req, done, k)
-                hit = True
-        out[:n] = torch.tensor(drafts, dtype=out.dtype, device=out.device)
-        script.served += hit
+        script._device.draft(
+            self.req_states.all_token_ids.gpu[rows, : script.longest_prompt],
+            self.req_states.total_len.gpu[rows],
+            asked["num_sampled"][:n],
+            out[:n],
+        )
         return out
 
     NgramGPUSpeculator.propose = propose
@@ -242,8 +296,9 @@ def _install_v2(script: Script) -> None:
 def served() -> int:
     """How many drafter calls the installed scripts served (a row or more each). Zero after a run
     means vLLM drafted some other way (a drafter no hook reaches), so the run exercised nothing of
-    the script."""
-    return sum(script.served for script in _installed)
+    the script. V2's count is on the GPU: reading it waits for the GPU, once, after the run."""
+    on_device = (int(s._device.served) for s in _installed if isinstance(s._device, _OnDevice))
+    return sum(script.served for script in _installed) + sum(on_device)
 
 
 def install_from_env() -> bool:
