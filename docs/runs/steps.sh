@@ -220,7 +220,7 @@ case $step in
     (cd "$src" && EXTRA=$extra MAXV=${MAX_VERIFIES:-8} setsid nohup bash -c '
       slot() { # POOL N FD: hold one of N lock files of POOL on descriptor FD until this shell ends
         local i; echo "waiting for one of $2 $1 slots" >&2
-        while :; do for i in $(seq 1 "$2"); do eval "exec $3>/tmp/slot-$1.$i"; flock -n "$3" && return; done; sleep 10; done
+        while :; do for i in $(seq 1 "$2"); do eval "exec $3>/tmp/slot-$1.$i"; flock -n "$3" && { echo "$1 slot taken at $(date +%T)" >&2; return; }; done; sleep 10; done
       }
       # the FlashInfer slot first: waiting for it should not hold one of the verify slots
       { [ -z "$EXTRA" ] || slot flashinfer 1 9; slot verify "$MAXV" 8
@@ -292,7 +292,9 @@ rows = [f"{r['scenario']}/{r.get('site', 'target')}:{'dead' if r.get('crashed') 
         for r in d.get("rows", []) if r["scenario"] != "baseline"]
 print(sys.argv[1], "exit", sys.argv[2], d.get("vllm"), "proof", d.get("proof"), *rows)
 PY
-      else echo "$t: running: $(tail -c 200 "$j" | tr '\n' ' ')"; fi
+      # the last line that says something: progress bars end in carriage returns, a waiting
+      # verify's slot line is its only one
+      else echo "$t: running: $(tail -c 4000 "$j" | tr '\r' '\n' | grep -v -e 'Writing model shards' -e '^[[:space:]]*$' | tail -1 | cut -c1-200)"; fi
     done; done
     echo "machine: load $(cut -d' ' -f1-3 /proc/loadavg), $(free -g | awk '/^Mem/ {print $7}') GiB available"
     [ ! -f /tmp/watchdog.log ] || { echo "memory watchdog:"; tail -5 /tmp/watchdog.log; }
