@@ -346,3 +346,16 @@ def test_a_weak_run_stays_weak_unless_it_shows_an_upstream_fix(home, why):
     s = _judged(home, upstream, fixes)["0.33.0"][0]
     assert (s.verdict, s.failed_pristine_on) == ("weak", None)
     assert evidence.matrix_status((s,)).startswith("GPU (H100, 2026-11-25): 0 proofs, 1 weak")
+
+
+@pytest.mark.parametrize("case", ["a later release", "a release with the fix upstream", "a control that only died"])
+def test_only_an_earlier_release_without_the_fix_whose_pristine_control_erred_counts(home, case):
+    if case == "a later release":
+        write(home, "0.34.0", "gdn-ngram", verify_json("0.34.0"))
+    elif case == "a release with the fix upstream":
+        write(home, "0.32.0", "gdn-ngram", verify_json("0.32.0"))
+    else:
+        write(home, "0.31.0", "gdn-ngram", verify_json(control_crashed=True))
+    write(home, "0.33.0", "gdn-ngram", verify_json("0.33.0", control_errors=0))
+    upstream = {v: ("gdn-spec-state",) for v in ("0.32.0", "0.33.0", "0.34.0")}
+    assert _judged(home, upstream)["0.33.0"][0].verdict == "weak"

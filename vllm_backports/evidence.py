@@ -279,16 +279,13 @@ def with_upstream_fixes(
     """`evidence` with each weak run that shows upstream's own fix holding called upstream-fixed:
     its control is the pristine release, the backport its proof is for (`fixes`: proof name ->
     backport id) is upstream in that release (`upstream`: release -> backport ids), and the same
-    proof failed a pristine control elsewhere, so the scenario is one that shows the bug. Every
-    other weak run stays weak: a clean pristine run alone cannot tell a fixed release from a
-    scenario too weak to show the bug."""
-    failed: dict[str, str] = {}  # proof -> the newest release whose pristine control failed it
-    for release, summaries in evidence.items():  # releases in version order (load)
-        for s in summaries:
-            if s.verdict == "proof" and s.control_backports == ():
-                failed[s.name] = release
+    proof made a pristine control err on an earlier release without that fix, so the scenario is
+    one that shows the bug. Every other weak run stays weak: a clean pristine run alone cannot
+    tell a fixed release from a scenario too weak to show the bug."""
+    failed: dict[str, str] = {}  # proof -> the newest earlier release whose pristine control erred
     out = {}
-    for release, summaries in evidence.items():
+    for release in sorted(evidence, key=_release_key):
+        summaries = evidence[release]
         out[release] = tuple(
             replace(s, verdict=UPSTREAM_FIXED, failed_pristine_on=failed[s.name])
             if s.verdict == "weak"
@@ -298,6 +295,14 @@ def with_upstream_fixes(
             else s
             for s in summaries
         )
+        for s in summaries:  # errors, not a control that only died, on a release the bug is in
+            if (
+                s.verdict == "proof"
+                and s.control_backports == ()
+                and (s.control_errors or 0) > 0
+                and fixes.get(s.name) not in upstream.get(release, ())
+            ):
+                failed[s.name] = release
     return out
 
 
@@ -390,7 +395,7 @@ def render_page(evidence: dict[str, tuple[Summary, ...]]) -> str:
         "Each file is one verify run. Verdicts: **proof** the control (an install of the same release "
         "without the fix) has errors in every speculative run and the target none; **upstream-fixed** the "
         "release carries upstream's own fix for what the proof is for (`upstream_in` in versions.toml), and "
-        "its pristine install passes a proof whose pristine control failed on the release named; **weak** the "
+        "its pristine install passes a proof whose pristine control erred on the earlier release named; **weak** the "
         "control passes too, so the scenario does not show the bug; **fails** the target has errors; **no control** "
         "the target passes, nothing to compare it with; **uncalibrated** the plain baseline itself strays "
         "from the reference, nothing concluded. Errors and tokens count the speculative runs; engine facts "

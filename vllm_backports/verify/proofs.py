@@ -36,9 +36,13 @@ GDN = "gdn-spec-state"  # what a GDN proof against the pristine release shows
 
 
 def _p(options: str, control: str = "raw", smoke: bool = False, fix: str | None = None) -> Proof:
+    if control == "raw":
+        return Proof(tuple(options.split()), control, smoke, fix)
+    if fix is not None:
+        raise ValueError(f"a {control} control is for the backport it leaves out, not {fix}")
     # a control made by leaving one backport out is for that backport; ctl leaves out this one
     derived = {"ctl": "turboquant-spec-decode"}.get(control) or control.removeprefix("less-")
-    return Proof(tuple(options.split()), control, smoke, fix if control == "raw" else derived)
+    return Proof(tuple(options.split()), control, smoke, derived)
 
 
 SPEC_PREFILL = "less-spec-prefill-decode-graph"
