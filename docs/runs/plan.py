@@ -51,6 +51,12 @@ def tree_size(root: Path) -> int:
     return sum((root / n).stat().st_size for n in out.decode().split("\0") if n and (root / n).is_file())
 
 
+def gpus_needed(proof: str) -> int:
+    """The GPUs a proof's engines take: its tensor-parallel size (tp2: two)."""
+    options = PROOFS[proof].options
+    return int(options[options.index("--tp") + 1]) if "--tp" in options else 1
+
+
 def wants_flashinfer(proofs: list[str]) -> bool:
     """Whether a proof named runs FlashInfer's GDN prefill (its pieces are carried only then)."""
     unknown = [p for p in proofs if p not in PROOFS]
@@ -169,6 +175,12 @@ def main(argv: list[str]) -> int:
     print(
         f"plan: {len(calls)} calls for {len(runs)} releases, {room / 2**20:.1f} MiB of pieces a call", file=sys.stderr
     )
+    gpus = max(gpus_needed(p) for _, proofs in runs for p in proofs)
+    if gpus > 1:
+        print(
+            f"plan: a proof runs on {gpus} GPUs: make every call on a kind with {gpus} (nvidia-h100-x{gpus})",
+            file=sys.stderr,
+        )
     return 0
 
 

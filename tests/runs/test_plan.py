@@ -91,3 +91,13 @@ def test_a_piece_over_a_call_and_a_release_not_staged_are_refused(tmp_path):
         plan.plan(tmp_path, [("0.25.0", ["gdn-ngram"])], 60 * MIB)
     with pytest.raises(SystemExit, match=r"plan: .stage-0.99.0/install.sh missing"):
         plan.plan(tmp_path, [("0.99.0", ["gdn-ngram"])], 60 * MIB)
+
+
+def test_a_proof_at_tensor_parallel_two_asks_for_the_two_gpu_kind(tmp_path, monkeypatch, capsys):
+    assert plan.gpus_needed("tp2") == 2 and plan.gpus_needed("gdn-ngram") == 1
+    stage(tmp_path, "0.20.0", [8], [52])
+    monkeypatch.setattr(plan, "ROOT", tmp_path)
+    monkeypatch.setattr(plan, "tree_size", lambda root: 0)
+    assert plan.main(["0.20.0:gdn-ngram"]) == 0 and "GPUs" not in capsys.readouterr().err
+    assert plan.main(["0.20.0:gdn-ngram,tp2"]) == 0
+    assert "a proof runs on 2 GPUs: make every call on a kind with 2 (nvidia-h100-x2)" in capsys.readouterr().err
