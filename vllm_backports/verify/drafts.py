@@ -236,8 +236,8 @@ class _OnDevice:
         done = lengths - self.prompt_len[req]
         # rows of one request (a prompt that begins another's) take its schedule's steps in row
         # order, as the host's loop does
-        before = (req[:, None] == req[None, :]) & known[None, :]
-        before &= torch.ones((n, n), dtype=torch.bool, device=out.device).tril(-1)
+        row = torch.arange(n, device=out.device)
+        before = (req[:, None] == req[None, :]) & known[None, :] & (row[None, :] < row[:, None])
         phase = (self.steps[req] + before.sum(1) + req) % len(self.offered)
         right = torch.minimum(torch.clamp(self.offered[phase], max=self.k), self.correct[phase])
         at = torch.arange(k, device=out.device)
