@@ -8,7 +8,9 @@
 # What it builds, and what it cannot:
 # - `sampling` (flashinfer.jit.sampling.gen_sampling_module(): csrc/sampling.cu, renorm.cu,
 #   flashinfer_sampling_binding.cu), the module of vLLM's FlashInfer top-k/top-p sampler
-#   (VLLM_USE_FLASHINFER_SAMPLER defaults to on in 0.31/0.33 once flashinfer imports).
+#   (VLLM_USE_FLASHINFER_SAMPLER defaults to on in 0.31/0.33 once flashinfer imports). verify's
+#   and the benchmarks' engines turn it off (verify/engine.py: they decode greedily), so only
+#   engines started otherwise need this module.
 # - NOT the GDN prefill. With flashinfer-python 0.7.x (vLLM 0.31.0: 0.7.0.post1; 0.33.0:
 #   0.7.2.post1) the sm90 chunk_gated_delta_rule is a CuTe-DSL kernel
 #   (flashinfer/gdn_kernels/delta_rule_dsl/delta_rule_sm90.py, and delta_rule_cp_sm90.py for the

@@ -174,3 +174,19 @@ def test_drafts_are_counted_in_this_process_only_at_tp1_without_a_separate_engin
     assert not engine.drafts_in_this_process({"tp": 2})
     monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
     assert not engine.drafts_in_this_process({"tp": 1})
+
+
+def test_engines_keep_flashinfers_sampler_off_even_where_flashinfer_imports(fake_vllm, monkeypatch):
+    """Greedy engines never sample, but vLLM's start-up sampler run would build FlashInfer's
+    sampling module with nvcc; a setting of the user's own stays."""
+    import importlib.machinery
+    import os
+
+    flashinfer = types.ModuleType("flashinfer")
+    flashinfer.__spec__ = importlib.machinery.ModuleSpec("flashinfer", None)  # found, as where it is installed
+    monkeypatch.setitem(sys.modules, "flashinfer", flashinfer)
+    engine.run(spec())
+    assert os.environ["VLLM_USE_FLASHINFER_SAMPLER"] == "0"
+    monkeypatch.setenv("VLLM_USE_FLASHINFER_SAMPLER", "1")
+    engine.run(spec())
+    assert os.environ["VLLM_USE_FLASHINFER_SAMPLER"] == "1"

@@ -6,7 +6,6 @@ before vLLM builds its workers (they fork from here, so they inherit it).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -19,10 +18,13 @@ def prepare_env() -> None:
     """The environment an engine process sets before vLLM is imported (benchmarks' engines too)."""
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "fork")
-    # From 0.21 vLLM imports FlashInfer for its sampler by default; greedy decoding never uses it,
-    # and an install without FlashInfer (a slim one) would otherwise fail at engine start.
-    if importlib.util.find_spec("flashinfer") is None:
-        os.environ.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")
+    # From 0.21 vLLM samples top-k/top-p with FlashInfer where it imports. Every engine here
+    # decodes greedily, which never samples; yet the start-up's dummy sampler run samples
+    # (temperature 0.5, top-p 0.9: v1/worker/gpu_model_runner.py:6191-6195 in 0.26.0), which
+    # builds FlashInfer's sampling module with nvcc where no pre-built one is installed, and an
+    # install without FlashInfer fails there. Off, vLLM takes its torch sampler, which greedy
+    # never calls either.
+    os.environ.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")
     # The FLA kernels autotune at every engine start (about 90 s of a 150 s start on an H100);
     # kept on disk, the engines after the first of a session reuse the timings.
     os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
