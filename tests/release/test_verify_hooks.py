@@ -124,3 +124,23 @@ def test_the_accepted_count_hook_finds_its_builder_and_fields(version):
     _method(_class(tree, counts.BUILDER_CLASS), "build")
     metadata = _class(tree, "GDNAttentionMetadata")
     assert {counts.ROWS_FIELD, counts.COUNTS_FIELD} <= _fields(metadata)
+
+
+SAMPLER = "vllm/v1/sample/ops/topk_topp_sampler.py"
+
+
+@pytest.mark.parametrize("version", CATALOGUE.versions)
+def test_the_sampler_switch_verify_sets_is_the_one_the_release_reads(version):
+    """verify/engine.py sets VLLM_USE_FLASHINFER_SAMPLER=0 so that no engine builds FlashInfer's
+    sampling module: the release must define the switch and choose its torch sampler by it."""
+    fetched = pypi.fetch(CATALOGUE.releases[version], [SAMPLER, "vllm/envs.py"]).files
+    envs, sampler = fetched["vllm/envs.py"].decode(), ast.parse(fetched[SAMPLER])
+    assert '"VLLM_USE_FLASHINFER_SAMPLER"' in envs
+    reads = [
+        n for n in ast.walk(sampler)
+        if isinstance(n, ast.Attribute) and n.attr == "VLLM_USE_FLASHINFER_SAMPLER"
+        and isinstance(n.value, ast.Name) and n.value.id == "envs"
+    ]
+    assert reads, f"{SAMPLER} no longer reads envs.VLLM_USE_FLASHINFER_SAMPLER"
+    methods = {m.name for m in _class(sampler, "TopKTopPSampler").body if isinstance(m, ast.FunctionDef)}
+    assert "forward_native" in methods
