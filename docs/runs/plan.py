@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: its .stage-* folders and its package
 sys.path.insert(0, str(ROOT))
-from vllm_backports.verify.proofs import PROOFS  # noqa: E402  (after the path, as a script)
+from vllm_backports.verify.proofs import PROOFS, option  # noqa: E402  (after the path, as a script)
 
 LIMIT = 64 * 2**20
 MARGIN = 2**20  # what the tree may grow by between planning and the calls
@@ -53,8 +53,7 @@ def tree_size(root: Path) -> int:
 
 def gpus_needed(proof: str) -> int:
     """The GPUs a proof's engines take: its tensor-parallel size (tp2: two)."""
-    options = PROOFS[proof].options
-    return int(options[options.index("--tp") + 1]) if "--tp" in options else 1
+    return int(option(PROOFS[proof].options, "--tp") or 1)
 
 
 def wants_flashinfer(proofs: list[str]) -> bool:

@@ -275,13 +275,7 @@ def test_the_v2_hook_writes_the_scripts_drafts_k_long_over_the_rows_it_knows(mon
     drafts.install(hooked)
     # requests sit in the state table in another order than the batch's rows
     contexts = {3: hooked.prompts[0] + hooked.continuations[0][:3], 0: [1, 1, 1, 1], 5: hooked.prompts[2]}
-    table = torch.zeros((8, 60), dtype=torch.int32)
-    total = torch.zeros(8, dtype=torch.int32)
-    for slot, c in contexts.items():
-        table[slot, : len(c)] = torch.tensor(c, dtype=torch.int32)
-        total[slot] = len(c)
-    states = SimpleNamespace(total_len=SimpleNamespace(gpu=total), all_token_ids=SimpleNamespace(gpu=table))
-    spec = Speculator(states, k=3)
+    spec = Speculator(_v2_state(torch, contexts), k=3)
     batch = SimpleNamespace(num_reqs=3, idx_mapping=torch.tensor([3, 0, 5, 0]))
     # the third row is a prefill chunk short of its end: nothing sampled, nothing drafted
     sampled = torch.tensor([1, 1, 0])

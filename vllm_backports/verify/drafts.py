@@ -55,7 +55,7 @@ class Script:
     # drafter calls with a row the script knows: 0 after a run means the script drafted nothing
     served: int = field(default=0, init=False, repr=False, compare=False)
     # the script as tensors beside V2's drafts (_OnDevice), made at V2's first call, remade by reset
-    _device: object = field(default=None, init=False, repr=False, compare=False)
+    _device: _OnDevice | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if len({tuple(p) for p in self.prompts}) != len(self.prompts):
@@ -165,7 +165,7 @@ def reset(continuations: list[list[int]] | None = None) -> None:
     drafts stay right after the speculative run has parted from the plain one."""
     for script in _installed:
         script.steps.clear()
-        if isinstance(script._device, _OnDevice):  # V2's tensors start over too, its count kept
+        if script._device is not None:  # V2's tensors start over too, its count kept
             script.served += int(script._device.served)
             script._device = None
         if continuations is not None:
@@ -224,10 +224,10 @@ class _OnDevice:
         self.k, self.vocab, self.torch = script.k, script.vocab, torch
 
     def draft(self, table, lengths, sampled, out) -> None:
-        """Overwrite `out`'s rows whose token rows (`table`, their first longest_prompt columns;
+        """Overwrite the rows of `out` (one a batch row) whose token rows (`table`, their first longest_prompt columns;
         `lengths` counting the token just sampled) are the script's and that sampled a token."""
         torch = self.torch
-        n, k = out.shape
+        n, k = out.shape  # the batch's rows, their draft slots
         # match[b, r]: row b holds prompt r whole; the first match, as request_of_row takes it
         match = ((table[:, None, :] == self.prompts[None]) | self.beyond[None]).all(-1)
         match &= lengths[:, None] >= self.prompt_len[None]
@@ -246,7 +246,7 @@ class _OnDevice:
         truth = self.continuations[req[:, None], pos.clamp(0, self.continuations.shape[1] - 1)]
         truth = torch.where(inside, truth, torch.zeros_like(truth))
         drafted = torch.where(inside & (at[None] < right[:, None]), truth, (truth + 1) % self.vocab)
-        out[:n] = torch.where(known[:, None], drafted.to(out.dtype), out[:n])
+        out.copy_(torch.where(known[:, None], drafted.to(out.dtype), out))
         self.steps.index_add_(0, req, known.to(torch.int64))
         self.served += known.any().to(torch.int64)
 
@@ -279,7 +279,7 @@ def _install_v2(script: Script) -> None:
         n = batch.num_reqs
         if asked.get("dummy_run") or n == 0:
             return out
-        if not isinstance(script._device, _OnDevice):
+        if script._device is None:
             script._device = _OnDevice(script, out.device, torch)
         rows = batch.idx_mapping[:n]
         script._device.draft(
@@ -297,7 +297,7 @@ def served() -> int:
     """How many drafter calls the installed scripts served (a row or more each). Zero after a run
     means vLLM drafted some other way (a drafter no hook reaches), so the run exercised nothing of
     the script. V2's count is on the GPU: reading it waits for the GPU, once, after the run."""
-    on_device = (int(s._device.served) for s in _installed if isinstance(s._device, _OnDevice))
+    on_device = (int(s._device.served) for s in _installed if s._device is not None)
     return sum(script.served for script in _installed) + sum(on_device)
 
 
