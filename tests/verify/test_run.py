@@ -606,3 +606,65 @@ def test_an_unknown_model_runner_is_refused(tmp_path):
 
     with pytest.raises(UsageError, match="model_runner 'v3' is not one of default, v1, v2"):
         check_plan(plan(tmp_path, None, model_runner="v3"))
+
+
+TEARDOWN = (
+    "[rank0]:[W1127 17:04:12.700241722 ProcessGroupNCCL.cpp:1575] Warning: WARNING: destroy_process_group() "
+    "was not called before program exit, which can leak resources."
+)
+
+
+def test_crash_line_skips_teardown_warnings_for_the_exception():
+    from vllm_backports.verify.run import crash_line
+
+    log = "\n".join([
+        "INFO 11-27 17:03:58 [core.py:340] init engine took 52.24 s",
+        "Traceback (most recent call last):",
+        '  File "turboquant_attn.py", line 412, in forward',
+        "(EngineCore_DP0 pid=4121) torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+        "/usr/lib/python3.12/multiprocessing/resource_tracker.py:279: UserWarning: leaked semaphore objects",
+        TEARDOWN,
+    ])
+    assert crash_line(log) == (
+        "(EngineCore_DP0 pid=4121) torch.AcceleratorError: CUDA error: an illegal memory access was encountered"
+    )
+
+
+def test_crash_line_prefers_the_cause_to_the_exception_that_wraps_it():
+    from vllm_backports.verify.run import crash_line
+
+    log = "\n".join([
+        "NotImplementedError: TurboQuant does not support speculative decoding with k > 1",
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
+        TEARDOWN,
+    ])
+    assert crash_line(log).startswith("NotImplementedError: TurboQuant")
+    # with only wrappers, the last of them still beats a warning
+    assert crash_line("\n".join(log.splitlines()[1:])).startswith("vllm.v1.engine.exceptions.EngineDeadError")
+
+
+def test_crash_line_falls_back_to_the_last_line_or_says_there_was_none():
+    from vllm_backports.verify.run import crash_line
+
+    assert crash_line("loading weights\nSegmentation fault (core dumped)\n") == "Segmentation fault (core dumped)"
+    assert crash_line("  \n\n") == "no output"
+    # a warning category is not an exception that ended the run
+    assert crash_line("UserWarning: something\nKilled") == "Killed"
+
+
+def test_a_dead_engine_reports_its_exception_line_and_its_log(tmp_path, monkeypatch):
+    import subprocess
+
+    from vllm_backports.errors import BackportError
+    from vllm_backports.verify import run
+
+    def dies(cmd, env, stdout, stderr, check):
+        stdout.write("ValueError: block_size 160 is not a multiple of 16\n" + TEARDOWN + "\n")
+        return subprocess.CompletedProcess(cmd, 1)
+
+    monkeypatch.setattr(run.subprocess, "run", dies)
+    with pytest.raises(BackportError) as err:
+        run.run_engine({"prompts": []}, tmp_path, "b16-graphs-mtp-control", None)
+    assert "(exit 1): ValueError: block_size 160" in str(err.value)
+    assert str(tmp_path / "b16-graphs-mtp-control.log") in str(err.value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -261,9 +262,28 @@ def run_engine(spec: dict, work: Path, tag: str, script: drafts.Script | None, s
             check=False,
         ).returncode
     if rc != 0 or not out_path.exists():
-        tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
-        raise BackportError(f"engine run {tag} failed (exit {rc}): {tail[0][:300]}; full log: {log_path}")
+        reason = crash_line(log_path.read_text(errors="replace"))
+        raise BackportError(f"engine run {tag} failed (exit {rc}): {reason[:300]}; full log: {log_path}")
     return json.loads(out_path.read_text())
+
+
+# A Python exception as a traceback ends it: "RuntimeError: CUDA error: ...", with or without a
+# process prefix such as "(EngineCore_DP0 pid=12) ".
+_EXCEPTION = re.compile(r"^(?:\(\S+ pid=\d+\) )?(?:\w+\.)*\w*(?:Error|Exception|Exit|Interrupt): ")
+# Exceptions that only say another one happened first
+_WRAPPER = re.compile(r"see root cause above|EngineDeadError|EngineGenerateError", re.IGNORECASE)
+
+
+def crash_line(log: str) -> str:
+    """The line that says why an engine died. A dying vLLM engine logs teardown warnings after its
+    error (NCCL's destroy_process_group, leaked semaphores), so the log's last line is rarely it:
+    the last exception line that names a cause, else the last exception line, else the last line."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    if not lines:
+        return "no output"
+    exceptions = [line for line in lines if _EXCEPTION.match(line)]
+    causes = [line for line in exceptions if not _WRAPPER.search(line)]
+    return (causes or exceptions or lines)[-1]
 
 
 def exercised(script: drafts.Script, outputs: list[list[int]], always_k: bool = False) -> dict[str, int]:
