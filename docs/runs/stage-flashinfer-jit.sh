@@ -1,38 +1,41 @@
 #!/usr/bin/env bash
-# Pre-builds, on a machine without a GPU, the FlashInfer nvcc-JIT module that vLLM's FlashInfer
-# path builds at engine start on the GPU machine (the bundle has no flashinfer-cubin or
+# Pre-builds, on a machine without a GPU, a FlashInfer nvcc-JIT module that vLLM's FlashInfer
+# path would build at engine start on the GPU machine (the bundle has no flashinfer-cubin or
 # flashinfer-jit-cache), for sm_90a (H100), and packs it where FlashInfer loads it without a
 # build. Companion of docs/runs/stage-flashinfer.sh (same release, same flashinfer-python pin).
-#   bash docs/runs/stage-flashinfer-jit.sh 0.31.0     # -> .stage-fi-prebuilt-0.31.0/
-#
-# What it builds, and what it cannot:
+#   bash docs/runs/stage-flashinfer-jit.sh 0.25.0     # -> .stage-fi-prebuilt-0.25.0/
+# MODULE=sampling|gdn_prefill_sm90 picks one; by default, the one the pin builds with nvcc on the
+# path verify takes:
+# - `gdn_prefill_sm90` (flashinfer.jit.gdn.gen_gdn_prefill_sm90_module(): 64 CUTLASS instances,
+#   2 dtypes x 32 flag combinations, plus launcher and kernel): the sm90 GDN prefill of
+#   flashinfer-python before 0.6.14 (vLLM 0.20/0.21: 0.6.8.post1; 0.23: 0.6.12; 0.25: 0.6.13).
+#   On 2026-11-23 (0.24.0) the GPU machine's engine had not finished this build after 570 s.
 # - `sampling` (flashinfer.jit.sampling.gen_sampling_module(): csrc/sampling.cu, renorm.cu,
 #   flashinfer_sampling_binding.cu), the module of vLLM's FlashInfer top-k/top-p sampler
 #   (VLLM_USE_FLASHINFER_SAMPLER defaults to on in 0.31/0.33 once flashinfer imports). verify's
 #   and the benchmarks' engines turn it off (verify/engine.py: they decode greedily), so only
-#   engines started otherwise need this module.
-# - NOT the GDN prefill. With flashinfer-python 0.7.x (vLLM 0.31.0: 0.7.0.post1; 0.33.0:
-#   0.7.2.post1) the sm90 chunk_gated_delta_rule is a CuTe-DSL kernel
+#   engines started otherwise need this module. The default for 0.7.x pins.
+# - NOT the GDN prefill from flashinfer-python 0.6.14 (vLLM 0.26) on: there the sm90
+#   chunk_gated_delta_rule is a CuTe-DSL kernel
 #   (flashinfer/gdn_kernels/delta_rule_dsl/delta_rule_sm90.py, and delta_rule_cp_sm90.py for the
 #   context-parallel route), compiled in-process by cute.compile (nvidia-cutlass-dsl, not nvcc);
 #   cute.compile forces no_cache=True and FlashInfer keeps the result in an in-memory dict only,
 #   so there is nothing on disk to pre-build. It also needs nvidia-cutlass-dsl on the GPU
 #   machine: `import flashinfer.gdn_prefill` fails with "No module named 'cutlass'" without it.
-#   flashinfer-python 0.6.18.post1 (vLLM 0.29/0.30) has the same CuTe-DSL sm90 route; older pins
-#   were not checked.
 #
-# How FlashInfer finds the result: JitSpecNvcc.try_load() loads
-# <flashinfer package>/data/aot/<name>/<name>.so (flashinfer.jit.env.get_aot_artifacts' fallback
-# path) with tvm_ffi.load_module, with no ninja and no source/path/mtime check. The JIT cache
+# How FlashInfer finds the result: JitSpecNvcc.try_load() (0.7.x; JitSpec.build_and_load() in
+# 0.6.x) loads <flashinfer package>/data/aot/<name>/<name>.so (flashinfer.jit.env's AOT dir
+# fallback) with no ninja and no source/path/mtime check. The JIT cache
 # ($FLASHINFER_WORKSPACE_BASE/.cache/flashinfer/<ver>/<arch>/cached_ops/<name>/) is the wrong
 # place to carry: there FlashInfer rewrites build.ninja and runs ninja on every load, and the
 # build.ninja holds absolute paths (the flashinfer and tvm_ffi install dirs, the Python include
 # dir, CUDA_HOME) that differ on the GPU machine, so ninja sees a changed command and rebuilds.
 #
 # Seen 2026-11-25 on the H100 (driver 580.159.04, nvcc 13.0.88 as here, glibc 2.39, torch 2.11+cu130):
-# 0.31.0's artifact in a --target install of flashinfer-python 0.7.0.post1 loaded from data/aot with
-# FLASHINFER_DISABLE_JIT=1 (no build, no nvcc, nothing written under FLASHINFER_WORKSPACE_BASE), and
-# top_k_top_p_sampling_from_logits / top_p_sampling_from_probs ran (picks within the top 20).
+# 0.31.0's sampling artifact in a --target install of flashinfer-python 0.7.0.post1 loaded from
+# data/aot with FLASHINFER_DISABLE_JIT=1 (no build, no nvcc, nothing written under
+# FLASHINFER_WORKSPACE_BASE), and top_k_top_p_sampling_from_logits / top_p_sampling_from_probs
+# ran (picks within the top 20).
 # Build environment (env vars honoured): PY (a Python that imports torch; FlashInfer's __init__
 # needs it; a CPU torch will do), WORK (scratch, default ~/.cache/fi-prebuild), MAX_JOBS (2),
 # CUDA_HOME (/usr/local/cuda). The build is FLASHINFER_CUDA_ARCH_LIST=9.0a and, since this
@@ -44,7 +47,17 @@ resolved=$HOME/.cache/vllm-stage/$release/resolved.txt
 fi_ver=$(grep -i '^flashinfer-python==' "$resolved" | cut -d= -f3)
 tvm_ver=$(grep -i '^apache-tvm-ffi==' "$resolved" | cut -d= -f3)
 [ -n "$fi_ver" ] && [ -n "$tvm_ver" ] || { echo "vLLM $release resolves no flashinfer-python or apache-tvm-ffi" >&2; exit 2; }
-case $fi_ver in 0.7.*) ;; *) echo "flashinfer-python $fi_ver: only 0.7.x was checked (module set and AOT fallback path)" >&2; exit 2;; esac
+case $fi_ver in
+  0.7.*) default=sampling ;;
+  0.6.8*|0.6.9*|0.6.1[0-3]*) default=gdn_prefill_sm90 ;;
+  *) default= ;;
+esac
+module=${MODULE:-$default}
+case $module in
+  sampling|gdn_prefill_sm90) ;;
+  "") echo "flashinfer-python $fi_ver: no module known to pre-build (checked: 0.6.8.post1 .. 0.6.13, 0.7.x); set MODULE" >&2; exit 2 ;;
+  *) echo "MODULE=$module: one of sampling, gdn_prefill_sm90" >&2; exit 2 ;;
+esac
 export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 command -v "$CUDA_HOME/bin/nvcc" >/dev/null || { echo "no nvcc under $CUDA_HOME" >&2; exit 2; }
 PY=${PY:-}
@@ -57,6 +70,10 @@ mkdir -p "$work"
 venv=$work/venv
 if [ ! -x "$venv/bin/python" ]; then
   "$PY" -m venv --system-site-packages "$venv"
+  # PY may itself be a venv, whose packages (torch) --system-site-packages does not reach: a .pth
+  # appends PY's own site after the build venv's, so the pinned FlashInfer installed here wins
+  "$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > \
+    "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_py-site.pth"
   "$venv/bin/pip" install -q --no-deps "flashinfer-python==$fi_ver"
   "$venv/bin/pip" install -q "apache-tvm-ffi==$tvm_ver" einops tabulate tqdm nvidia-ml-py packaging requests click filelock numpy
 fi
@@ -71,38 +88,38 @@ mkdir -p "$work/stubs"
 [ -f "$CUDA_HOME/lib64/stubs/libcuda.so" ] || [ -f "$work/stubs/libcuda.so" ] ||
   echo 'void flashinfer_prebuild_stub(void) {}' | gcc -shared -fPIC -x c - -Wl,-soname,libcuda.so.1 -o "$work/stubs/libcuda.so"
 # $work/ws is kept between runs: ninja resumes where an earlier run stopped (a 2-core build of
-# the three sources takes about 20 min).
+# sampling's three sources takes about 20 min).
 start=$(date +%s)
 LIBRARY_PATH=$work/stubs CPATH=$work/curand/nvidia/cu13/include FLASHINFER_WORKSPACE_BASE=$work/ws FLASHINFER_CUDA_ARCH_LIST=9.0a \
-  MAX_JOBS=${MAX_JOBS:-2} "$venv/bin/python" - <<'PY'
-from flashinfer.jit.sampling import gen_sampling_module
-spec = gen_sampling_module()
+  MAX_JOBS=${MAX_JOBS:-2} "$venv/bin/python" - "$module" <<'PY'
+import sys
+if sys.argv[1] == "sampling":
+    from flashinfer.jit.sampling import gen_sampling_module as gen
+else:
+    from flashinfer.jit.gdn import gen_gdn_prefill_sm90_module as gen
+spec = gen()
 spec.build(verbose=True)
 print("built", spec.jit_library_path)
 PY
 secs=$(( $(date +%s) - start ))
-so=$work/ws/.cache/flashinfer/$fi_ver/90a/cached_ops/sampling/sampling.so
+so=$work/ws/.cache/flashinfer/$fi_ver/90a/cached_ops/$module/$module.so
 [ -f "$so" ] || { echo "no $so" >&2; exit 1; }
-rm -rf "$work/pkg" && mkdir -p "$work/pkg/flashinfer/data/aot/sampling" && cp "$so" "$work/pkg/flashinfer/data/aot/sampling/"
-rm -rf "$out" && mkdir -p "$out"
-tar -C "$work/pkg" -cJf "$out/fi-aot-sampling-sm90a.tar.xz" flashinfer
-(cd "$out" && sha256sum fi-aot-sampling-sm90a.tar.xz > fi-aot-sampling-sm90a.tar.xz.sha256)
-{ echo "vllm=$release flashinfer-python=$fi_ver apache-tvm-ffi=$tvm_ver arch=sm_90a module=sampling build_s=$secs"
+rm -rf "$work/pkg" && mkdir -p "$work/pkg/flashinfer/data/aot/$module" && cp "$so" "$work/pkg/flashinfer/data/aot/$module/"
+# one archive a module: a release may carry more than one
+mkdir -p "$out" && art=fi-aot-$module-sm90a.tar.xz
+tar -C "$work/pkg" -cJf "$out/$art" flashinfer
+(cd "$out" && sha256sum "$art" > "$art.sha256")
+{ echo "vllm=$release flashinfer-python=$fi_ver apache-tvm-ffi=$tvm_ver arch=sm_90a module=$module build_s=$secs"
   "$CUDA_HOME/bin/nvcc" --version | tail -1
   echo "so sha256: $(sha256sum "$so" | cut -d' ' -f1)"
-  readelf -d "$so" | grep NEEDED; } > "$out/MANIFEST.txt"
-cat "$out/MANIFEST.txt"
+  readelf -d "$so" | grep NEEDED; } > "$out/MANIFEST-$module.txt"
+cat "$out/MANIFEST-$module.txt"
 echo "staged in $(du -sh "$out" | cut -f1): $out; docs/runs/stage-flashinfer.sh $release packs it with FlashInfer"
 cat <<EOF
 GPU side, 'REL=$release bash docs/runs/steps.sh fi-site' extracts it into \$HOME/fi-site/flashinfer.
-No env var is needed (FLASHINFER_WORKSPACE_BASE does not matter for this path). To confirm it is
-used without a build (FLASHINFER_DISABLE_JIT=1 makes any build raise MissingJITCacheError):
+No env var is needed (FLASHINFER_WORKSPACE_BASE does not matter for this path). To confirm it loads
+without a build (FLASHINFER_DISABLE_JIT=1 makes any build raise):
   PYTHONPATH=\$HOME/vllm-site:\$HOME/fi-site FLASHINFER_DISABLE_JIT=1 python3 -c "import torch, flashinfer
-from flashinfer.jit.sampling import gen_sampling_module as g; s = g(); print('aot', s.is_aot, s.get_library_path())
-x = torch.randn(4, 151936, device='cuda')
-print(flashinfer.sampling.top_k_top_p_sampling_from_logits(x, torch.full((4,), 20, device='cuda', dtype=torch.int32), torch.full((4,), 0.9, device='cuda'), deterministic=True))"
-In vLLM's log: no 'Building JIT module sampling' line (flashinfer.jit logger), and no nvcc/cicc processes.
-GDN prefill (FlashInfer on Hopper) is a CuTe-DSL kernel in flashinfer-python $fi_ver: nothing here
-pre-builds it, and it needs nvidia-cutlass-dsl (+ -libs-base, -libs-core and one of -libs-cu12/-libs-cu13),
-which docs/runs/stage-flashinfer.sh leaves out.
+from flashinfer.jit import $( [ "$module" = sampling ] && echo 'sampling as m; s = m.gen_sampling_module()' || echo 'gdn as m; s = m.gen_gdn_prefill_sm90_module()' ); print('aot', s.is_aot, s.get_library_path())"
+In vLLM's log: no 'Building JIT module $module' line (flashinfer.jit logger), and no nvcc/cicc processes.
 EOF

@@ -5,7 +5,7 @@
 # flashinfer-python, cuda-tile, nvidia-cudnn-frontend and, from flashinfer-python 0.6.18 on
 # (vLLM 0.29+), the CuTe DSL that compiles its sm90 chunk kernel in the engine's process
 # (nvidia-cutlass-dsl and its libs for CUDA 13, cuda-bindings, cuda-pathfinder); plus the
-# sampler module pre-built by docs/runs/stage-flashinfer-jit.sh when it is there. Not
+# modules pre-built by docs/runs/stage-flashinfer-jit.sh when they are there. Not
 # flashinfer-cubin (295 MiB). It comes as one tar cut into parts under one call's 64 MiB carry:
 #   ../shared/gpu/stage-vllm.sh 0.33.0 && bash docs/runs/stage-flashinfer.sh 0.33.0
 #   -> .stage-fi-0.33.0/p0 .. pN; on the GPU machine copy each part to $HOME/fi (one call a part),
@@ -26,8 +26,9 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
   --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 \
   --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any -d "$work/w" $pins 2>&1 | grep -v '^WARNING: Location' || true
 [ "$(ls "$work"/w/*.whl | wc -l)" = "$(grep -c == <<< "$pins")" ] || { echo "not every pin downloaded: $pins" >&2; exit 1; }
-prebuilt=.stage-fi-prebuilt-$release/fi-aot-sampling-sm90a.tar.xz
-[ -f "$prebuilt" ] && cp "$prebuilt" "$work/w/" || echo "no pre-built sampler ($prebuilt): FlashInfer will JIT-build it at engine start"
+# modules docs/runs/stage-flashinfer-jit.sh pre-built for this release, one archive each
+prebuilt=$(ls .stage-fi-prebuilt-"$release"/fi-aot-*-sm90a.tar.xz 2>/dev/null || true)
+[ -n "$prebuilt" ] && cp $prebuilt "$work/w/" || echo "no pre-built module under .stage-fi-prebuilt-$release: FlashInfer JIT-builds what it needs at engine start"
 out=.stage-fi-$release
 rm -rf "$out" && mkdir -p "$out"
 tar -cf "$work/fi.tar" -C "$work/w" .

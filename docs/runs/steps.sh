@@ -177,8 +177,13 @@ case $step in
     rm -rf "$HOME/fi-w" && mkdir -p "$HOME/fi-w" && tar -xf "$HOME/fi/fi.tar" -C "$HOME/fi-w" && rm -f "$HOME/fi/fi.tar"
     python3 -m pip install -q --no-index --no-deps --no-compile --target "$HOME/fi-site" "$HOME"/fi-w/*.whl || exit 1
     for a in "$HOME"/fi-w/fi-aot-*.tar.xz; do [ -f "$a" ] && tar -xJf "$a" -C "$HOME/fi-site"; done
-    PYTHONPATH=${SITE[fix]}:$(fi_path) python3 -c \
-      "import flashinfer, cutlass; import flashinfer.gdn_prefill; print('flashinfer', flashinfer.__version__, 'with cutlass dsl: importable')" ;;
+    # the CuTe DSL (cutlass) only where the pin brought it: flashinfer-python before 0.6.14 builds its
+    # sm90 GDN prefill with nvcc instead (docs/runs/stage-flashinfer-jit.sh pre-builds it)
+    PYTHONPATH=${SITE[fix]}:$(fi_path) python3 -c "import importlib.util as u, pathlib, flashinfer, flashinfer.gdn_prefill
+dsl = u.find_spec('cutlass') is not None
+dsl and __import__('cutlass')
+aot = sorted(p.name for p in (pathlib.Path(flashinfer.__file__).parent / 'data' / 'aot').glob('*'))
+print('flashinfer', flashinfer.__version__, 'importable; cutlass dsl:', dsl, '; pre-built:', aot or 'none')" ;;
   fastpath) # vLLM #46460 on this release's real backend and kernels: tests/gpu/test_turboquant_prefill_fastpath.py
       # builds the released, series-less-the-fix ("series") and shipped ("candidate") backends
       # from the pristine site itself
