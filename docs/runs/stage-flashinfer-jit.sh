@@ -3,7 +3,8 @@
 # path would build at engine start on the GPU machine (the bundle has no flashinfer-cubin or
 # flashinfer-jit-cache), for sm_90a (H100), and packs it where FlashInfer loads it without a
 # build. Companion of docs/runs/stage-flashinfer.sh (same release, same flashinfer-python pin).
-#   bash docs/runs/stage-flashinfer-jit.sh 0.25.0     # -> .stage-fi-prebuilt-0.25.0/
+#   bash docs/runs/stage-flashinfer-jit.sh 0.25.0                  # -> .stage-fi-prebuilt-0.25.0/
+#   SAME_AS=0.25.0 bash docs/runs/stage-flashinfer-jit.sh 0.23.0   # 0.25.0's build, if the same (below)
 # MODULE=sampling|gdn_prefill_sm90 picks one; by default, the one the pin builds with nvcc on the
 # path verify takes:
 # - `gdn_prefill_sm90` (flashinfer.jit.gdn.gen_gdn_prefill_sm90_module(): 64 CUTLASS instances,
@@ -87,29 +88,53 @@ fi
 mkdir -p "$work/stubs"
 [ -f "$CUDA_HOME/lib64/stubs/libcuda.so" ] || [ -f "$work/stubs/libcuda.so" ] ||
   echo 'void flashinfer_prebuild_stub(void) {}' | gcc -shared -fPIC -x c - -Wl,-soname,libcuda.so.1 -o "$work/stubs/libcuda.so"
-# $work/ws is kept between runs: ninja resumes where an earlier run stopped (a 2-core build of
-# sampling's three sources takes about 20 min).
+# SAME_AS=REL2 takes the module built for vLLM REL2's pin instead of building it again, when
+# docs/runs/fi_same_build.py finds the build the same: build.ninja alike but for each install's
+# paths, and every input ninja recorded from inside the install byte for byte (0.6.8.post1,
+# 0.6.12 and 0.6.13 carry the same GDN prefill sources and headers).
+ops=$work/ws/.cache/flashinfer/$fi_ver/90a/cached_ops/$module
+same_as=
+if [ -n "${SAME_AS:-}" ]; then
+  ref_ver=$(grep -i '^flashinfer-python==' "$HOME/.cache/vllm-stage/$SAME_AS/resolved.txt" 2>/dev/null | cut -d= -f3)
+  [ -n "$ref_ver" ] || { echo "SAME_AS=$SAME_AS: no flashinfer-python in its resolution (stage it first)" >&2; exit 2; }
+  ref_work=${WORK:-$HOME/.cache/fi-prebuild}/$ref_ver
+  ref_ops=$ref_work/ws/.cache/flashinfer/$ref_ver/90a/cached_ops/$module
+  [ -f "$ref_ops/$module.so" ] || { echo "SAME_AS=$SAME_AS: no $module built under $ref_ops" >&2; exit 2; }
+fi
 start=$(date +%s)
+# $work/ws is kept between runs: ninja resumes where an earlier run stopped (a 2-core build of
+# sampling's three sources takes about 20 min, of gdn_prefill_sm90's 66 about 70 min).
 LIBRARY_PATH=$work/stubs CPATH=$work/curand/nvidia/cu13/include FLASHINFER_WORKSPACE_BASE=$work/ws FLASHINFER_CUDA_ARCH_LIST=9.0a \
-  MAX_JOBS=${MAX_JOBS:-2} "$venv/bin/python" - "$module" <<'PY'
+  MAX_JOBS=${MAX_JOBS:-2} "$venv/bin/python" - "$module" "${SAME_AS:+ninja-only}" <<'PY'
 import sys
 if sys.argv[1] == "sampling":
     from flashinfer.jit.sampling import gen_sampling_module as gen
 else:
     from flashinfer.jit.gdn import gen_gdn_prefill_sm90_module as gen
-spec = gen()
-spec.build(verbose=True)
-print("built", spec.jit_library_path)
+spec = gen()  # renders the generated sources
+if sys.argv[2:] == ["ninja-only"]:
+    spec.write_ninja()
+    print("wrote", spec.ninja_path)
+else:
+    spec.build(verbose=True)
+    print("built", spec.jit_library_path)
 PY
+if [ -n "${SAME_AS:-}" ]; then
+  python3 "$repo/docs/runs/fi_same_build.py" "$ref_ops" "$ops" "$ref_work/=$work/" "/flashinfer/$ref_ver/=/flashinfer/$fi_ver/" || {
+    echo "flashinfer-python $fi_ver would not build $module as $ref_ver did (above): build it without SAME_AS" >&2; exit 1; }
+  so=$ref_ops/$module.so
+  same_as=" same_build_as=flashinfer-python-$ref_ver(vLLM-$SAME_AS)"
+else
+  so=$ops/$module.so
+fi
 secs=$(( $(date +%s) - start ))
-so=$work/ws/.cache/flashinfer/$fi_ver/90a/cached_ops/$module/$module.so
 [ -f "$so" ] || { echo "no $so" >&2; exit 1; }
 rm -rf "$work/pkg" && mkdir -p "$work/pkg/flashinfer/data/aot/$module" && cp "$so" "$work/pkg/flashinfer/data/aot/$module/"
 # one archive a module: a release may carry more than one
 mkdir -p "$out" && art=fi-aot-$module-sm90a.tar.xz
 tar -C "$work/pkg" -cJf "$out/$art" flashinfer
 (cd "$out" && sha256sum "$art" > "$art.sha256")
-{ echo "vllm=$release flashinfer-python=$fi_ver apache-tvm-ffi=$tvm_ver arch=sm_90a module=$module build_s=$secs"
+{ echo "vllm=$release flashinfer-python=$fi_ver apache-tvm-ffi=$tvm_ver arch=sm_90a module=$module build_s=$secs$same_as"
   "$CUDA_HOME/bin/nvcc" --version | tail -1
   echo "so sha256: $(sha256sum "$so" | cut -d' ' -f1)"
   readelf -d "$so" | grep NEEDED; } > "$out/MANIFEST-$module.txt"
