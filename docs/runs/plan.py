@@ -8,7 +8,8 @@ with `steps.sh put`, the last call starting `steps.sh chain` with install.sh.
 
 Run after ../shared/gpu/stage-vllm.sh REL (from the project root), docs/runs/stage-fa2.sh REL and
 `mv .stage .stage-REL` (both scripts write .stage/, one release at a time), and, for FlashInfer
-proofs, docs/runs/stage-flashinfer.sh REL. Releases with the same FA2 (its sha256)
+proofs, docs/runs/stage-flashinfer.sh REL; for `upstream-gpu` (the release's own tests on the GPU,
+beside its proofs), docs/runs/stage-sdist.sh REL. Releases with the same FA2 (its sha256)
 copy it on the machine from the first one's HOME instead of carrying it again.
 """
 
@@ -25,6 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]  # the checkout: its .stage-* folders
 sys.path.insert(0, str(ROOT))
 from vllm_backports.verify.proofs import PROOFS, option  # noqa: E402  (after the path, as a script)
 
+# Not a proof: the release's own tests on the GPU (steps.sh upstream-gpu), run beside the proofs
+UPSTREAM = "upstream-gpu"
 LIMIT = 64 * 2**20
 MARGIN = 2**20  # what the tree may grow by between planning and the calls
 
@@ -53,18 +56,20 @@ def tree_size(root: Path) -> int:
 
 def gpus_needed(proof: str) -> int:
     """The GPUs a proof's engines take: its tensor-parallel size (tp2: two)."""
-    return int(option(PROOFS[proof].options, "--tp") or 1)
+    return 1 if proof == UPSTREAM else int(option(PROOFS[proof].options, "--tp") or 1)
 
 
 def wants_flashinfer(proofs: list[str]) -> bool:
     """Whether a proof named runs FlashInfer's GDN prefill (its pieces are carried only then)."""
-    unknown = [p for p in proofs if p not in PROOFS]
+    unknown = [p for p in proofs if p not in PROOFS and p != UPSTREAM]
     if unknown:
-        raise SystemExit(f"plan: unknown proof {unknown[0]} (vllm_backports/verify/proofs.py)")
-    return any("flashinfer" in PROOFS[p].options for p in proofs)
+        raise SystemExit(f"plan: unknown proof {unknown[0]} (vllm_backports/verify/proofs.py, or {UPSTREAM})")
+    return any("flashinfer" in PROOFS[p].options for p in proofs if p != UPSTREAM)
 
 
-def pieces(root: Path, release: str, fa2_from: str | None, flashinfer: bool) -> tuple[list[Piece], Piece]:
+def pieces(
+    root: Path, release: str, fa2_from: str | None, flashinfer: bool, upstream: bool = False
+) -> tuple[list[Piece], Piece]:
     """A release's pieces, and its install.sh (which goes with the call that starts the chain)."""
     stage = root / f".stage-{release}"
     if not (stage / "install.sh").is_file():
@@ -89,6 +94,11 @@ def pieces(root: Path, release: str, fa2_from: str | None, flashinfer: bool) -> 
         raise SystemExit(f"plan: .stage-fi-{release} missing: run docs/runs/stage-flashinfer.sh {release}")
     for d in sorted(fi.glob("p[0-9]*"), key=lambda p: int(p.name[1:])) if flashinfer else ():
         found.append(Piece(f"fi-{d.name}", [str(d.relative_to(root))], _size(d)))
+    sdist = root / f".stage-sdist-{release}"
+    if upstream and not (sdist / "sdist.sha256").is_file():
+        raise SystemExit(f"plan: .stage-sdist-{release} missing: run docs/runs/stage-sdist.sh {release}")
+    if upstream:
+        found.append(Piece("sdist", [str(sdist.relative_to(root))], _size(sdist)))
     install = Piece("", [str((stage / "install.sh").relative_to(root))], _size(stage / "install.sh"))
     return found, install
 
@@ -129,7 +139,9 @@ def plan(root: Path, runs: list[tuple[str, list[str]]], room: int) -> list[dict]
         home = f"/root/h{i}"
         homes[release] = home
         sha = fa2_sha(root, release)
-        found, install = pieces(root, release, seen_fa2.get(sha) if sha else None, wants_flashinfer(proofs))
+        found, install = pieces(
+            root, release, seen_fa2.get(sha) if sha else None, wants_flashinfer(proofs), UPSTREAM in proofs
+        )
         if sha and sha not in seen_fa2:
             seen_fa2[sha] = home
         bins = pack(found, install, room)

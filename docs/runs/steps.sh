@@ -152,12 +152,23 @@ case $step in
       # SKIP_INSTALL=1 starts again after an install that went through.
     mkdir -p "$HOME/repo" "$out" && { [ "${SKIP_INSTALL:-0}" = 1 ] || cp ".stage-$REL/install.sh" "$HOME/install.sh"; } || exit 1
     tar --exclude='./.stage-*' -cf - . | tar -xf - -C "$HOME/repo"
-    (cd "$HOME/repo" && OUT=$HOME/out setsid nohup bash -c '{ [ "${SKIP_INSTALL:-0}" = 1 ] || bash "$HOME/install.sh"; } && { [ ! -d "$HOME/fi" ] || bash docs/runs/steps.sh fi-site || true; } && bash docs/runs/steps.sh setup && bash docs/runs/steps.sh proofs "$@"' \
-      chain "$@" > "$HOME/chain.log" 2>&1 < /dev/null &)
+    # `upstream-gpu` among the names runs the release's own GPU tests beside the proofs (the sdist
+    # put before as the piece `sdist`), into verify-results/ where collect finds it
+    ups=0; names=(); for a; do if [ "$a" = upstream-gpu ]; then ups=1; else names+=("$a"); fi; done
+    [ $ups = 0 ] || [ -f "$HOME/sdist/sdist.sha256" ] || { echo "chain: upstream-gpu needs the sdist put first (put sdist)"; exit 1; }
+    # no names at all: the default proof set; upstream-gpu alone: no proofs
+    [ $# = 0 ] || [ ${#names[@]} -gt 0 ] || names=(none)
+    (cd "$HOME/repo" && OUT=$HOME/out UPS=$ups setsid nohup bash -c '{ [ "${SKIP_INSTALL:-0}" = 1 ] || bash "$HOME/install.sh"; } && { [ ! -d "$HOME/fi" ] || bash docs/runs/steps.sh fi-site || true; } && bash docs/runs/steps.sh setup &&
+      { [ "$*" = none ] || bash docs/runs/steps.sh proofs "$@"; } &&
+      { [ "$UPS" = 0 ] || { mkdir -p "$HOME/verify-results" && rm -f "$HOME/verify-results/upstream-gpu.rc"
+        OUT=$HOME/verify-results bash docs/runs/steps.sh upstream-gpu > "$HOME/verify-results/upstream-gpu.err" 2>&1
+        echo $? > "$HOME/verify-results/upstream-gpu.rc"; }; }' \
+      chain "${names[@]}" > "$HOME/chain.log" 2>&1 < /dev/null &)
     echo "chain of $REL started under $HOME: $*" ;;
   put) # PIECE...: pieces of .stage-$REL and .stage-fi-$REL carried in this call, each where
       # install.sh, setup and fi-site read it: pN (bundle part), fa2 or fa2a/fa2b (FA2 whole or in
-      # two), fi-pN (FlashInfer part), fa2-of=/root/hN (the FA2 another release's HOME holds)
+      # two), fi-pN (FlashInfer part), fa2-of=/root/hN (the FA2 another release's HOME holds),
+      # sdist (the release's source archive, docs/runs/stage-sdist.sh, for upstream-gpu)
     for p; do
       case $p in
         p[0-9]*) mkdir -p "$HOME/vllm-stage" && cp ".stage-$REL/$p"/part.* "$HOME/vllm-stage/" ;;
@@ -166,6 +177,7 @@ case $step in
         fa2a|fa2b) mkdir -p "$HOME/fa2" && cp ".stage-$REL/$p"/fa2.so.xz.* "$HOME/fa2/" &&
           { [ ! -f ".stage-$REL/$p/fa2.so.sha256" ] || cp ".stage-$REL/$p/fa2.so.sha256" "$HOME/fa2.sha256"; } ;;
         fi-p[0-9]*) mkdir -p "$HOME/fi" && cp ".stage-fi-$REL/${p#fi-}"/* "$HOME/fi/" ;;
+        sdist) mkdir -p "$HOME/sdist" && cp ".stage-sdist-$REL"/* "$HOME/sdist/" ;;
         fa2-of=*) mkdir -p "$HOME/fa2" && cp "${p#fa2-of=}"/fa2/fa2.so.xz.* "$HOME/fa2/" && cp "${p#fa2-of=}/fa2.sha256" "$HOME/" ;;
         *) echo "put: unknown piece $p"; false ;;
       esac || exit 1
@@ -192,10 +204,12 @@ print('flashinfer', flashinfer.__version__, 'importable; cutlass dsl:', dsl, '; 
     grep -E '^[0-9.]+ cuda |passed|failed|FAILED|Error' "$out/fastpath.txt" | tail -20 ;;
   upstream-gpu) # the release's own tests that exercise the series' files, on the GPU, pristine
       # (the raw site) and patched (a copy apply.py patches): `maint upstream-tests --device cuda`
-      # from the archive of docs/runs/stage-sdist.sh, carried as .stage-sdist-$REL
-    a=$(ls .stage-sdist-"$REL"/vllm-*.tar.gz) || exit 1
+      # from the archive of docs/runs/stage-sdist.sh, carried as .stage-sdist-$REL in this call or
+      # put before as the piece sdist (chain runs it so)
+    sd=.stage-sdist-$REL; [ -d "$sd" ] || sd=$HOME/sdist
+    a=$(ls "$sd"/vllm-*.tar.gz) || exit 1
     PYTHONPATH=${SITE[raw]}:.gpu-pytest python3 -m vllm_backports.maint upstream-tests "$REL" --device cuda \
-      --sdist "$a" --sha256 "$(cat .stage-sdist-"$REL"/sdist.sha256)" --timeout 560 --json --out "$out/upstream-gpu-$REL.json" \
+      --sdist "$a" --sha256 "$(cat "$sd"/sdist.sha256)" --timeout 560 --json --out "$out/upstream-gpu-$REL.json" \
       > "$out/upstream-gpu-$REL.txt" 2>&1; echo "upstream-gpu: exit $?"
     python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print(d['verdict'], d['totals'], d['machine'].get('gpu'))" \
       "$out/upstream-gpu-$REL.json" 2>/dev/null || tail -5 "$out/upstream-gpu-$REL.txt" ;;

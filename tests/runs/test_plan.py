@@ -67,6 +67,23 @@ def test_flashinfer_pieces_are_carried_only_for_a_flashinfer_proof(tmp_path):
         plan.plan(tmp_path, [("0.25.0", ["tq-continuatio"])], 61 * MIB)
 
 
+def test_upstream_gpu_carries_the_sdist_and_names_it_to_the_chain(tmp_path):
+    stage(tmp_path, "0.26.0", [58], [52])
+    with pytest.raises(SystemExit, match=r"plan: .stage-sdist-0.26.0 missing: run docs/runs/stage-sdist.sh 0.26.0"):
+        plan.plan(tmp_path, [("0.26.0", ["gdn-ngram", "upstream-gpu"])], 61 * MIB)
+    sdist = tmp_path / ".stage-sdist-0.26.0"
+    sdist.mkdir()
+    (sdist / "vllm-0.26.0.tar.gz").write_bytes(b"x" * 37 * MIB)
+    (sdist / "sdist.sha256").write_text("a\n")
+    calls = plan.plan(tmp_path, [("0.26.0", ["gdn-ngram", "upstream-gpu"])], 61 * MIB)
+    put = [c for c in calls if ".stage-sdist-0.26.0" in c["carry"]]
+    assert len(put) == 1 and " put " in put[0]["command"] and "sdist" in put[0]["command"].split(" put ")[1].split()
+    assert "chain gdn-ngram upstream-gpu" in calls[-1]["command"]
+    # without it, no sdist travels; and it asks for one GPU
+    calls = plan.plan(tmp_path, [("0.26.0", ["gdn-ngram"])], 61 * MIB)
+    assert not any("sdist" in path for c in calls for path in c["carry"]) and plan.gpus_needed("upstream-gpu") == 1
+
+
 def test_a_second_release_with_the_same_fa2_copies_it_on_the_machine(tmp_path):
     stage(tmp_path, "0.21.0", [58], [52], sha="same")
     stage(tmp_path, "0.22.0", [58], [52], sha="same")
