@@ -668,3 +668,24 @@ def test_a_dead_engine_reports_its_exception_line_and_its_log(tmp_path, monkeypa
         run.run_engine({"prompts": []}, tmp_path, "b16-graphs-mtp-control", None)
     assert "(exit 1): ValueError: block_size 160" in str(err.value)
     assert str(tmp_path / "b16-graphs-mtp-control.log") in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered",
+        "(EngineCore_DP0 pid=7) ERROR 11-27 17:04:12 [core.py:708] ValueError: block_size 160 is not a multiple of 16",
+        "  what():  CUDA error: an illegal memory access was encountered",
+    ],
+)
+def test_crash_line_reads_rank_logger_and_cxx_prefixes(line):
+    from vllm_backports.verify.run import crash_line
+
+    log = "\n".join([
+        "INFO 11-27 17:03:58 [core.py:340] starting",
+        line,
+        "Exception: Call to collective_rpc method failed",
+        "frame #50: _start + 0x25 (0x5a1b2c in /usr/bin/python3)",
+        TEARDOWN,
+    ])
+    assert crash_line(log) == line.strip()

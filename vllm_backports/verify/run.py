@@ -267,11 +267,18 @@ def run_engine(spec: dict, work: Path, tag: str, script: drafts.Script | None, s
     return json.loads(out_path.read_text())
 
 
-# A Python exception as a traceback ends it: "RuntimeError: CUDA error: ...", with or without a
-# process prefix such as "(EngineCore_DP0 pid=12) ".
-_EXCEPTION = re.compile(r"^(?:\(\S+ pid=\d+\) )?(?:\w+\.)*\w*(?:Error|Exception|Exit|Interrupt): ")
+# A Python exception as a traceback ends it ("RuntimeError: CUDA error: ..."), behind any of a
+# process prefix ("(EngineCore_DP0 pid=12) "), torch.distributed's rank prefix ("[rank0]: ") and
+# vLLM's logger prefix ("ERROR 11-27 17:04:12 [core.py:708] "); or a C++ exception's message as
+# std::terminate prints it before an abort ("  what():  CUDA error: ...").
+_EXCEPTION = re.compile(
+    r"^(?:\(\S+ pid=\d+\) |\[rank\d+\]:\s*)*(?:ERROR \S+ \S+ \[[^\]]*\] )?"
+    r"(?:(?:\w+\.)*\w*(?:Error|Exception|Exit|Interrupt): |what\(\):\s+\S)"
+)
 # Exceptions that only say another one happened first
-_WRAPPER = re.compile(r"see root cause above|EngineDeadError|EngineGenerateError", re.IGNORECASE)
+_WRAPPER = re.compile(
+    r"see root cause above|EngineDeadError|EngineGenerateError|collective_rpc method failed", re.IGNORECASE
+)
 
 
 def crash_line(log: str) -> str:
