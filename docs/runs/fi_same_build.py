@@ -52,6 +52,8 @@ def differences(ref_dir: Path, new_dir: Path, mapping: list[tuple[str, str]], de
         found.append(f"build.ninja differs ({where})")
     compared = 0
     for dep in deps:
+        # a depfile may name a path relative to the build directory (ninja runs there)
+        dep = dep if Path(dep).is_absolute() else str(ref_dir / dep)
         mapped = remap(dep, mapping)
         if mapped == dep:
             continue  # outside both installs: the same file for either build
@@ -74,7 +76,11 @@ def main(argv: list[str]) -> int:
             print(f"no build.ninja under {d}", file=sys.stderr)
             return 2
     mapping = [(m.split("=", 1)[0], m.split("=", 1)[1]) for m in argv[2:]]
-    deps = ninja_deps(ref_dir)
+    try:
+        deps = ninja_deps(ref_dir)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"ninja -t deps under {ref_dir} failed: {e}", file=sys.stderr)
+        return 2
     if not deps:
         print(f"ninja recorded no inputs under {ref_dir}: is the reference built?", file=sys.stderr)
         return 2

@@ -45,8 +45,8 @@ set -euo pipefail
 release=$1
 resolved=$HOME/.cache/vllm-stage/$release/resolved.txt
 [ -f "$resolved" ] || { echo "no resolved.txt for vLLM $release: run ../shared/gpu/stage-vllm.sh $release first" >&2; exit 2; }
-fi_ver=$(grep -i '^flashinfer-python==' "$resolved" | cut -d= -f3)
-tvm_ver=$(grep -i '^apache-tvm-ffi==' "$resolved" | cut -d= -f3)
+fi_ver=$(grep -i '^flashinfer-python==' "$resolved" | cut -d= -f3 || true)
+tvm_ver=$(grep -i '^apache-tvm-ffi==' "$resolved" | cut -d= -f3 || true)
 [ -n "$fi_ver" ] && [ -n "$tvm_ver" ] || { echo "vLLM $release resolves no flashinfer-python or apache-tvm-ffi" >&2; exit 2; }
 case $fi_ver in
   0.7.*) default=sampling ;;
@@ -90,12 +90,12 @@ mkdir -p "$work/stubs"
   echo 'void flashinfer_prebuild_stub(void) {}' | gcc -shared -fPIC -x c - -Wl,-soname,libcuda.so.1 -o "$work/stubs/libcuda.so"
 # SAME_AS=REL2 takes the module built for vLLM REL2's pin instead of building it again, when
 # docs/runs/fi_same_build.py finds the build the same: build.ninja alike but for each install's
-# paths, and every input ninja recorded from inside the install byte for byte (0.6.8.post1,
-# 0.6.12 and 0.6.13 carry the same GDN prefill sources and headers).
+# paths, and every input ninja recorded from inside the install byte for byte (0.6.12 and 0.6.13
+# compare the same; 0.6.8.post1 has their GDN sources but other CUTLASS headers).
 ops=$work/ws/.cache/flashinfer/$fi_ver/90a/cached_ops/$module
 same_as=
 if [ -n "${SAME_AS:-}" ]; then
-  ref_ver=$(grep -i '^flashinfer-python==' "$HOME/.cache/vllm-stage/$SAME_AS/resolved.txt" 2>/dev/null | cut -d= -f3)
+  ref_ver=$(grep -i '^flashinfer-python==' "$HOME/.cache/vllm-stage/$SAME_AS/resolved.txt" 2>/dev/null | cut -d= -f3 || true)
   [ -n "$ref_ver" ] || { echo "SAME_AS=$SAME_AS: no flashinfer-python in its resolution (stage it first)" >&2; exit 2; }
   ref_work=${WORK:-$HOME/.cache/fi-prebuild}/$ref_ver
   ref_ops=$ref_work/ws/.cache/flashinfer/$ref_ver/90a/cached_ops/$module
@@ -103,7 +103,7 @@ if [ -n "${SAME_AS:-}" ]; then
 fi
 start=$(date +%s)
 # $work/ws is kept between runs: ninja resumes where an earlier run stopped (a 2-core build of
-# sampling's three sources takes about 20 min, of gdn_prefill_sm90's 66 about 70 min).
+# sampling's three sources takes about 20 min, of gdn_prefill_sm90's 66 about 80 min).
 LIBRARY_PATH=$work/stubs CPATH=$work/curand/nvidia/cu13/include FLASHINFER_WORKSPACE_BASE=$work/ws FLASHINFER_CUDA_ARCH_LIST=9.0a \
   MAX_JOBS=${MAX_JOBS:-2} "$venv/bin/python" - "$module" "${SAME_AS:+ninja-only}" <<'PY'
 import sys

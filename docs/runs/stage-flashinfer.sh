@@ -2,8 +2,8 @@
 # The slim bundle of ../shared/gpu/stage-vllm.sh has no FlashInfer, so verify runs there on the
 # Triton GDN prefill unless FlashInfer is brought. This stages, for one release, what FlashInfer's
 # GDN prefill imports and the bundle lacks, at the versions vLLM's own resolution chose:
-# flashinfer-python, cuda-tile, nvidia-cudnn-frontend and, from flashinfer-python 0.6.18 on
-# (vLLM 0.29+), the CuTe DSL that compiles its sm90 chunk kernel in the engine's process
+# flashinfer-python, cuda-tile, nvidia-cudnn-frontend and, from flashinfer-python 0.6.14 on
+# (vLLM 0.26+), the CuTe DSL that compiles its sm90 chunk kernel in the engine's process
 # (nvidia-cutlass-dsl and its libs for CUDA 13, cuda-bindings, cuda-pathfinder); plus the
 # modules pre-built by docs/runs/stage-flashinfer-jit.sh when they are there. Not
 # flashinfer-cubin (295 MiB). It comes as one tar cut into parts under one call's 64 MiB carry:
@@ -28,7 +28,8 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
 [ "$(ls "$work"/w/*.whl | wc -l)" = "$(grep -c == <<< "$pins")" ] || { echo "not every pin downloaded: $pins" >&2; exit 1; }
 # modules docs/runs/stage-flashinfer-jit.sh pre-built for this release, one archive each
 prebuilt=$(ls .stage-fi-prebuilt-"$release"/fi-aot-*-sm90a.tar.xz 2>/dev/null || true)
-[ -n "$prebuilt" ] && cp $prebuilt "$work/w/" || echo "no pre-built module under .stage-fi-prebuilt-$release: FlashInfer JIT-builds what it needs at engine start"
+if [ -n "$prebuilt" ]; then cp $prebuilt "$work/w/"
+else echo "no pre-built module under .stage-fi-prebuilt-$release: FlashInfer JIT-builds what it needs at engine start"; fi
 out=.stage-fi-$release
 rm -rf "$out" && mkdir -p "$out"
 tar -cf "$work/fi.tar" -C "$work/w" .

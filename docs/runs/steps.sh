@@ -158,11 +158,13 @@ case $step in
     [ $ups = 0 ] || [ -f "$HOME/sdist/sdist.sha256" ] || { echo "chain: upstream-gpu needs the sdist put first (put sdist)"; exit 1; }
     # no names at all: the default proof set; upstream-gpu alone: no proofs
     [ $# = 0 ] || [ ${#names[@]} -gt 0 ] || names=(none)
-    (cd "$HOME/repo" && OUT=$HOME/out UPS=$ups setsid nohup bash -c '{ [ "${SKIP_INSTALL:-0}" = 1 ] || bash "$HOME/install.sh"; } && { [ ! -d "$HOME/fi" ] || bash docs/runs/steps.sh fi-site || true; } && bash docs/runs/steps.sh setup &&
-      { [ "$*" = none ] || bash docs/runs/steps.sh proofs "$@"; } &&
-      { [ "$UPS" = 0 ] || { mkdir -p "$HOME/verify-results" && rm -f "$HOME/verify-results/upstream-gpu.rc"
-        OUT=$HOME/verify-results bash docs/runs/steps.sh upstream-gpu > "$HOME/verify-results/upstream-gpu.err" 2>&1
-        echo $? > "$HOME/verify-results/upstream-gpu.rc"; }; }' \
+    # an earlier chain's upstream result must not read as this one's: collect shows it waiting
+    [ $ups = 0 ] || { mkdir -p "$RES" && rm -f "$RES"/upstream-gpu* && echo "upstream-gpu: waiting for the chain's setup" > "$RES/upstream-gpu.err"; }
+    (cd "$HOME/repo" && OUT=$HOME/out UPS=$ups R=$RES setsid nohup bash -c '{ { [ "${SKIP_INSTALL:-0}" = 1 ] || bash "$HOME/install.sh"; } && { [ ! -d "$HOME/fi" ] || bash docs/runs/steps.sh fi-site || true; } && bash docs/runs/steps.sh setup &&
+      { [ "$*" = none ] || bash docs/runs/steps.sh proofs "$@"; }; }; s=$?
+      if [ "$UPS" = 1 ] && [ $s = 0 ]; then OUT=$R bash docs/runs/steps.sh upstream-gpu > "$R/upstream-gpu.err" 2>&1; echo $? > "$R/upstream-gpu.rc"
+      elif [ "$UPS" = 1 ]; then echo "upstream-gpu not run: the chain stopped before it (exit $s)" >> "$R/upstream-gpu.err"; echo $s > "$R/upstream-gpu.rc"; fi
+      exit $s' \
       chain "${names[@]}" > "$HOME/chain.log" 2>&1 < /dev/null &)
     echo "chain of $REL started under $HOME: $*" ;;
   put) # PIECE...: pieces of .stage-$REL and .stage-fi-$REL carried in this call, each where
@@ -205,14 +207,17 @@ print('flashinfer', flashinfer.__version__, 'importable; cutlass dsl:', dsl, '; 
   upstream-gpu) # the release's own tests that exercise the series' files, on the GPU, pristine
       # (the raw site) and patched (a copy apply.py patches): `maint upstream-tests --device cuda`
       # from the archive of docs/runs/stage-sdist.sh, carried as .stage-sdist-$REL in this call or
-      # put before as the piece sdist (chain runs it so)
+      # put before as the piece sdist (chain runs it so); exits as the tests' run did
     sd=.stage-sdist-$REL; [ -d "$sd" ] || sd=$HOME/sdist
     a=$(ls "$sd"/vllm-*.tar.gz) || exit 1
-    PYTHONPATH=${SITE[raw]}:.gpu-pytest python3 -m vllm_backports.maint upstream-tests "$REL" --device cuda \
+    # upstream's conftest imports tblib, which the GPU image lacks: its wheel comes with the archive
+    t=/tmp/upstream-site-$REL && rm -rf "$t" && python3 -m pip install -q --no-index --no-deps --target "$t" "$sd"/tblib-*.whl || exit 1
+    PYTHONPATH=${SITE[raw]}:$t:.gpu-pytest python3 -m vllm_backports.maint upstream-tests "$REL" --device cuda \
       --sdist "$a" --sha256 "$(cat "$sd"/sdist.sha256)" --timeout 560 --json --out "$out/upstream-gpu-$REL.json" \
-      > "$out/upstream-gpu-$REL.txt" 2>&1; echo "upstream-gpu: exit $?"
+      > "$out/upstream-gpu-$REL.txt" 2>&1; rc=$?; echo "upstream-gpu: exit $rc"
     python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print(d['verdict'], d['totals'], d['machine'].get('gpu'))" \
-      "$out/upstream-gpu-$REL.json" 2>/dev/null || tail -5 "$out/upstream-gpu-$REL.txt" ;;
+      "$out/upstream-gpu-$REL.json" 2>/dev/null || tail -5 "$out/upstream-gpu-$REL.txt"
+    exit $rc ;;
   verify) # SITE PRESET BATCH MODE KV
     site=$1 preset=$2 batch=$3 mode=$4 kv=$5; tag="$kv-$site-$preset-b$batch-$mode-tp${TP:-1}-${PREFILL:-triton}"
     PYTHONPATH=${SITE[$site]} python3 apply.py verify --prefill-backend "${PREFILL:-triton}" --work-dir "/tmp/v-$REL-$tag" --json --tp "${TP:-1}" \

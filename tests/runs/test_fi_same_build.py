@@ -79,16 +79,31 @@ def test_an_input_the_other_pin_lacks_is_a_difference(tmp_path):
     assert found == [f"{tmp_path}/0.6.12/venv/site-packages/flashinfer/data/include/k.h: missing"]
 
 
+def test_a_relative_input_is_read_from_the_build_directory(tmp_path):
+    ref, ref_build = install(tmp_path, "0.6.13")
+    new, new_build = install(tmp_path, "0.6.12")
+    (ref_build / "local.h").write_text("1")
+    (new_build / "local.h").write_text("2")
+    found, compared = fsb.differences(ref_build, new_build, mapping(tmp_path), ["local.h"])
+    assert compared == 1 and found == [f"{new_build}/local.h: differs"]
+
+
 def test_the_longer_prefix_maps_first_and_nothing_maps_twice():
     table = [("/w/", "/v/"), ("/w/0.6.13/", "/w/0.6.12/")]
     assert fsb.remap("/w/0.6.13/venv/x /w/y", table) == "/w/0.6.12/venv/x /v/y"
 
 
-def test_bad_input_is_refused_before_anything_is_read(tmp_path, capsys):
+def test_bad_input_is_refused_before_anything_is_read(tmp_path, capsys, monkeypatch):
     assert fsb.main([str(tmp_path)]) == 2
     assert fsb.main([str(tmp_path), str(tmp_path), "no-equals-sign"]) == 2
     assert fsb.main([str(tmp_path), str(tmp_path), "a=b"]) == 2
     assert f"no build.ninja under {tmp_path}" in capsys.readouterr().err
+    # a reference whose inputs ninja cannot list (never built, or no ninja) is refused too
+    ref, ref_build = install(tmp_path, "0.6.13")
+    _, new_build = install(tmp_path, "0.6.12")
+    monkeypatch.setattr(fsb.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(FileNotFoundError("ninja")))
+    assert fsb.main([str(ref_build), str(new_build), "a=b"]) == 2
+    assert "ninja -t deps under" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(not (shutil.which("ninja") and shutil.which("gcc")), reason="needs ninja and gcc")
