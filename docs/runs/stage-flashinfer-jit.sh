@@ -37,6 +37,11 @@
 # data/aot with FLASHINFER_DISABLE_JIT=1 (no build, no nvcc, nothing written under
 # FLASHINFER_WORKSPACE_BASE), and top_k_top_p_sampling_from_logits / top_p_sampling_from_probs
 # ran (picks within the top 20).
+# Seen 2026-11-27 here (2 cores, nvcc 13.0.88): 0.25.0's gdn_prefill_sm90 (flashinfer-python 0.6.13)
+# built in about 77 min, a 3.7 MB module (2.0 MB xz); 0.6.12's build compared the same over 795
+# inputs (SAME_AS, 3 s); with FLASHINFER_DISABLE_JIT=1 and FLASHINFER_CUDA_ARCH_LIST=9.0a it loaded
+# through FlashInfer's AOT path (gen_gdn_prefill_sm90_module().build_and_load(), is_aot True) and
+# exports gdn_prefill, on a host without a GPU; not yet loaded by vLLM on a GPU.
 # Build environment (env vars honoured): PY (a Python that imports torch; FlashInfer's __init__
 # needs it; a CPU torch will do), WORK (scratch, default ~/.cache/fi-prebuild), MAX_JOBS (2),
 # CUDA_HOME (/usr/local/cuda). The build is FLASHINFER_CUDA_ARCH_LIST=9.0a and, since this
