@@ -94,10 +94,10 @@ def pieces(
         raise SystemExit(f"plan: .stage-fi-{release} missing: run docs/runs/stage-flashinfer.sh {release}")
     for d in sorted(fi.glob("p[0-9]*"), key=lambda p: int(p.name[1:])) if flashinfer else ():
         found.append(Piece(f"fi-{d.name}", [str(d.relative_to(root))], _size(d)))
-    sdist = root / f".stage-sdist-{release}"
-    if upstream and not (sdist / "sdist.sha256").is_file():
-        raise SystemExit(f"plan: .stage-sdist-{release} missing: run docs/runs/stage-sdist.sh {release}")
     if upstream:
+        sdist = root / f".stage-sdist-{release}"
+        if not (sdist / "sdist.sha256").is_file():
+            raise SystemExit(f"plan: .stage-sdist-{release} missing: run docs/runs/stage-sdist.sh {release}")
         found.append(Piece("sdist", [str(sdist.relative_to(root))], _size(sdist)))
     install = Piece("", [str((stage / "install.sh").relative_to(root))], _size(stage / "install.sh"))
     return found, install

@@ -48,10 +48,12 @@
 # toolkit has no cuRAND headers, CPATH=<nvidia-curand wheel>/nvidia/cu13/include.
 set -euo pipefail
 release=$1
-resolved=$HOME/.cache/vllm-stage/$release/resolved.txt
-[ -f "$resolved" ] || { echo "no resolved.txt for vLLM $release: run ../shared/gpu/stage-vllm.sh $release first" >&2; exit 2; }
-fi_ver=$(grep -i '^flashinfer-python==' "$resolved" | cut -d= -f3 || true)
-tvm_ver=$(grep -i '^apache-tvm-ffi==' "$resolved" | cut -d= -f3 || true)
+pin() { # PACKAGE RELEASE: its version in the release's resolution (stage-vllm.sh), or nothing
+  grep -i "^$1==" "$HOME/.cache/vllm-stage/$2/resolved.txt" 2>/dev/null | cut -d= -f3 || true
+}
+[ -f "$HOME/.cache/vllm-stage/$release/resolved.txt" ] || { echo "no resolved.txt for vLLM $release: run ../shared/gpu/stage-vllm.sh $release first" >&2; exit 2; }
+fi_ver=$(pin flashinfer-python "$release")
+tvm_ver=$(pin apache-tvm-ffi "$release")
 [ -n "$fi_ver" ] && [ -n "$tvm_ver" ] || { echo "vLLM $release resolves no flashinfer-python or apache-tvm-ffi" >&2; exit 2; }
 case $fi_ver in
   0.7.*) default=sampling ;;
@@ -69,7 +71,9 @@ command -v "$CUDA_HOME/bin/nvcc" >/dev/null || { echo "no nvcc under $CUDA_HOME"
 PY=${PY:-}
 if [ -z "$PY" ]; then for p in python3.12 python3.11 python3; do "$p" -c 'import torch' 2>/dev/null && PY=$p && break; done; fi
 [ -n "$PY" ] || { echo "no Python with torch found: set PY" >&2; exit 2; }
-work=${WORK:-$HOME/.cache/fi-prebuild}/$fi_ver
+work_of() { echo "${WORK:-$HOME/.cache/fi-prebuild}/$1"; }  # FLASHINFER_VERSION: its venv and workspace
+ops_of() { echo "$(work_of "$1")/ws/.cache/flashinfer/$1/90a/cached_ops/$module"; }  # where ninja builds the module
+work=$(work_of "$fi_ver")
 repo=$(pwd)
 out=$repo/.stage-fi-prebuilt-$release
 mkdir -p "$work"
@@ -97,13 +101,12 @@ mkdir -p "$work/stubs"
 # docs/runs/fi_same_build.py finds the build the same: build.ninja alike but for each install's
 # paths, and every input ninja recorded from inside the install byte for byte (0.6.12 and 0.6.13
 # compare the same; 0.6.8.post1 has their GDN sources but other CUTLASS headers).
-ops=$work/ws/.cache/flashinfer/$fi_ver/90a/cached_ops/$module
+ops=$(ops_of "$fi_ver")
 same_as=
 if [ -n "${SAME_AS:-}" ]; then
-  ref_ver=$(grep -i '^flashinfer-python==' "$HOME/.cache/vllm-stage/$SAME_AS/resolved.txt" 2>/dev/null | cut -d= -f3 || true)
+  ref_ver=$(pin flashinfer-python "$SAME_AS")
   [ -n "$ref_ver" ] || { echo "SAME_AS=$SAME_AS: no flashinfer-python in its resolution (stage it first)" >&2; exit 2; }
-  ref_work=${WORK:-$HOME/.cache/fi-prebuild}/$ref_ver
-  ref_ops=$ref_work/ws/.cache/flashinfer/$ref_ver/90a/cached_ops/$module
+  ref_work=$(work_of "$ref_ver") ref_ops=$(ops_of "$ref_ver")
   [ -f "$ref_ops/$module.so" ] || { echo "SAME_AS=$SAME_AS: no $module built under $ref_ops" >&2; exit 2; }
 fi
 start=$(date +%s)
