@@ -208,12 +208,15 @@ print('flashinfer', flashinfer.__version__, 'importable; cutlass dsl:', dsl, '; 
       # (the raw site) and patched (a copy apply.py patches): `maint upstream-tests --device cuda`
       # from the archive of docs/runs/stage-sdist.sh, carried as .stage-sdist-$REL in this call or
       # put before as the piece sdist (chain runs it so); exits as the tests' run did
+    # each side may take UPSTREAM_TIMEOUT s (default 1500): 0.28.0's pristine side took 417 s on
+    # an H200 beside other verifies and 0.31.0's ran past 560 s (2026-11-27); the chain runs this
+    # step detached, so no call's 600 s bounds it
     sd=.stage-sdist-$REL; [ -d "$sd" ] || sd=$HOME/sdist
     a=$(ls "$sd"/vllm-*.tar.gz) || exit 1
     # upstream's conftest imports tblib, which the GPU image lacks: its wheel comes with the archive
     t=/tmp/upstream-site-$REL && rm -rf "$t" && python3 -m pip install -q --no-index --no-deps --target "$t" "$sd"/tblib-*.whl || exit 1
     PYTHONPATH=${SITE[raw]}:$t:.gpu-pytest python3 -m vllm_backports.maint upstream-tests "$REL" --device cuda \
-      --sdist "$a" --sha256 "$(cat "$sd"/sdist.sha256)" --timeout 560 --json --out "$out/upstream-gpu-$REL.json" \
+      --sdist "$a" --sha256 "$(cat "$sd"/sdist.sha256)" --timeout "${UPSTREAM_TIMEOUT:-1500}" --json --out "$out/upstream-gpu-$REL.json" \
       > "$out/upstream-gpu-$REL.txt" 2>&1; rc=$?; echo "upstream-gpu: exit $rc"
     python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print(d['verdict'], d['totals'], d['machine'].get('gpu'))" \
       "$out/upstream-gpu-$REL.json" 2>/dev/null || tail -5 "$out/upstream-gpu-$REL.txt"
