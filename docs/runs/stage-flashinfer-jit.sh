@@ -41,7 +41,9 @@
 # built in about 77 min, a 3.7 MB module (2.0 MB xz); 0.6.12's build compared the same over 795
 # inputs (SAME_AS, 3 s); with FLASHINFER_DISABLE_JIT=1 and FLASHINFER_CUDA_ARCH_LIST=9.0a it loaded
 # through FlashInfer's AOT path (gen_gdn_prefill_sm90_module().build_and_load(), is_aot True) and
-# exports gdn_prefill, on a host without a GPU; not yet loaded by vLLM on a GPU.
+# exports gdn_prefill, on a host without a GPU. On 2026-11-27 vLLM 0.23.0 and 0.25.0 loaded it on an
+# H200 without a build and ran their FlashInfer proofs on it (docs/VERIFICATION.md). 0.6.8.post1's
+# (vLLM 0.20.0, 0.21.0) built here too, over two sessions: an 8.5 MB module, 0.3 MB xz; not yet run.
 # Build environment (env vars honoured): PY (a Python that imports torch; FlashInfer's __init__
 # needs it; a CPU torch will do), WORK (scratch, default ~/.cache/fi-prebuild), MAX_JOBS (2),
 # CUDA_HOME (/usr/local/cuda). The build is FLASHINFER_CUDA_ARCH_LIST=9.0a and, since this
