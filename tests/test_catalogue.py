@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from toml_case import with_owed
 from vllm_backports.catalogue import Catalogue
 from vllm_backports.errors import CatalogueError
 
@@ -118,7 +119,7 @@ REPO = Path(__file__).resolve().parent.parent
     ],
 )
 def test_a_typo_in_versions_toml_is_one_line(tmp_path, old, new, message):
-    text = (REPO / "versions.toml").read_text()
+    text = with_owed((REPO / "versions.toml").read_text(), "0.31.0", ["gdn-ngram-flashinfer", "tp2"])
     assert old in text, old
     (tmp_path / "versions.toml").write_text(text.replace(old, new, 1))
     shutil.copytree(REPO / "backports", tmp_path / "backports")  # the releases' lists are read from it
@@ -139,8 +140,11 @@ def test_known_bugs_are_derived_per_release_from_their_present_releases():
     assert CAT.known["async-count-moved-rows"].number == "#51571"
 
 
-def test_owed_and_notes_default_to_empty():
-    assert CAT.releases["0.31.0"].owed == ("gdn-ngram-flashinfer", "tp2")
+def test_owed_and_notes_default_to_empty(tmp_path):
+    text = with_owed((REPO / "versions.toml").read_text(), "0.31.0", ["gdn-ngram-flashinfer", "tp2"])
+    (tmp_path / "versions.toml").write_text(text)
+    shutil.copytree(REPO / "backports", tmp_path / "backports")
+    assert Catalogue(tmp_path).releases["0.31.0"].owed == ("gdn-ngram-flashinfer", "tp2")
     assert CAT.releases["0.20.2"].owed == () and CAT.releases["0.20.2"].notes == ()
 
 

@@ -84,12 +84,15 @@ def _copy(tmp_path, monkeypatch):
 
 
 def test_owed_table_drift_is_reported_then_written(tmp_path, monkeypatch):
+    from toml_case import with_owed
+
     home = _copy(tmp_path, monkeypatch)
     page = home / owed.PAGE
-    assert CliRunner().invoke(maint.main, ["owed-table"]).exit_code == 0
-    before = page.read_text()
     toml = home / "versions.toml"
-    toml.write_text(toml.read_text().replace('owed = ["gdn-ngram-flashinfer", "tp2"]', 'owed = ["tp2"]', 1))
+    toml.write_text(with_owed(toml.read_text(), "0.31.0", ["gdn-ngram-flashinfer", "tp2"]))
+    assert CliRunner().invoke(maint.main, ["owed-table", "--write"]).exit_code == 0
+    before = page.read_text()
+    toml.write_text(with_owed(toml.read_text(), "0.31.0", ["tp2"]))
     drift = CliRunner().invoke(maint.main, ["owed-table"])
     assert drift.exit_code == 1 and "-| 0.31.0 | 0.31.0 | `gdn-ngram-flashinfer`, `tp2` |" in drift.output
     assert page.read_text() == before
