@@ -289,6 +289,37 @@ def prompt_logprob_json(target: int, control: int, **claims) -> dict:
     return {**data, **claims}
 
 
+def output_logprob_json(target: int, control: int, **claims) -> dict:
+    """A --output-logprobs run whose tokens are clean everywhere; `target` and `control`: the
+    drifting sequences of each site's speculative row. `claims` overwrite verify's verdicts."""
+    from evidence_case import engine, row
+    from vllm_backports.verify.run import Plan, conclude
+
+    plan = Plan(batches=(16,), modes=("graphs",), presets=("mtp",), tp=1, threshold=None, work=Path("/tmp/v"),
+                additional_config={}, control=Path("/tmp/raw"), output_logprobs=True)
+    rows = [row("baseline", "target", 0, engine("0.20.0", [], None)),
+            row("mtp", "target", 0, engine("0.20.0", FIX, "mtp")),
+            row("mtp", "control", 0, engine("0.20.0", [], "mtp"))]
+    for r, errors in zip(rows, (0, target, control), strict=True):
+        r["output_logprobs"] = {"sequences": 24, "tokens": 3072, "errors": errors, "bad_sequences": errors,
+                                "worst_mean_difference": 0.05 if errors else 0.003, "worst_difference": 0.4,
+                                "missing": 0, "threshold": 0.01}
+    outputs = {"threshold": 0.01, "baseline_worst_mean_difference": 0.003, "calibrated": True}
+    data = {"command": "verify", **conclude(rows, 0.2, 1.0, plan, "0.20.0", None, outputs),
+            "machine": {"gpu": "NVIDIA H100 80GB HBM3", "gpus": 1, "date": "2026-11-26T00:00:00Z"}}
+    return {**data, **claims}
+
+
+def test_output_logprob_drifts_count_as_the_rows_errors(home):
+    s = one(home, output_logprob_json(0, 23), release="0.20.0", name="pc-mtp-lp")
+    assert s.verdict == "proof" and s.control_errors == 23 and s.target_errors == 0
+    s = one(home, output_logprob_json(2, 23), release="0.20.0", name="pc-mtp-lp")
+    assert s.verdict == "fails" and s.target_errors == 2
+    with pytest.raises(EvidenceError, match="passed is True, but its target rows say otherwise"):
+        write(home, "0.20.0", "pc-mtp-lp", output_logprob_json(2, 23, passed=True))
+        evidence.load(home)
+
+
 def test_prompt_logprob_errors_count_as_the_rows_errors(home):
     s = one(home, prompt_logprob_json(0, 12), release="0.20.0", name="plogprobs-mtp-b1")
     assert s.verdict == "proof" and s.control_errors == 12 and s.target_errors == 0

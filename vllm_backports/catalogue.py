@@ -93,6 +93,7 @@ SCENARIOS = {
     "churn-mtp-async": "sibling bug: churn prompts, MTP, async scheduling",
     "churn-mtp-sync": "sibling bug: churn prompts, MTP, async scheduling off",
     "pc-mtp": "sibling bug: producer-consumer prompts, MTP, prefix caching",
+    "pc-mtp-lp": "sibling bug: producer-consumer prompts, MTP, prefix caching, output logprobs judged",
     "rounds-mtp-prefix": "sibling bug: 3 rounds on one engine, MTP, producer-consumer prompts, prefix caching",
     "rounds-mtp": "sibling bug: 3 rounds on one engine, MTP, prefix caching off",
     "plogprobs-mtp-b1": "sibling bug: prompt logprobs, MTP, 1 a batch, CUDA graphs",

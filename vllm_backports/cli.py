@@ -515,6 +515,14 @@ def _span(versions: list[str], order: list[str]) -> str:
     "with a threshold calibrated on the plain engine as for the outputs.",
 )
 @click.option(
+    "--output-logprobs",
+    is_flag=True,
+    default=False,
+    help="Also judge vLLM's logprob of every token it chose (logprobs=0) against the float32 reference's: "
+    "a sequence whose mean difference is over 3x the plain engine's worst is an error (context read wrong "
+    "moves them all, while each token's regret may stay under the threshold).",
+)
+@click.option(
     "--check-accepted-counts",
     is_flag=True,
     default=False,
@@ -554,6 +562,7 @@ def verify_cmd(
     float32_reference,
     rounds,
     prompt_logprobs,
+    output_logprobs,
     check_accepted_counts,
     work_dir,
     as_json,
@@ -565,7 +574,7 @@ def verify_cmd(
     Exit 0: every scenario's tokens are what the model predicts; 1: some are not;
     2: this machine cannot run verify, or the plain baseline itself fails (no calibration).
     """
-    from .verify.report import judged_lines, prompt_logprob_cell, verdict
+    from .verify.report import judged_lines, output_logprob_cell, prompt_logprob_cell, verdict
     from .verify.run import Plan, check_tiny_model_options, execute
 
     if model is not None:
@@ -582,6 +591,7 @@ def verify_cmd(
             prompt_logprobs=prompt_logprobs,
             check_accepted_counts=check_accepted_counts,
             model_runner=model_runner,
+            output_logprobs=output_logprobs,
         )
         return _verify_model(
             reporter,
@@ -632,6 +642,7 @@ def verify_cmd(
         calibrate_kv=calibrate_kv,
         rounds=rounds,
         prompt_logprobs=prompt_logprobs,
+        output_logprobs=output_logprobs,
         check_accepted_counts=check_accepted_counts,
     )
     result = execute(plan, reporter.progress)
@@ -661,6 +672,7 @@ def verify_cmd(
         "prefix hits",
         "tok/s",
         *(["prompt lp errors"] if prompt_logprobs else []),
+        *(["output lp drifts (worst mean)"] if output_logprobs else []),
     ):
         table.add_column(col)
     for r in result["rows"]:
@@ -686,6 +698,7 @@ def verify_cmd(
             "-" if hits is None else str(hits),
             f"{r['tokens_per_s']:.0f}",
             *([prompt_logprob_cell(r)] if prompt_logprobs else []),
+            *([output_logprob_cell(r)] if output_logprobs else []),
         )
     line, code = verdict(result)
     reporter.emit(_verify_payload(result), table, [*judged_lines(result), line])

@@ -134,10 +134,13 @@ def _counter(rows: list[dict], name: str) -> int | None:
 
 def _errors(row: dict) -> int:
     """A row's errors as verify counts them (verify/run.py row_errors): its tokens' and, in files
-    that judged prompt logprobs (--prompt-logprobs), theirs."""
-    judged = row.get("prompt_logprobs")
-    extra = judged.get("errors", 0) if isinstance(judged, dict) else 0
-    return row["errors"] + (extra if isinstance(extra, int) and not isinstance(extra, bool) else 0)
+    that judged prompt or output logprobs (--prompt-logprobs, --output-logprobs), theirs."""
+    total = row["errors"]
+    for key in ("prompt_logprobs", "output_logprobs"):
+        judged = row.get(key)
+        extra = judged.get("errors", 0) if isinstance(judged, dict) else 0
+        total += extra if isinstance(extra, int) and not isinstance(extra, bool) else 0
+    return total
 
 
 def summarise(data: object, release: str, name: str, where: str) -> Summary:

@@ -50,6 +50,26 @@ def test_a_position_vllm_left_without_a_logprob_is_an_error_under_any_calibrated
     assert v["errors"] == 1 and v["missing"] == 1
 
 
+def test_output_logprob_differences_are_per_chosen_token_and_missing_ones_are_errors():
+    from vllm_backports.verify.oracle import MISSING_LOGPROB, output_logprob_differences
+
+    assert output_logprob_differences([-1.0, -2.5, None], [-1.25, -2.0, -0.2]) == [0.25, 0.5, MISSING_LOGPROB]
+    assert output_logprob_differences(None, [-1.0, -2.0]) == [MISSING_LOGPROB] * 2
+    with pytest.raises(ValueError, match="2 output logprobs from vLLM for 3 tokens"):
+        output_logprob_differences([-1.0, -2.0], [-1.0, -2.0, -3.0])
+
+
+def test_output_logprobs_are_judged_by_a_sequences_mean_not_its_worst_token():
+    from vllm_backports.verify.oracle import judge_output_logprobs
+
+    noise = [0.0, 0.3, 0.0, 0.0]  # one token off by 0.3: mean 0.075
+    shifted = [0.1, 0.1, 0.1, 0.1]  # every token off by 0.1: mean 0.1
+    v = judge_output_logprobs([noise, shifted, [0.0] * 4], threshold=0.08)
+    assert (v["sequences"], v["tokens"], v["errors"], v["bad_sequences"], v["missing"]) == (3, 12, 1, 1, 0)
+    assert v["worst_mean_difference"] == 0.1 and v["worst_difference"] == 0.3 and v["threshold"] == 0.08
+    assert judge_output_logprobs([], 0.08)["errors"] == 0
+
+
 def test_prompt_logprobs_of_another_prompt_length_are_refused():
     from vllm_backports.verify.oracle import prompt_logprob_differences
 

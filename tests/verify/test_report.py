@@ -3,7 +3,13 @@ and the verdicts they lead to."""
 
 from __future__ import annotations
 
-from vllm_backports.verify.report import accepted_counts_line, judged_lines, prompt_logprob_cell, verdict
+from vllm_backports.verify.report import (
+    accepted_counts_line,
+    judged_lines,
+    output_logprob_cell,
+    prompt_logprob_cell,
+    verdict,
+)
 
 
 def row(scenario: str = "mtp", site: str = "target", errors: int = 0, **kw) -> dict:
@@ -11,8 +17,9 @@ def row(scenario: str = "mtp", site: str = "target", errors: int = 0, **kw) -> d
 
 
 def result(rows: list[dict], **kw) -> dict:
-    passed = all(r["errors"] + (r.get("prompt_logprobs") or {}).get("errors", 0) == 0
-                 for r in rows if r["site"] == "target")
+    from vllm_backports.verify.run import row_errors
+
+    passed = all(row_errors(r) == 0 for r in rows if r["site"] == "target")
     return {"calibrated": True, "passed": passed, "baseline_worst_regret": 0.4, "rows": rows, **kw}
 
 
@@ -49,6 +56,27 @@ def test_a_target_failing_on_prompt_logprobs_only_says_so():
     assert "mtp/target b16 graphs: prompt logprobs off at 3 of 100 positions (1 of 4 prompts; worst 5.00, 1 missing)" \
         in judged_lines(r)
     assert verdict(result([row("baseline"), row(errors=2, prompt_logprobs=lp)]))[0].endswith("what the model predicts")
+
+
+def test_a_target_failing_on_output_logprobs_only_says_so():
+    lp = {"errors": 2, "sequences": 24, "tokens": 3072, "bad_sequences": 2, "worst_mean_difference": 0.05,
+          "worst_difference": 0.4, "missing": 0}
+    r = {**result([row("baseline"), row(output_logprobs=lp)]),
+         "output_logprobs": {"threshold": 0.012, "baseline_worst_mean_difference": 0.004, "calibrated": True}}
+    assert verdict(r) == ("verify: FAILED: speculative engines' output logprobs drift from the model's", 1)
+    assert output_logprob_cell(r["rows"][1]) == "2 (0.050)" and output_logprob_cell(row()) == "-"
+    lines = judged_lines(r)
+    assert "output logprobs: error: a sequence's mean |vLLM - reference| > 0.0120 nats (plain engine's worst mean " \
+        "0.0040)" in lines
+    assert "mtp/target b16 graphs: output logprobs drift in 2 of 24 sequences (worst mean 0.050, worst token 0.40)" \
+        in lines
+
+
+def test_a_baseline_whose_output_logprobs_stray_is_a_calibration_failure():
+    outputs = {"threshold": 1.8, "baseline_worst_mean_difference": 0.6, "calibrated": False}
+    r = {**result([row("baseline"), row()]), "calibrated": False, "output_logprobs": outputs}
+    line, code = verdict(r)
+    assert code == 2 and "output logprobs stray from the reference (worst sequence mean 0.60 nats" in line
 
 
 def test_a_baseline_whose_prompt_logprobs_stray_is_a_calibration_failure():

@@ -299,18 +299,24 @@ def test_earlier_plans_start_the_engines_they_always_started(tmp_path, monkeypat
 
 
 class RoundsReference(MarkedReference):
-    """Prompt token logprobs are -1.0 everywhere (what a clean engine returns, up to noise)."""
+    """Prompt token logprobs are -1.0 everywhere, output token logprobs -2.0 (what a clean engine
+    returns, up to noise)."""
 
     def prompt_logprobs(self, prompt):
         return [-1.0] * (len(prompt) - 1)
 
+    def output_logprobs(self, prompt, output):
+        return [-2.0] * len(output)
+
 
 def rounds_session(monkeypatch, tmp_path, *, bad_round: int | None = None, bad_logprobs_on: str | None = None,
-                   baseline_noise: float = 0.1, **kw):
+                   baseline_noise: float = 0.1, shifted_on: str | None = None, **kw):
     """execute() of an MTP plan with a control, every GPU step replaced: the control's engine
     emits wrong tokens from round `bad_round` on; the engines of `bad_logprobs_on` ("control",
     "target") return prompt logprobs 4 nats off at token 2; the baseline's are off by
-    `baseline_noise`. Returns the plan and the specs the engines got."""
+    `baseline_noise`; output logprobs are the reference's, the baseline's off by a tenth of
+    `baseline_noise` at one token, those of `shifted_on` 0.05 nats off at every token of every
+    other sequence. Returns the plan and the specs the engines got."""
 
     specs: list[dict] = []
 
@@ -331,6 +337,14 @@ def rounds_session(monkeypatch, tmp_path, *, bad_round: int | None = None, bad_l
                     for lp in lps:
                         lp[2] = -5.0
                 out["prompt_logprobs"] = lps
+            if spec.get("output_logprobs"):
+                olps = [[-2.0] * len(t) for t in out["tokens"]]
+                for i, lp in enumerate(olps):
+                    if baseline:
+                        lp[0] -= baseline_noise / 10
+                    elif where == shifted_on and i % 2:
+                        olps[i] = [x - 0.05 for x in lp]
+                out["output_logprobs"] = olps
             return out
 
         rounds = [one_round(r) for r in range(1, spec.get("rounds", 1) + 1)]
@@ -416,6 +430,45 @@ def test_a_baseline_whose_prompt_logprobs_stray_means_no_calibration(tmp_path, m
     result = execute(p, lambda line: None)
     assert result["baseline_worst_regret"] <= CALIBRATION_CAP
     assert not result["prompt_logprobs"]["calibrated"] and not result["calibrated"]
+
+
+def test_output_logprobs_calibrate_on_the_baseline_and_fail_the_site_whose_sequences_shift(tmp_path, monkeypatch):
+    from vllm_backports.verify.run import execute
+
+    p, specs = rounds_session(monkeypatch, tmp_path, shifted_on="control", baseline_noise=0.1, output_logprobs=True)
+    assert all(s.get("output_logprobs") for s in specs)
+    result = execute(p, lambda line: None)
+    # the baseline's worst sequence: one token of four off by 0.01, a mean of 0.0025, times 3
+    assert result["output_logprobs"] == {
+        "threshold": 0.0075, "baseline_worst_mean_difference": 0.0025, "calibrated": True}
+    control = next(r for r in result["rows"] if r["site"] == "control")
+    # its tokens are the model's; every other sequence's logprobs sit 0.05 nats off
+    assert control["errors"] == 0 and control["output_logprobs"]["errors"] == 6
+    assert control["output_logprobs"]["worst_mean_difference"] == 0.05
+    target = next(r for r in result["rows"] if r["site"] == "target" and r["scenario"] == "mtp")
+    assert target["output_logprobs"]["errors"] == 0
+    assert result["scenario"]["output_logprobs"] is True
+    assert result["passed"] and result["calibrated"] and result["proof"] == "control fails, target passes"
+
+
+def test_output_logprob_drift_on_the_target_fails_it(tmp_path, monkeypatch):
+    from vllm_backports.verify.run import execute
+
+    p, _ = rounds_session(monkeypatch, tmp_path, shifted_on="target", baseline_noise=0.0, output_logprobs=True)
+    result = execute(p, lambda line: None)
+    assert result["output_logprobs"]["threshold"] == 0.005  # a baseline without noise: the floor
+    target = next(r for r in result["rows"] if r["site"] == "target" and r["scenario"] == "mtp")
+    assert target["errors"] == 0 and target["output_logprobs"]["errors"] == 6
+    assert not result["passed"] and result["proof"] == "target fails"
+
+
+def test_a_baseline_whose_output_logprobs_stray_means_no_calibration(tmp_path, monkeypatch):
+    from vllm_backports.verify.run import OUTPUT_LOGPROB_CAP, execute
+
+    # one token of four off by a tenth of the noise: a mean of noise / 40
+    p, _ = rounds_session(monkeypatch, tmp_path, baseline_noise=40 * (OUTPUT_LOGPROB_CAP + 0.1), output_logprobs=True)
+    result = execute(p, lambda line: None)
+    assert not result["output_logprobs"]["calibrated"] and not result["calibrated"]
 
 
 def test_the_accepted_count_check_goes_to_speculative_engines_only(tmp_path, monkeypatch):

@@ -62,7 +62,12 @@ class FakeLLM:
             if params.kwargs.get("prompt_logprobs") == 0:
                 plp = [None] + [{t: SimpleNamespace(logprob=-0.5 - r)} for t in p[1:]]
                 plp = FlatLogprobs(plp) if self.flat else plp
-            out = SimpleNamespace(outputs=[SimpleNamespace(token_ids=[t + r for t in p[:3]])], prompt_logprobs=plp)
+            chosen = [t + r for t in p[:3]]
+            completion = SimpleNamespace(token_ids=chosen, logprobs=None)
+            if params.kwargs.get("logprobs") == 0:  # the chosen token's own logprob, -0.25 a round further
+                olp = [{t: SimpleNamespace(logprob=-0.25 * (r + 1))} for t in chosen]
+                completion.logprobs = FlatLogprobs(olp) if self.flat else olp
+            out = SimpleNamespace(outputs=[completion], prompt_logprobs=plp)
             if self.cached is not None:  # the first round finds the cache empty
                 out.num_cached_tokens = self.cached[len(outs)] if r else 0
             outs.append(out)
@@ -132,6 +137,26 @@ def test_prompt_logprobs_are_asked_as_zero_and_read_per_prompt_token(fake_vllm, 
     out = engine.run(spec(prompt_logprobs=True, rounds=2))
     assert out["prompt_logprobs"] == [[None, -0.5, -0.5, -0.5], [None, -0.5, -0.5]]
     assert out["more_rounds"][0]["prompt_logprobs"] == [[None, -1.5, -1.5, -1.5], [None, -1.5, -1.5]]
+
+
+@pytest.mark.parametrize("flat", [False, True])
+def test_output_logprobs_are_asked_as_zero_and_read_per_chosen_token(fake_vllm, monkeypatch, flat):
+    monkeypatch.setattr(FakeLLM, "flat", flat)
+    assert engine.sampling_kwargs(spec(output_logprobs=True))["logprobs"] == 0
+    assert "logprobs" not in engine.sampling_kwargs(spec()) and "logprobs" not in engine.sampling_kwargs(
+        spec(prompt_logprobs=True)
+    )
+    out = engine.run(spec(output_logprobs=True, rounds=2))
+    assert out["output_logprobs"] == [[-0.25] * 3, [-0.25] * 3]
+    assert out["more_rounds"][0]["output_logprobs"] == [[-0.5] * 3, [-0.5] * 3]
+    assert "output_logprobs" not in engine.run(spec())
+
+
+def test_a_chosen_token_missing_from_vllms_logprobs_is_none():
+    completion = SimpleNamespace(token_ids=[5, 6], logprobs=[{5: SimpleNamespace(logprob=-1.0)}, {7: -3.0}])
+    assert engine.output_logprobs_of(SimpleNamespace(outputs=[completion])) == [-1.0, None]
+    none = SimpleNamespace(outputs=[SimpleNamespace(token_ids=[5], logprobs=None)])
+    assert engine.output_logprobs_of(none) is None
 
 
 def test_a_prompt_token_missing_from_vllms_logprobs_is_none():

@@ -1,4 +1,4 @@
-"""`apply.py verify --rounds / --prompt-logprobs / --check-accepted-counts`: the options reach the
+"""`apply.py verify --rounds / --prompt-logprobs / --output-logprobs / --check-accepted-counts`: the options reach the
 plan, what they find reaches the screen and the JSON (execute() stood in for: no GPU here)."""
 
 from __future__ import annotations
@@ -31,7 +31,14 @@ def fake_result(plan, logprob_errors: int = 0) -> dict:
                                     "mtp" else 0, "bad_sequences": 1, "first_error_at": 2, "worst_difference": 4.2,
                                     "missing": 0, "threshold": 1.0}
         logprobs = {"threshold": 1.0, "baseline_worst_difference": 0.3, "calibrated": True}
-    return {**verify_run.conclude(rows, 0.3, 1.0, plan, "0.20.0", logprobs), "machine": {"gpu": "none"}}
+    outputs = None
+    if plan.output_logprobs:
+        for r in rows:
+            r["output_logprobs"] = {"sequences": 36, "tokens": 1728, "errors": 4 if r["scenario"] == "mtp" else 0,
+                                    "bad_sequences": 4, "worst_mean_difference": 0.061, "worst_difference": 0.5,
+                                    "missing": 0, "threshold": 0.015}
+        outputs = {"threshold": 0.015, "baseline_worst_mean_difference": 0.005, "calibrated": True}
+    return {**verify_run.conclude(rows, 0.3, 1.0, plan, "0.20.0", logprobs, outputs), "machine": {"gpu": "none"}}
 
 
 @pytest.fixture
@@ -54,6 +61,19 @@ def test_the_options_reach_the_plan(tmp_path, planned):
     assert (p.rounds, p.prompt_logprobs, p.check_accepted_counts) == (3, True, True)
     run("verify", "--work-dir", str(tmp_path))
     assert (planned[1].rounds, planned[1].prompt_logprobs, planned[1].check_accepted_counts) == (1, False, False)
+    assert not planned[1].output_logprobs
+    run("verify", "--work-dir", str(tmp_path), "--output-logprobs")
+    assert planned[2].output_logprobs
+
+
+def test_output_logprobs_are_reported(tmp_path, planned):
+    r = run("verify", "--work-dir", str(tmp_path), "--preset", "mtp", "--output-logprobs")
+    assert r.code == 1  # the target's tokens have errors too; its drifting sequences are said below the table
+    assert "output logprobs: error: a sequence's mean |vLLM - reference| > 0.0150 nats" in r.out
+    assert "mtp/target b1 graphs: output logprobs drift in 4 of 36 sequences (worst mean 0.061" in r.out
+    assert "output lp drifts (worst mean)" in r.out and "4 (0.061)" in r.out
+    kept = json.loads((tmp_path / "verify.json").read_text())
+    assert kept["output_logprobs"]["calibrated"] and kept["rows"][1]["output_logprobs"]["errors"] == 4
 
 
 def test_rounds_prompt_logprobs_and_counts_are_reported(tmp_path, planned):
@@ -76,7 +96,9 @@ def test_the_json_payload_keeps_rounds_and_counts(tmp_path, planned):
     assert "regrets" not in row and r.json["scenario"]["rounds"] == 3
 
 
-@pytest.mark.parametrize("option", [["--rounds", "2"], ["--prompt-logprobs"], ["--check-accepted-counts"]])
+@pytest.mark.parametrize(
+    "option", [["--rounds", "2"], ["--prompt-logprobs"], ["--output-logprobs"], ["--check-accepted-counts"]]
+)
 def test_with_model_the_options_are_refused(tmp_path, planned, option):
     r = run("verify", "--model", str(tmp_path), "--work-dir", str(tmp_path / "w"), *option)
     assert r.code == 2 and f"{option[0]} goes with the tiny model" in r.err and not planned

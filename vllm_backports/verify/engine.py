@@ -132,7 +132,24 @@ def judged_extras(spec: dict, outs) -> dict:
         extras["cached_tokens"] = cached
     if spec.get("prompt_logprobs"):
         extras["prompt_logprobs"] = [prompt_logprobs_of(o, p) for o, p in zip(outs, spec["prompts"], strict=True)]
+    if spec.get("output_logprobs"):
+        extras["output_logprobs"] = [output_logprobs_of(o) for o in outs]
     return extras
+
+
+def output_logprobs_of(out) -> list[float | None] | None:
+    """vLLM's logprob of each token it chose (None where it gave none), from the completion's
+    logprobs (a list of {token id: Logprob} or a FlatLogprobs, by position); None without any."""
+    completion = out.outputs[0]
+    given = getattr(completion, "logprobs", None)
+    if given is None:
+        return None
+    found: list[float | None] = []
+    for i, token in enumerate(completion.token_ids):
+        position = given[i] if i < len(given) else None
+        entry = (position or {}).get(token)
+        found.append(None if entry is None else float(getattr(entry, "logprob", entry)))
+    return found
 
 
 def prompt_logprobs_of(out, prompt: list[int]) -> list[float | None] | None:
@@ -212,8 +229,10 @@ def sampling_kwargs(spec: dict) -> dict:
     """Greedy decoding of max_tokens tokens: past the end of sequence (the tiny model's fixed
     lengths), or up to one of spec["stop_token_ids"] (a user's model stops where it would)."""
     stop = spec.get("stop_token_ids")
-    # prompt_logprobs=0: the logprob of each prompt token itself, and no others
+    # prompt_logprobs=0 / logprobs=0: the logprob of each prompt / chosen token itself, no others
     asked = {"prompt_logprobs": 0} if spec.get("prompt_logprobs") else {}
+    if spec.get("output_logprobs"):
+        asked["logprobs"] = 0
     if stop:
         return {"temperature": 0.0, "max_tokens": spec["max_tokens"], "stop_token_ids": list(stop), **asked}
     return {"temperature": 0.0, "max_tokens": spec["max_tokens"], "ignore_eos": True, **asked}

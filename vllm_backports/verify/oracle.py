@@ -80,6 +80,37 @@ def judge_prompt_logprobs(differences: list[list[float]], threshold: float) -> d
     }
 
 
+def output_logprob_differences(engine: list[float | None] | None, reference: list[float]) -> list[float]:
+    """|vLLM's logprob - the reference's| of each output token, both of the token vLLM chose
+    (`engine`: vLLM's sample logprobs, None where it gave none, or None for none at all;
+    `reference`: Reference.output_logprobs of the same tokens)."""
+    if engine is None:
+        return [MISSING_LOGPROB] * len(reference)
+    if len(engine) != len(reference):
+        raise ValueError(f"{len(engine)} output logprobs from vLLM for {len(reference)} tokens")
+    return [MISSING_LOGPROB if e is None else abs(e - r) for e, r in zip(engine, reference, strict=True)]
+
+
+def judge_output_logprobs(differences: list[list[float]], threshold: float) -> dict:
+    """The output-logprob verdict of one engine, by sequence: a sequence is an error when the mean
+    of its tokens' differences is above `threshold`. bf16 noise is a scatter of small differences
+    about zero; an engine that reads wrong context (K/V never written, a stale state) shifts every
+    logprob of the sequence after that point, which the mean sees where one token's regret is
+    still within the token threshold."""
+    means = [sum(s) / len(s) if s else 0.0 for s in differences]
+    bad = [i for i, m in enumerate(means) if m > threshold]
+    return {
+        "sequences": len(differences),
+        "tokens": sum(map(len, differences)),
+        "errors": len(bad),  # sequences, each counted once
+        "bad_sequences": len(bad),
+        "worst_mean_difference": round(max(means, default=0.0), 4),
+        "worst_difference": round(max((x for s in differences for x in s), default=0.0), 3),
+        "missing": sum(d == MISSING_LOGPROB for seq in differences for d in seq),
+        "threshold": threshold,
+    }
+
+
 class Reference:
     """The checkpoint vLLM loaded, in float32, on transformers' PyTorch kernels, through the
     transformers class of its model class (model.MODEL_CLASSES): the text model alone, in either
@@ -94,6 +125,15 @@ class Reference:
         self.model = model.to(device).eval()
 
     def regrets(self, prompt: list[int], output: list[int]) -> list[float]:
+        logp, chosen = self._output_logp(prompt, output)
+        return (logp.max(dim=1).values - chosen).tolist()
+
+    def output_logprobs(self, prompt: list[int], output: list[int]) -> list[float]:
+        """The log-probability of each output token given the prompt and the outputs before it
+        (what vLLM's sample logprobs, logprobs=0, return for the tokens it chose)."""
+        return self._output_logp(prompt, output)[1].tolist()
+
+    def _output_logp(self, prompt: list[int], output: list[int]):
         torch = self.torch
         ids = torch.tensor([prompt + output], device=self.device)
         with torch.no_grad():
@@ -101,7 +141,7 @@ class Reference:
         # position t predicts token t+1: the outputs are predicted from len(prompt)-1 on
         logp = torch.log_softmax(logits[len(prompt) - 1 : len(prompt) - 1 + len(output)], dim=-1)
         chosen = logp.gather(1, torch.tensor(output, device=self.device)[:, None])[:, 0]
-        return (logp.max(dim=1).values - chosen).tolist()
+        return logp, chosen
 
     def prompt_logprobs(self, prompt: list[int]) -> list[float]:
         """The log-probability of each prompt token from the second on, given the tokens before it

@@ -85,6 +85,9 @@ PROOFS = {
     "churn-mtp-sync": _p("--preset mtp --prompts churn --prefix-caching on --async-scheduling off"),
     # section 5, a Mamba prefix hit past full attention's with MTP (0.20 .. 0.25)
     "pc-mtp": _p("--preset mtp --prompts producer-consumer --prefix-caching on"),
+    # the same, judged by output logprobs too: 0.20.0's over-hit moved 23 of 24 outputs with every
+    # token's regret under the threshold (2026-11-27)
+    "pc-mtp-lp": _p("--preset mtp --prompts producer-consumer --prefix-caching on --output-logprobs"),
     # section 2, a k+1-token prefill replayed in a FULL decode graph
     "kp1-b1": _p("--preset ngram --prompts k-plus-1 --batch 1", smoke=True),
     "kp1-mtp": _p("--preset mtp --prompts k-plus-1"),

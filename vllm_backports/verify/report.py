@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from .run import CALIBRATION_CAP
+from .run import CALIBRATION_CAP, OUTPUT_LOGPROB_CAP
 from .served import VLLM_REFERENCE
 
 
@@ -25,6 +25,19 @@ def verdict(result: dict) -> tuple[str, int]:
         return (
             f"calibration failed: the plain baseline's prompt logprobs stray from the reference (worst difference "
             f"{logprobs['baseline_worst_difference']:.2f}, more than {CALIBRATION_CAP:.0f}); nothing can be concluded",
+            2,
+        )
+    outputs = result.get("output_logprobs")
+    if (
+        not result["calibrated"]
+        and outputs
+        and not outputs["calibrated"]
+        and result["baseline_worst_regret"] <= (CALIBRATION_CAP)
+    ):
+        return (
+            "calibration failed: the plain baseline's output logprobs stray from the reference (worst sequence "
+            f"mean {outputs['baseline_worst_mean_difference']:.2f} nats, more than {OUTPUT_LOGPROB_CAP}); "
+            "nothing can be concluded",
             2,
         )
     later = sorted(
@@ -60,9 +73,17 @@ def verdict(result: dict) -> tuple[str, int]:
     if result["passed"]:
         return "verify: passed" + (" (the control fails)" if result.get("control_failed") else ""), 0
     target = [r for r in result["rows"] if r["site"] == "target"]
-    if all(r["errors"] == 0 for r in target):  # what failed is a prompt logprob (--prompt-logprobs)
+    if all(r["errors"] == 0 for r in target):  # what failed is a judged logprob
+        if any((r.get("output_logprobs") or {}).get("errors") for r in target):
+            return "verify: FAILED: speculative engines' output logprobs drift from the model's", 1
         return "verify: FAILED: speculative engines' prompt logprobs are not the model's", 1
     return "verify: FAILED: speculative output is not what the model predicts", 1
+
+
+def output_logprob_cell(row: dict) -> str:
+    """A row's sequences whose output logprobs drift, for the table, "-" where not judged."""
+    judged = row.get("output_logprobs")
+    return "-" if not judged else f"{judged['errors']} ({judged['worst_mean_difference']:.3f})"
 
 
 def prompt_logprob_cell(row: dict) -> str:
@@ -77,13 +98,20 @@ def _where(row: dict) -> str:
 
 def judged_lines(result: dict) -> list[str]:
     """The lines under verify's table for --rounds (errors and accepted tokens per round),
-    --prompt-logprobs (the threshold and where errors sit) and --check-accepted-counts."""
+    --prompt-logprobs and --output-logprobs (the threshold and where errors sit) and
+    --check-accepted-counts."""
     lines = []
     logprobs = result.get("prompt_logprobs")
     if logprobs:
         lines.append(
             f"prompt logprobs: error: |vLLM - reference| > {logprobs['threshold']:.2f} nats "
             f"(plain engine's worst {logprobs['baseline_worst_difference']:.2f})"
+        )
+    outputs = result.get("output_logprobs")
+    if outputs:
+        lines.append(
+            f"output logprobs: error: a sequence's mean |vLLM - reference| > {outputs['threshold']:.4f} nats "
+            f"(plain engine's worst mean {outputs['baseline_worst_mean_difference']:.4f})"
         )
     for r in result["rows"]:
         rounds = r.get("rounds")
@@ -98,6 +126,14 @@ def judged_lines(result: dict) -> list[str]:
                 f"{escape(_where(r))}: prompt logprobs off at {judged['errors']} of {judged['positions']} positions "
                 f"({judged['bad_sequences']} of {judged['sequences']} prompts; worst {judged['worst_difference']:.2f}"
                 + (f", {judged['missing']} missing" if judged["missing"] else "")
+                + ")"
+            )
+        drift = r.get("output_logprobs")
+        if drift and drift["errors"]:
+            lines.append(
+                f"{escape(_where(r))}: output logprobs drift in {drift['errors']} of {drift['sequences']} sequences "
+                f"(worst mean {drift['worst_mean_difference']:.3f}, worst token {drift['worst_difference']:.2f}"
+                + (f", {drift['missing']} missing" if drift["missing"] else "")
                 + ")"
             )
         counts = r.get("accepted_counts")

@@ -16,12 +16,23 @@ from typing import Any
 
 from ..errors import BackportError, DraftsNotServed, UsageError
 from . import drafts, engine, model, scenarios
-from .oracle import Reference, judge, judge_prompt_logprobs, prompt_logprob_differences
+from .oracle import (
+    Reference,
+    judge,
+    judge_output_logprobs,
+    judge_prompt_logprobs,
+    output_logprob_differences,
+    prompt_logprob_differences,
+)
 
 # The plain engine's worst regret is bf16 noise at near-ties; twice that, and at least one nat,
 # separates it from a corrupted state (whose choices sit several nats down). A baseline worse than
 # the cap means vLLM and the reference disagree without speculation: nothing can be concluded.
 CALIBRATION_FACTOR, CALIBRATION_FLOOR, CALIBRATION_CAP = 2.0, 1.0, 3.0
+# Output logprobs are judged by a sequence's mean difference (oracle.judge_output_logprobs): a
+# threshold of this many times the plain engine's worst sequence mean, never under the floor, and
+# no conclusion when that worst mean is over the cap (the plain engine itself is off the model).
+OUTPUT_LOGPROB_FACTOR, OUTPUT_LOGPROB_FLOOR, OUTPUT_LOGPROB_CAP = 3.0, 0.005, 0.5
 
 
 def calibrated_threshold(baseline_worst: float) -> float:
@@ -55,6 +66,9 @@ class Plan:
     rounds: int = 1
     # Judge vLLM's prompt logprobs against the reference's too (section 8).
     prompt_logprobs: bool = False
+    # Judge vLLM's logprobs of the tokens it chose against the reference's, by sequence (#53912:
+    # context read wrong shifts them all while each token's regret stays small).
+    output_logprobs: bool = False
     # The accepted-count range check on the speculative engines (section 4; verify/counts.py).
     check_accepted_counts: bool = False
 
@@ -446,7 +460,10 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     if plan.prompt_logprobs:
         reference = PromptLogprobs(ref)
         logprobs = score_prompt_logprobs(rows, [prompt_differences(r, reference) for r in runs])
-    result = conclude(rows, noise, threshold, plan, vllm_version, logprobs)
+    outputs = None
+    if plan.output_logprobs:
+        outputs = score_output_logprobs(rows, [output_differences(r, ref.output_logprobs) for r in runs])
+    result = conclude(rows, noise, threshold, plan, vllm_version, logprobs, outputs)
     result["scenario"]["architecture"] = architecture
     return {**result, "machine": ran_on}
 
@@ -470,6 +487,8 @@ def judged_asks(plan: Plan) -> dict:
         asks["rounds"] = plan.rounds
     if plan.prompt_logprobs:
         asks["prompt_logprobs"] = True
+    if plan.output_logprobs:
+        asks["output_logprobs"] = True
     return asks
 
 
@@ -505,6 +524,44 @@ def prompt_differences(run: dict, reference: Callable[[list[int]], list[float]])
         for prompt, lps in zip(run["prompts"], given, strict=True):
             out.append(prompt_logprob_differences(lps, reference(prompt)))
     return out
+
+
+def output_differences(run: dict, reference: Callable[[list[int], list[int]], list[float]]) -> list[list[float]] | None:
+    """|vLLM - reference| of each output token's logprob, per sequence over every round (None for
+    an engine that died); `reference` gives the reference's logprobs of a prompt's outputs."""
+    if run.get("tokens") is None:
+        return None
+    out = []
+    for rnd in rounds_of(run):
+        given = rnd.get("output_logprobs") or [None] * len(run["prompts"])
+        for prompt, tokens, lps in zip(run["prompts"], rnd["tokens"], given, strict=True):
+            out.append(output_logprob_differences(lps, reference(prompt, tokens)))
+    return out
+
+
+def score_output_logprobs(rows: list[dict], differences: list[list[list[float]] | None]) -> dict:
+    """Judge every row's output logprobs (rows and differences in the same order), calibrated on
+    the worst sequence mean of the "baseline" rows' first round. Adds each judged row's
+    "output_logprobs" and returns the calibration."""
+    noise = max(
+        (
+            sum(s) / len(s)
+            for r, d in zip(rows, differences, strict=True)
+            if r["scenario"] == "baseline" and d
+            for s in by_round(d, len(r.get("rounds") or [None]))[0]
+            if s
+        ),
+        default=0.0,
+    )
+    threshold = round(max(OUTPUT_LOGPROB_FLOOR, OUTPUT_LOGPROB_FACTOR * noise), 4)
+    for r, d in zip(rows, differences, strict=True):
+        if d is not None:
+            r["output_logprobs"] = judge_output_logprobs(d, threshold)
+    return {
+        "threshold": threshold,
+        "baseline_worst_mean_difference": round(noise, 4),
+        "calibrated": noise <= OUTPUT_LOGPROB_CAP,
+    }
 
 
 def score_prompt_logprobs(rows: list[dict], differences: list[list[list[float]] | None]) -> dict:
@@ -658,7 +715,13 @@ def crashed_row(run: dict) -> dict:
 
 
 def conclude(
-    rows: list[dict], noise: float, threshold: float, plan: Plan, vllm_version: str, prompt_logprobs: dict | None = None
+    rows: list[dict],
+    noise: float,
+    threshold: float,
+    plan: Plan,
+    vllm_version: str,
+    prompt_logprobs: dict | None = None,
+    output_logprobs: dict | None = None,
 ) -> dict:
     """The run's verdicts: the target passes when none of its tokens is an error; with a
     control, the proof holds only when every one of the control's judged runs (speculative, and
@@ -684,6 +747,7 @@ def conclude(
             "kv_cache_gib": plan.kv_cache_gib,
             "rounds": plan.rounds,
             "prompt_logprobs": plan.prompt_logprobs,
+            "output_logprobs": plan.output_logprobs,
             "check_accepted_counts": plan.check_accepted_counts,
         },
         "rows": rows,
@@ -692,26 +756,36 @@ def conclude(
         result["control"] = str(plan.control)
     if prompt_logprobs is not None:
         result["prompt_logprobs"] = prompt_logprobs
-    return {**result, **verdicts(rows, noise, plan.control is not None, prompt_logprobs)}
+    if output_logprobs is not None:
+        result["output_logprobs"] = output_logprobs
+    return {**result, **verdicts(rows, noise, plan.control is not None, prompt_logprobs, output_logprobs)}
 
 
 def row_errors(row: dict) -> int:
-    """A row's errors: its tokens' (over every round) and, when judged, its prompt logprobs'."""
-    return row["errors"] + (row.get("prompt_logprobs") or {}).get("errors", 0)
+    """A row's errors: its tokens' (over every round) and, when judged, its prompt logprobs' and
+    its output logprobs' (sequences)."""
+    judged = (row.get(k) or {} for k in ("prompt_logprobs", "output_logprobs"))
+    return row["errors"] + sum(j.get("errors", 0) for j in judged)
 
 
-def verdicts(rows: list[dict], noise: float, with_control: bool, prompt_logprobs: dict | None = None) -> dict:
+def verdicts(
+    rows: list[dict],
+    noise: float,
+    with_control: bool,
+    prompt_logprobs: dict | None = None,
+    output_logprobs: dict | None = None,
+) -> dict:
     """What the rows conclude: calibrated (the plain engine's own tokens pass and its worst regret
-    is under the cap; with prompt logprobs judged, their calibration too), passed (no target token,
-    nor judged prompt logprob, is an error) and, with a control, whether every judged run of the
-    control failed and what that proves."""
+    is under the cap; with prompt or output logprobs judged, their calibration too), passed (no
+    target token, nor judged prompt logprob or output sequence, is an error) and, with a control,
+    whether every judged run of the control failed and what that proves."""
     calibration = [x for x in rows if x["scenario"] == "baseline"]
     target = [x for x in rows if x["site"] == "target"]
     control = [x for x in rows if x["site"] == "control"]
     passed = all(row_errors(x) == 0 for x in target)
     calibrated = all(row_errors(x) == 0 for x in calibration) and noise <= CALIBRATION_CAP
     out: dict[str, Any] = {
-        "calibrated": calibrated and (prompt_logprobs is None or prompt_logprobs["calibrated"]),
+        "calibrated": calibrated and all(j is None or j["calibrated"] for j in (prompt_logprobs, output_logprobs)),
         "passed": passed,
     }
     if with_control:

@@ -78,6 +78,7 @@ def check_model_options(
     prompt_logprobs: bool,
     check_accepted_counts: bool,
     model_runner: str = "default",
+    output_logprobs: bool = False,
 ) -> Path | None:
     """Refuse the command line's options that a ModelPlan cannot take: those of the tiny model and
     its float32 reference, more than one batch size, a tiny model's prompt set for a prompts file.
@@ -88,6 +89,7 @@ def check_model_options(
     for name, value in (
         ("--rounds", rounds if rounds != 1 else None),
         ("--prompt-logprobs", prompt_logprobs or None),
+        ("--output-logprobs", output_logprobs or None),
         ("--check-accepted-counts", check_accepted_counts or None),
         # with --model the drafts are the drafter's own; the runner stays the release's choice
         ("--model-runner", model_runner if model_runner != "default" else None),
