@@ -15,31 +15,21 @@ def verdict(result: dict) -> tuple[str, int]:
     """The run's last line and exit code: 2 when the plain engine does not calibrate (nothing is
     concluded), 1 when a target token is an error, 0 otherwise. With --float32-reference, two
     references that disagree fail the run too."""
-    logprobs = result.get("prompt_logprobs")
-    if (
-        not result["calibrated"]
-        and logprobs
-        and not logprobs["calibrated"]
-        and result["baseline_worst_regret"] <= (CALIBRATION_CAP)
-    ):
-        return (
-            f"calibration failed: the plain baseline's prompt logprobs stray from the reference (worst difference "
-            f"{logprobs['baseline_worst_difference']:.2f}, more than {CALIBRATION_CAP:.0f}); nothing can be concluded",
-            2,
-        )
-    outputs = result.get("output_logprobs")
-    if (
-        not result["calibrated"]
-        and outputs
-        and not outputs["calibrated"]
-        and result["baseline_worst_regret"] <= (CALIBRATION_CAP)
-    ):
-        return (
-            "calibration failed: the plain baseline's output logprobs stray from the reference (worst sequence "
-            f"mean {outputs['baseline_worst_mean_difference']:.2f} nats, more than {OUTPUT_LOGPROB_CAP}); "
-            "nothing can be concluded",
-            2,
-        )
+    tokens_calibrate = result["baseline_worst_regret"] <= CALIBRATION_CAP
+    strays = {
+        "prompt_logprobs": lambda j: (
+            f"prompt logprobs stray from the reference (worst difference "
+            f"{j['baseline_worst_difference']:.2f}, more than {CALIBRATION_CAP:.0f})"
+        ),
+        "output_logprobs": lambda j: (
+            f"output logprobs stray from the reference (worst sequence mean "
+            f"{j['baseline_worst_mean_difference']:.2f} nats, more than {OUTPUT_LOGPROB_CAP})"
+        ),
+    }
+    for key, says in strays.items():
+        judged = result.get(key)
+        if not result["calibrated"] and judged and not judged["calibrated"] and tokens_calibrate:
+            return f"calibration failed: the plain baseline's {says(judged)}; nothing can be concluded", 2
     later = sorted(
         {
             x["round"]
