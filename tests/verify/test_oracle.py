@@ -102,7 +102,7 @@ def test_reference_prompt_logprobs_score_each_token_given_the_ones_before():
             return SimpleNamespace(logits=table[input_ids])
 
     ref = object.__new__(Reference)
-    ref.torch, ref.device, ref.model = torch, "cpu", Model()
+    ref.torch, ref.device, ref.model, ref._known = torch, "cpu", Model(), {}
     prompt = [3, 5, 1, 7]
     logp = torch.log_softmax(table, dim=-1)
     expected = [logp[a, b].item() for a, b in zip(prompt, prompt[1:], strict=False)]
@@ -110,3 +110,9 @@ def test_reference_prompt_logprobs_score_each_token_given_the_ones_before():
     # the token chosen after the prompt is judged on the last prompt token's logits
     best = int(logp[7].argmax())
     assert ref.regrets(prompt, [best]) == pytest.approx([0.0])
+    # an output token's logprob is the chosen token's, not the best one's, given the tokens before
+    worst = int(logp[7].argmin())
+    output = [worst, 2, 6]
+    expected = [logp[7, worst].item(), logp[worst, 2].item(), logp[2, 6].item()]
+    assert ref.output_logprobs(prompt, output) == pytest.approx(expected)
+    assert ref.regrets(prompt, output)[0] == pytest.approx(logp[7].max().item() - logp[7, worst].item())

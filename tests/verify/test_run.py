@@ -310,13 +310,14 @@ class RoundsReference(MarkedReference):
 
 
 def rounds_session(monkeypatch, tmp_path, *, bad_round: int | None = None, bad_logprobs_on: str | None = None,
-                   baseline_noise: float = 0.1, shifted_on: str | None = None, **kw):
+                   baseline_noise: float = 0.1, shifted_on: str | None = None, shifted_from: int = 1, **kw):
     """execute() of an MTP plan with a control, every GPU step replaced: the control's engine
     emits wrong tokens from round `bad_round` on; the engines of `bad_logprobs_on` ("control",
     "target") return prompt logprobs 4 nats off at token 2; the baseline's are off by
     `baseline_noise`; output logprobs are the reference's, the baseline's off by a tenth of
-    `baseline_noise` at one token, those of `shifted_on` 0.05 nats off at every token of every
-    other sequence. Returns the plan and the specs the engines got."""
+    `baseline_noise` at one token, those of `shifted_on` ("control", "target", "baseline") 0.05
+    nats off at every token of every other sequence from round `shifted_from` on. Returns the plan
+    and the specs the engines got."""
 
     specs: list[dict] = []
 
@@ -339,11 +340,12 @@ def rounds_session(monkeypatch, tmp_path, *, bad_round: int | None = None, bad_l
                 out["prompt_logprobs"] = lps
             if spec.get("output_logprobs"):
                 olps = [[-2.0] * len(t) for t in out["tokens"]]
+                shifted = ("baseline" if baseline else where) == shifted_on and r >= shifted_from
                 for i, lp in enumerate(olps):
                     if baseline:
                         lp[0] -= baseline_noise / 10
-                    elif where == shifted_on and i % 2:
-                        olps[i] = [x - 0.05 for x in lp]
+                    if shifted and i % 2:
+                        olps[i] = [x - 0.05 for x in olps[i]]
                 out["output_logprobs"] = olps
             return out
 
@@ -389,10 +391,10 @@ def test_one_round_sends_and_returns_what_it_always_did(tmp_path, monkeypatch):
     from vllm_backports.verify.run import execute
 
     p, specs = rounds_session(monkeypatch, tmp_path, bad_round=1)
-    assert not {"rounds", "prompt_logprobs", "check_accepted_counts"} & {k for s in specs for k in s}
+    assert not {"rounds", "prompt_logprobs", "output_logprobs", "check_accepted_counts"} & {k for s in specs for k in s}
     result = execute(p, lambda line: None)
-    assert "prompt_logprobs" not in result
-    assert not any({"rounds", "prompt_logprobs", "accepted_counts"} & set(r) for r in result["rows"])
+    assert "prompt_logprobs" not in result and "output_logprobs" not in result
+    assert not any({"rounds", "prompt_logprobs", "output_logprobs", "accepted_counts"} & set(r) for r in result["rows"])
     assert result["proof"] == "control fails, target passes"
 
 
@@ -460,6 +462,26 @@ def test_output_logprob_drift_on_the_target_fails_it(tmp_path, monkeypatch):
     target = next(r for r in result["rows"] if r["site"] == "target" and r["scenario"] == "mtp")
     assert target["errors"] == 0 and target["output_logprobs"]["errors"] == 6
     assert not result["passed"] and result["proof"] == "target fails"
+
+
+def test_output_logprob_drift_is_judged_by_round(tmp_path, monkeypatch):
+    from vllm_backports.verify.report import verdict
+    from vllm_backports.verify.run import execute
+
+    # the control drifts from round 2 on: a clean first round, then state that outlives requests
+    p, _ = rounds_session(monkeypatch, tmp_path, shifted_on="control", shifted_from=2, rounds=3, output_logprobs=True)
+    result = execute(p, lambda line: None)
+    control = next(r for r in result["rows"] if r["site"] == "control")
+    assert [x["output_logprob_errors"] for x in control["rounds"]] == [0, 6, 6]
+    assert control["output_logprobs"]["errors"] == 12 and control["output_logprobs"]["sequences"] == 36
+    assert result["proof"] == "control fails, target passes"
+    # the plain engine drifting in round 2: only its first round calibrates, and the round is named
+    p, _ = rounds_session(monkeypatch, tmp_path, shifted_on="baseline", shifted_from=2, rounds=2, output_logprobs=True)
+    result = execute(p, lambda line: None)
+    base = next(r for r in result["rows"] if r["scenario"] == "baseline")
+    assert [x["output_logprob_errors"] for x in base["rounds"]] == [0, 6] and not result["calibrated"]
+    line, code = verdict(result)
+    assert code == 2 and "the plain baseline's round 2 strays from the reference" in line
 
 
 def test_a_baseline_whose_output_logprobs_stray_means_no_calibration(tmp_path, monkeypatch):

@@ -93,10 +93,10 @@ def output_logprob_differences(engine: list[float | None] | None, reference: lis
 
 def judge_output_logprobs(differences: list[list[float]], threshold: float) -> dict:
     """The output-logprob verdict of one engine, by sequence: a sequence is an error when the mean
-    of its tokens' differences is above `threshold`. bf16 noise is a scatter of small differences
-    about zero; an engine that reads wrong context (K/V never written, a stale state) shifts every
-    logprob of the sequence after that point, which the mean sees where one token's regret is
-    still within the token threshold."""
+    of its tokens' |differences| is above `threshold`. bf16 noise gives small differences, large
+    at a few tokens only; an engine that reads wrong context (K/V never written, a stale state)
+    moves every logprob of the sequence after that point, which raises the mean where each
+    token's regret is still within the token threshold."""
     means = [sum(s) / len(s) if s else 0.0 for s in differences]
     bad = [i for i, m in enumerate(means) if m > threshold]
     return {
@@ -123,15 +123,24 @@ class Reference:
         self.device = device
         model = load_text_model(model_dir, model_class, torch_dtype=torch.float32)
         self.model = model.to(device).eval()
+        self._known: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[list[float], list[float]]] = {}
 
     def regrets(self, prompt: list[int], output: list[int]) -> list[float]:
-        logp, chosen = self._output_logp(prompt, output)
-        return (logp.max(dim=1).values - chosen).tolist()
+        return self._scored(prompt, output)[0]
 
     def output_logprobs(self, prompt: list[int], output: list[int]) -> list[float]:
         """The log-probability of each output token given the prompt and the outputs before it
         (what vLLM's sample logprobs, logprobs=0, return for the tokens it chose)."""
-        return self._output_logp(prompt, output)[1].tolist()
+        return self._scored(prompt, output)[1]
+
+    def _scored(self, prompt: list[int], output: list[int]) -> tuple[list[float], list[float]]:
+        """Regrets and chosen-token logprobs of one sequence, from one forward pass: verify asks for
+        both when it judges output logprobs, and engines that agree ask for the same sequence."""
+        key = (tuple(prompt), tuple(output))
+        if key not in self._known:
+            logp, chosen = self._output_logp(prompt, output)
+            self._known[key] = ((logp.max(dim=1).values - chosen).tolist(), chosen.tolist())
+        return self._known[key]
 
     def _output_logp(self, prompt: list[int], output: list[int]):
         torch = self.torch

@@ -36,7 +36,7 @@ def verdict(result: dict) -> tuple[str, int]:
             for r in result["rows"]
             if r["scenario"] == "baseline"
             for x in r.get("rounds") or []
-            if x["round"] > 1 and x["errors"]
+            if x["round"] > 1 and (x["errors"] or x.get("prompt_logprob_errors") or x.get("output_logprob_errors"))
         }
     )
     if not result["calibrated"] and later and result["baseline_worst_regret"] <= CALIBRATION_CAP:

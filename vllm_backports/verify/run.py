@@ -555,8 +555,12 @@ def score_output_logprobs(rows: list[dict], differences: list[list[list[float]] 
     )
     threshold = round(max(OUTPUT_LOGPROB_FLOOR, OUTPUT_LOGPROB_FACTOR * noise), 4)
     for r, d in zip(rows, differences, strict=True):
-        if d is not None:
-            r["output_logprobs"] = judge_output_logprobs(d, threshold)
+        if d is None:
+            continue
+        r["output_logprobs"] = judge_output_logprobs(d, threshold)
+        if rounds := r.get("rounds"):
+            for rnd, part in zip(rounds, by_round(d, len(rounds)), strict=True):
+                rnd["output_logprob_errors"] = judge_output_logprobs(part, threshold)["errors"]
     return {
         "threshold": threshold,
         "baseline_worst_mean_difference": round(noise, 4),
