@@ -109,7 +109,7 @@ if [ -n "${SAME_AS:-}" ]; then
   ref_ver=$(pin flashinfer-python "$SAME_AS")
   [ -n "$ref_ver" ] || { echo "SAME_AS=$SAME_AS: no flashinfer-python in its resolution (stage it first)" >&2; exit 2; }
   ref_work=$(work_of "$ref_ver") ref_ops=$(ops_of "$ref_ver")
-  [ -f "$ref_ops/$module.so" ] || { echo "SAME_AS=$SAME_AS: no $module built under $ref_ops" >&2; exit 2; }
+  [ -f "$ref_ops/$module.so" ] || { echo "SAME_AS=$SAME_AS: no $module built under $ref_ops (if $SAME_AS took it SAME_AS another release, name that one: its MANIFEST says which)" >&2; exit 2; }
 fi
 start=$(date +%s)
 # $work/ws is kept between runs: ninja resumes where an earlier run stopped (a 2-core build of

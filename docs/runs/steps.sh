@@ -337,6 +337,9 @@ PY
       # --model reads as a JSONL file of token ids ("prompt_token_ids"; the tokenizer's vocabulary
       # may be smaller than the model's, so the ids are drawn anew, as many and as long); e.g. on 0.28.0
       # CONTROL=less-spec-prefill-decode-graph BATCH=1 MODEL_PROMPTS=k-plus-1 ... model ngram mtp.
+      # Start it in a call of its own, then poll: on 2026-11-27 (0.28.0, H100) a call that ran
+      # install.sh, setup and `model ngram | tail` ran into its 300 s limit with both verifies
+      # started and unfinished, so nothing came back from it.
     ck=/tmp/tiny-ck-$REL
     PYTHONPATH=${SITE[fix]} python3 -m vllm_backports.verify.tokenizer "$ck" --mtp > /dev/null; echo "tiny checkpoint: exit $?"
     control=${SITE[${CONTROL:-raw}]:-}; [ -d "$control" ] || { echo "no control site ${CONTROL:-raw} for $REL"; exit 1; }
