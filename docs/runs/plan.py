@@ -109,7 +109,12 @@ def pack(found: list[Piece], install: Piece, room: int) -> list[list[Piece]]:
     bins: list[list[Piece]] = []
     for p in sorted(found, key=lambda p: -p.size):
         if p.size > room:
-            raise SystemExit(f"plan: {p.paths[0]} is {p.size / 2**20:.1f} MiB, over a call's {room / 2**20:.1f} MiB")
+            # the room shrinks as the tree grows: stage-vllm.sh's parts are 58 MiB unless told
+            raise SystemExit(
+                f"plan: {p.paths[0]} is {p.size / 2**20:.1f} MiB, over a call's {room / 2**20:.1f} MiB beside a "
+                f"{(LIMIT - MARGIN - room) / 2**20:.1f} MiB tree: stage it again in smaller parts "
+                f"(PART_MB={int(room // 2**20) - 1} ../shared/gpu/stage-vllm.sh RELEASE)"
+            )
         for b in bins:
             if sum(x.size for x in b) + p.size <= room:
                 b.append(p)
