@@ -17,6 +17,8 @@
 #   ctl  /tmp/site-ctl-$REL  the series without turboquant-spec-decode (and without
 #        turboquant-prefill-fastpath, which applies only after it): TurboQuant as released
 #   p65  /tmp/site-p65-$REL  ctl plus P65, where benchmarks/alternatives/turboquant-cudagraph has it
+#   pc-hit  /tmp/site-pc-hit-$REL  the shipped series plus the candidate fix of vLLM #53912, where
+#        benchmarks/alternatives/prefix-cache-mtp-hit has it (0.20.0): TARGET=pc-hit bg ... runs it
 #   raw  /tmp/site-raw-$REL  pristine: the GDN control
 #   less-ID /tmp/site-less-ID-$REL  the shipped series less backport ID, for each ID in LESS that
 #        the series carries: the control that proves ID alone, the rest of the series being on
@@ -41,7 +43,8 @@ set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
 RES=$HOME/verify-results
-declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl-$REL [p65]=/tmp/site-p65-$REL [raw]=/tmp/site-raw-$REL)
+declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl-$REL [p65]=/tmp/site-p65-$REL [raw]=/tmp/site-raw-$REL
+  [pc-hit]=/tmp/site-pc-hit-$REL)
 # spec-prefill-decode-graph: vLLM #49918; turboquant-prefill-fastpath: vLLM #46460
 LESS=(spec-prefill-decode-graph turboquant-prefill-fastpath)
 for id in "${LESS[@]}"; do SITE[less-$id]=/tmp/site-less-$id-$REL; done
@@ -51,6 +54,7 @@ carries() { [ -n "$SERIES" ] && grep -q -- "-$1.patch\$" "backports/$SERIES/seri
 # TurboQuant as released: turboquant-prefill-fastpath is written on turboquant-spec-decode's lines
 TQ_SKIP=(--skip turboquant-spec-decode); carries turboquant-prefill-fastpath && TQ_SKIP+=(--skip turboquant-prefill-fastpath)
 P65_PATCH=benchmarks/alternatives/turboquant-cudagraph/$REL/0001-turboquant-cudagraph.patch
+PC_HIT_PATCH=benchmarks/alternatives/prefix-cache-mtp-hit/$REL/0001-prefix-cache-mtp-hit.patch
 # Every file any patch here touches, read off the patches, so a new backport cannot leave a
 # site sharing a hard-linked file with the others.
 TOUCHED=$(grep -h '^+++ b/vllm/' backports/*/*.patch benchmarks/alternatives/*/*/*.patch | sed 's#^+++ b/vllm/##' | sort -u)
@@ -132,6 +136,11 @@ case $step in
       site_copy "${SITE[p65]}"
       PYTHONPATH=${SITE[p65]} python3 apply.py --vllm "$REL" --target "${SITE[p65]}" "${TQ_SKIP[@]}" --json > "$out/apply-p65.json"; echo "p65 base: exit $?"
       patch -p1 -d "${SITE[p65]}" --no-backup-if-mismatch < "$P65_PATCH"; echo "p65 patch: exit $?"
+    fi
+    if [ -f "$PC_HIT_PATCH" ]; then
+      site_copy "${SITE[pc-hit]}"
+      PYTHONPATH=${SITE[pc-hit]} python3 apply.py --vllm "$REL" --target "${SITE[pc-hit]}" --json > "$out/apply-pc-hit.json"; echo "pc-hit base: exit $?"
+      patch -p1 -d "${SITE[pc-hit]}" --no-backup-if-mismatch < "$PC_HIT_PATCH"; echo "pc-hit patch: exit $?"
     fi
     PYTHONPATH=${SITE[fix]} python3 apply.py --vllm "$REL" --json > "$out/apply-fix.json"; echo "fix: exit $?"
     PYTHONPATH=${SITE[fix]} python3 apply.py status --vllm "$REL" --json > "$out/status-fix.json"; echo "status: exit $?"
