@@ -43,8 +43,7 @@ set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
 RES=$HOME/verify-results
-declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl-$REL [p65]=/tmp/site-p65-$REL [raw]=/tmp/site-raw-$REL
-  [pc-hit]=/tmp/site-pc-hit-$REL)
+declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl-$REL [p65]=/tmp/site-p65-$REL [raw]=/tmp/site-raw-$REL [pc-hit]=/tmp/site-pc-hit-$REL)
 # spec-prefill-decode-graph: vLLM #49918; turboquant-prefill-fastpath: vLLM #46460
 LESS=(spec-prefill-decode-graph turboquant-prefill-fastpath)
 for id in "${LESS[@]}"; do SITE[less-$id]=/tmp/site-less-$id-$REL; done
