@@ -113,7 +113,8 @@ def pack(found: list[Piece], install: Piece, room: int) -> list[list[Piece]]:
             raise SystemExit(
                 f"plan: {p.paths[0]} is {p.size / 2**20:.1f} MiB, over a call's {room / 2**20:.1f} MiB beside a "
                 f"{(LIMIT - MARGIN - room) / 2**20:.1f} MiB tree: stage it again in smaller parts "
-                f"(PART_MB={int(room // 2**20) - 1} ../shared/gpu/stage-vllm.sh RELEASE)"
+                f"(PART_MB={int(room // 2**20) - 1} for ../shared/gpu/stage-vllm.sh, docs/runs/stage-fa2.sh and "
+                "docs/runs/stage-flashinfer.sh)"
             )
         for b in bins:
             if sum(x.size for x in b) + p.size <= room:

@@ -34,7 +34,8 @@ out=.stage-fi-$release
 rm -rf "$out" && mkdir -p "$out"
 tar -cf "$work/fi.tar" -C "$work/w" .
 (cd "$work" && sha256sum fi.tar) > "$out/fi.tar.sha256"
-split -b 60000000 -d -a 1 "$work/fi.tar" "$work/fi.tar."
+# parts of PART_MB MiB (default 54): a call carries the working tree beside each
+split -b $((${PART_MB:-54} * 1024 * 1024)) -d -a 1 "$work/fi.tar" "$work/fi.tar."
 for f in "$work"/fi.tar.[0-9]; do i=${f##*.}; mkdir -p "$out/p$i" && mv "$f" "$out/p$i/"; done
 cp "$out/fi.tar.sha256" "$out/p0/"
 echo "staged $(echo $pins) for vLLM $release: $(du -sm "$out" | cut -f1) MiB in $(ls -d "$out"/p* | wc -l) parts under $out"

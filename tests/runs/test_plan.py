@@ -105,7 +105,7 @@ def test_a_second_release_shares_fa2_in_halves_too(tmp_path):
 def test_a_piece_over_a_call_and_a_release_not_staged_are_refused(tmp_path):
     stage(tmp_path, "0.25.0", [61], [52])
     with pytest.raises(SystemExit, match=r"plan: .stage-0.25.0/p0 is 61.0 MiB, over a call's 60.0 MiB beside a 3.0 "
-                       r"MiB tree: stage it again in smaller parts \(PART_MB=59 "):
+                       r"MiB tree: stage it again in smaller parts \(PART_MB=59 for ../shared/gpu/stage-vllm.sh"):
         plan.plan(tmp_path, [("0.25.0", ["gdn-ngram"])], 60 * MIB)
     with pytest.raises(SystemExit, match=r"plan: .stage-0.99.0/install.sh missing"):
         plan.plan(tmp_path, [("0.99.0", ["gdn-ngram"])], 60 * MIB)
