@@ -438,3 +438,30 @@ def test_a_table_records_its_series_patches_in_order_with_their_pinned_hashes():
     assert all(patches[f] == ut_sha((REPO / "backports/0.26.0" / f).read_bytes()) for f in order)
     assert ut.stale_patches(patches, patches) == []
     assert ut.stale_patches({**patches, "0099-x.patch": "0" * 64}, patches) == ["0099-x.patch"]
+
+
+def test_a_side_out_of_time_says_how_far_it_got(monkeypatch, tmp_path):
+    """The conftest writes a line as each test ends: a side that runs out of time names the last
+    test that reported and the modules none of whose tests had (where it hangs, and after)."""
+    modules = ["tests/a.py", "tests/b.py", "tests/c.py", "tests/d.py", "tests/e.py", "tests/f.py"]
+
+    def fake_run(cmd, cwd, env, timeout, **kw):
+        lines = [{"meta": True, "vllm": "/x/vllm"}] + [{"nodeid": m, "outcome": "passed"} for m in modules]
+        lines += [{"nodeid": "tests/a.py::t1", "outcome": "passed"}, {"nodeid": "tests/a.py::t2", "outcome": "failed"}]
+        Path(env["VLLM_BACKPORTS_UPSTREAM_RESULTS"]).write_text("".join(json.dumps(x) + "\n" for x in lines))
+        raise subprocess.TimeoutExpired(cmd, timeout)
+
+    monkeypatch.setattr(ut.subprocess, "run", fake_run)
+    with pytest.raises(ut.RunError) as caught:
+        ut.run_side("pristine", tmp_path, modules, "", 10, "cuda")
+    assert str(caught.value) == (
+        "pristine: pytest ran past 10s: 2 tests had reported, the last tests/a.py::t2; "
+        "none yet from tests/b.py, tests/c.py, tests/d.py and 2 more"
+    )
+
+    def silent(cmd, cwd, env, timeout, **kw):
+        raise subprocess.TimeoutExpired(cmd, timeout)
+
+    monkeypatch.setattr(ut.subprocess, "run", silent)
+    with pytest.raises(ut.RunError, match=r"^patched: pytest ran past 10s: no test had reported$"):
+        ut.run_side("patched", tmp_path, modules, "", 10, "cuda")

@@ -200,6 +200,27 @@ def read_results(path: Path) -> tuple[str, dict[str, Result]]:
     return vllm_from, results
 
 
+def where_it_stopped(path: Path, modules: list[str]) -> str:
+    """What a side that ran out of time had reported, for its error: how many tests, the last one,
+    and the modules none of whose tests had reported (the one running, and those after it), from
+    the lines our conftest writes as each test ends (collection reports, written first for every
+    module, are not tests)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        lines = []
+    ends = [e["nodeid"] for e in map(json.loads, lines) if "::" in e.get("nodeid", "")]
+    if not ends:
+        return ": no test had reported"
+    reached = {module_of(n) for n in ends}
+    waiting = [m for m in modules if m not in reached]
+    said = f": {len(set(ends))} tests had reported, the last {ends[-1]}"
+    if waiting:
+        more = f" and {len(waiting) - 3} more" if len(waiting) > 3 else ""
+        said += f"; none yet from {', '.join(waiting[:3])}{more}"
+    return said
+
+
 def module_of(test: str) -> str:
     return test.split("::", 1)[0]
 
@@ -292,7 +313,7 @@ def run_side(name: str, work: Path, modules: list[str], pythonpath: str, timeout
     try:
         done = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        raise RunError(f"{name}: pytest ran past {timeout}s") from None
+        raise RunError(f"{name}: pytest ran past {timeout}s{where_it_stopped(results, modules)}") from None
     side = Side(name, seconds=round(time.monotonic() - start, 1))
     side.vllm_from, side.results = read_results(results)
     # pytest's exit codes: 0 all passed, 1 some failed; anything else means it did not run them.
