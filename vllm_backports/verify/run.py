@@ -542,25 +542,10 @@ def output_differences(run: dict, reference: Callable[[list[int], list[int]], li
 def score_output_logprobs(rows: list[dict], differences: list[list[list[float]] | None]) -> dict:
     """Judge every row's output logprobs (rows and differences in the same order), calibrated on
     the worst sequence mean of the "baseline" rows' first round. Adds each judged row's
-    "output_logprobs" and returns the calibration."""
-    noise = max(
-        (
-            sum(s) / len(s)
-            for r, d in zip(rows, differences, strict=True)
-            if r["scenario"] == "baseline" and d
-            for s in by_round(d, len(r.get("rounds") or [None]))[0]
-            if s
-        ),
-        default=0.0,
-    )
+    "output_logprobs" (and per round, its errors) and returns the calibration."""
+    noise = max((sum(s) / len(s) for s in calibrating_sequences(rows, differences) if s), default=0.0)
     threshold = round(max(OUTPUT_LOGPROB_FLOOR, OUTPUT_LOGPROB_FACTOR * noise), 4)
-    for r, d in zip(rows, differences, strict=True):
-        if d is None:
-            continue
-        r["output_logprobs"] = judge_output_logprobs(d, threshold)
-        if rounds := r.get("rounds"):
-            for rnd, part in zip(rounds, by_round(d, len(rounds)), strict=True):
-                rnd["output_logprob_errors"] = judge_output_logprobs(part, threshold)["errors"]
+    judge_rows(rows, differences, "output_logprobs", lambda d: judge_output_logprobs(d, threshold))
     return {
         "threshold": threshold,
         "baseline_worst_mean_difference": round(noise, 4),
@@ -573,26 +558,36 @@ def score_prompt_logprobs(rows: list[dict], differences: list[list[list[float]] 
     calibrated as for the outputs: on the worst difference of the "baseline" rows (the plain
     engine). Adds each judged row's "prompt_logprobs" (and per round, its errors) and returns the
     calibration: threshold, that worst difference and whether it is under the cap."""
-    noise = max(
-        (
-            x
-            for r, d in zip(rows, differences, strict=True)
-            if r["scenario"] == "baseline" and d
-            for s in by_round(d, len(r.get("rounds") or [None]))[0]
-            for x in s
-        ),
-        default=0.0,
-    )
+    noise = max((x for s in calibrating_sequences(rows, differences) for x in s), default=0.0)
     threshold = calibrated_threshold(noise)
+    judge_rows(rows, differences, "prompt_logprobs", lambda d: judge_prompt_logprobs(d, threshold))
+    calibrated = noise <= CALIBRATION_CAP
+    return {"threshold": threshold, "baseline_worst_difference": round(noise, 3), "calibrated": calibrated}
+
+
+def calibrating_sequences(rows: list[dict], differences: list[list[list[float]] | None]) -> list[list[float]]:
+    """What calibrates a judged field: the differences of the "baseline" rows' (the plain
+    engine's) sequences in their first round."""
+    return [
+        s
+        for r, d in zip(rows, differences, strict=True)
+        if r["scenario"] == "baseline" and d
+        for s in by_round(d, len(r.get("rounds") or [None]))[0]
+    ]
+
+
+def judge_rows(
+    rows: list[dict], differences: list[list[list[float]] | None], key: str, judge_one: Callable[[list], dict]
+) -> None:
+    """Each row's verdict on a judged field under `key` (rows without differences: none), and in
+    each of its rounds that round's errors (`prompt_logprob_errors`, `output_logprob_errors`)."""
     for r, d in zip(rows, differences, strict=True):
         if d is None:
             continue
-        r["prompt_logprobs"] = judge_prompt_logprobs(d, threshold)
+        r[key] = judge_one(d)
         if rounds := r.get("rounds"):
             for rnd, part in zip(rounds, by_round(d, len(rounds)), strict=True):
-                rnd["prompt_logprob_errors"] = judge_prompt_logprobs(part, threshold)["errors"]
-    calibrated = noise <= CALIBRATION_CAP
-    return {"threshold": threshold, "baseline_worst_difference": round(noise, 3), "calibrated": calibrated}
+                rnd[f"{key.removesuffix('s')}_errors"] = judge_one(part)["errors"]
 
 
 def by_round(sequences: list, rounds: int) -> list[list]:
