@@ -139,27 +139,25 @@ def judged_extras(spec: dict, outs) -> dict:
 
 def output_logprobs_of(out) -> list[float | None] | None:
     """vLLM's logprob of each token it chose (None where it gave none), from the completion's
-    logprobs (a list of {token id: Logprob} or a FlatLogprobs, by position); None without any."""
+    logprobs; None without any."""
     completion = out.outputs[0]
-    given = getattr(completion, "logprobs", None)
-    if given is None:
-        return None
-    found: list[float | None] = []
-    for i, token in enumerate(completion.token_ids):
-        position = given[i] if i < len(given) else None
-        entry = (position or {}).get(token)
-        found.append(None if entry is None else float(getattr(entry, "logprob", entry)))
-    return found
+    return logprobs_by_position(getattr(completion, "logprobs", None), completion.token_ids)
 
 
 def prompt_logprobs_of(out, prompt: list[int]) -> list[float | None] | None:
-    """vLLM's logprob of each prompt token (None at position 0, and where vLLM gave none), from a
-    list of {token id: Logprob} or a FlatLogprobs (both index by position); None without any."""
-    given = getattr(out, "prompt_logprobs", None)
+    """vLLM's logprob of each prompt token (None at position 0, and where vLLM gave none); None
+    without any."""
+    return logprobs_by_position(getattr(out, "prompt_logprobs", None), prompt)
+
+
+def logprobs_by_position(given, tokens: list[int]) -> list[float | None] | None:
+    """The logprob vLLM gave of each of `tokens` at its position, from a list of {token id:
+    Logprob} or a FlatLogprobs (both index by position); None where it gave none there, and None
+    for `given` None."""
     if given is None:
         return None
     found: list[float | None] = []
-    for i, token in enumerate(prompt):
+    for i, token in enumerate(tokens):
         position = given[i] if i < len(given) else None
         entry = (position or {}).get(token)
         found.append(None if entry is None else float(getattr(entry, "logprob", entry)))
