@@ -52,8 +52,6 @@ SERIES=$(python3 -c 'import sys, tomllib; print(tomllib.load(open("versions.toml
 carries() { [ -n "$SERIES" ] && grep -q -- "-$1.patch\$" "backports/$SERIES/series" 2>/dev/null; }
 # TurboQuant as released: turboquant-prefill-fastpath is written on turboquant-spec-decode's lines
 TQ_SKIP=(--skip turboquant-spec-decode); carries turboquant-prefill-fastpath && TQ_SKIP+=(--skip turboquant-prefill-fastpath)
-P65_PATCH=benchmarks/alternatives/turboquant-cudagraph/$REL/0001-turboquant-cudagraph.patch
-PC_HIT_PATCH=benchmarks/alternatives/prefix-cache-mtp-hit/$REL/0001-prefix-cache-mtp-hit.patch
 # Every file any patch here touches, read off the patches, so a new backport cannot leave a
 # site sharing a hard-linked file with the others.
 TOUCHED=$(grep -h '^+++ b/vllm/' backports/*/*.patch benchmarks/alternatives/*/*/*.patch | sed 's#^+++ b/vllm/##' | sort -u)
@@ -100,6 +98,14 @@ site_copy() { # a hard-linked copy of the pristine install, with its own copy of
   rm -rf "$1" && cp -al "${SITE[fix]}" "$1"
   for f in $TOUCHED; do [ -f "$1/vllm/$f" ] && cp "$1/vllm/$f" "$1/vllm/$f.own" && mv "$1/vllm/$f.own" "$1/vllm/$f"; done
 }
+alt_site() { # NAME ALTERNATIVE [APPLY-OPTION...]: site NAME, the series (less what the options skip)
+  # plus benchmarks/alternatives/ALTERNATIVE's patch for this release, where it has one
+  local name=$1 patch=benchmarks/alternatives/$2/$REL/0001-$2.patch; shift 2
+  [ -f "$patch" ] || return 0
+  site_copy "${SITE[$name]}"
+  PYTHONPATH=${SITE[$name]} python3 apply.py --vllm "$REL" --target "${SITE[$name]}" "$@" --json > "$out/apply-$name.json"; echo "$name base: exit $?"
+  patch -p1 -d "${SITE[$name]}" --no-backup-if-mismatch < "$patch"; echo "$name patch: exit $?"
+}
 case $step in
   setup)
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -131,16 +137,8 @@ case $step in
         && echo "less-$id: exit 0" || { echo "less-$id: the series does not apply without $id here"; rm -rf "$site"; }
     done
     PYTHONPATH=${SITE[ctl]} python3 apply.py --vllm "$REL" --target "${SITE[ctl]}" "${TQ_SKIP[@]}" --json > "$out/apply-ctl.json"; echo "ctl: exit $?"
-    if [ -f "$P65_PATCH" ]; then
-      site_copy "${SITE[p65]}"
-      PYTHONPATH=${SITE[p65]} python3 apply.py --vllm "$REL" --target "${SITE[p65]}" "${TQ_SKIP[@]}" --json > "$out/apply-p65.json"; echo "p65 base: exit $?"
-      patch -p1 -d "${SITE[p65]}" --no-backup-if-mismatch < "$P65_PATCH"; echo "p65 patch: exit $?"
-    fi
-    if [ -f "$PC_HIT_PATCH" ]; then
-      site_copy "${SITE[pc-hit]}"
-      PYTHONPATH=${SITE[pc-hit]} python3 apply.py --vllm "$REL" --target "${SITE[pc-hit]}" --json > "$out/apply-pc-hit.json"; echo "pc-hit base: exit $?"
-      patch -p1 -d "${SITE[pc-hit]}" --no-backup-if-mismatch < "$PC_HIT_PATCH"; echo "pc-hit patch: exit $?"
-    fi
+    alt_site p65 turboquant-cudagraph "${TQ_SKIP[@]}"
+    alt_site pc-hit prefix-cache-mtp-hit
     PYTHONPATH=${SITE[fix]} python3 apply.py --vllm "$REL" --json > "$out/apply-fix.json"; echo "fix: exit $?"
     PYTHONPATH=${SITE[fix]} python3 apply.py status --vllm "$REL" --json > "$out/status-fix.json"; echo "status: exit $?"
     [ "${GPU_TESTS:-1}" = 0 ] || PYTHONPATH=${SITE[fix]}:.gpu-pytest python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_turboquant_spec_decode.py 2>&1 | tail -15
