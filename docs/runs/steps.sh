@@ -197,6 +197,12 @@ case $step in
     rm -rf "$HOME/fi-w" && mkdir -p "$HOME/fi-w" && tar -xf "$HOME/fi/fi.tar" -C "$HOME/fi-w" && rm -f "$HOME/fi/fi.tar"
     python3 -m pip install -q --no-index --no-deps --no-compile --target "$HOME/fi-site" "$HOME"/fi-w/*.whl || exit 1
     for a in "$HOME"/fi-w/fi-aot-*.tar.xz; do [ -f "$a" ] && tar -xJf "$a" -C "$HOME/fi-site"; done
+    # flashinfer-python 0.6.8.post1 (vLLM 0.20, 0.21) resolves nvidia-cutlass-dsl 4.8 without a CUDA
+    # toolkit flavor: its import raises RuntimeError, not the ImportError FlashInfer's optional
+    # import expects, and every engine start fails (0.20.0, 2026-11-27). Such a cutlass stays off the path.
+    if PYTHONPATH=$(fi_path) python3 -c 'import cutlass' 2>&1 | grep -q 'No CTK flavor'; then
+      mkdir -p "$HOME/fi-off" && mv "$HOME"/fi-site/nvidia_cutlass_dsl*.pth "$HOME/fi-off/" && echo "fi-site: cutlass-dsl has no CUDA toolkit flavor: left off the path"
+    fi
     # the CuTe DSL (cutlass) only where the pin brought it: flashinfer-python before 0.6.14 builds its
     # sm90 GDN prefill with nvcc instead (docs/runs/stage-flashinfer-jit.sh pre-builds it)
     PYTHONPATH=${SITE[fix]}:$(fi_path) python3 -c "import importlib.util as u, pathlib, flashinfer, flashinfer.gdn_prefill

@@ -214,6 +214,13 @@ def _forward(module, batch: Batch, monkeypatch):
     impl = _impl(module, monkeypatch)
     layer = SimpleNamespace()
     cfg = impl.tq_config
+    # In 0.20 the Attention layer owns the Lloyd-Max centroids (a buffer the backend only reads);
+    # from 0.21 the backend puts them on the layer itself.
+    ensure = inspect.getsource(module.TurboQuantAttentionImpl._ensure_on_device)
+    if "layer._tq_centroids =" not in ensure:
+        from vllm.model_executor.layers.quantization.turboquant.centroids import get_centroids
+
+        layer._tq_centroids = get_centroids(HEAD_DIM, cfg.centroid_bits).to(DEVICE)
     cache = torch.zeros(batch.num_blocks, BLOCK, HK, cfg.slot_size_aligned, dtype=torch.uint8, device=DEVICE)
     # From 0.26.0 the engine hands the cache as (blocks, heads, block, slot) and the backend
     # transposes it back; before, as it lies.
