@@ -43,7 +43,7 @@ def plan(tmp_path, sites, **kw):
     return driver.Plan(**{**base, **kw})
 
 
-def go(p, clock_reads=None):
+def go(p, clock_reads=None, registered=frozenset({"Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration"})):
     reads = clock_reads if clock_reads is not None else []
 
     def clocks():
@@ -56,6 +56,7 @@ def go(p, clock_reads=None):
         clocks,
         lambda: {"gpu": "Fake GPU", "date": "2026-11-25T10:00:00Z"},
         module="fake_bench_worker",
+        architectures=lambda where: registered,
     )
 
 
@@ -175,6 +176,17 @@ def test_the_real_worker_speaks_to_the_driver_through_vllms_prints(tmp_path, mon
     (pkg / "v1/__init__.py").write_text("")
     (pkg / "v1/spec_decode/__init__.py").write_text("")
     (pkg / "v1/spec_decode/ngram_proposer.py").write_text("class NgramProposer:\n    batch_propose = None\n")
+    # a release from before 0.27.0: Qwen3.5 only as the multimodal class
+    (pkg / "model_executor/models").mkdir(parents=True)
+    (pkg / "model_executor/__init__.py").write_text("")
+    (pkg / "model_executor/models/__init__.py").write_text(
+        "class ModelRegistry:\n    get_supported_archs = staticmethod(lambda: ['Qwen3_5ForConditionalGeneration'])\n"
+    )
+    (pkg / "engine").mkdir()
+    (pkg / "engine/__init__.py").write_text("")
+    (pkg / "engine/arg_utils.py").write_text(
+        "import dataclasses\n@dataclasses.dataclass\nclass EngineArgs:\n    language_model_only: bool = False\n"
+    )
     p = plan(tmp_path, {"fix": fix}, pairs=2, levels=(1, 2), max_tokens=9)
     result = driver.run(p, lambda m: None, lambda: {}, lambda: {"gpu": "Fake", "date": "2026-11-25"})
     assert result["pairs"] == 2 and {c["concurrency"] for c in result["comparisons"]} == {1, 2}
@@ -186,5 +198,28 @@ def test_the_real_worker_speaks_to_the_driver_through_vllms_prints(tmp_path, mon
         assert kw["load_format"] == "dummy" and kw["enable_sleep_mode"] is True
         assert kw["enable_prefix_caching"] is False and "compilation_config" not in kw
         assert kw["kv_cache_memory_bytes"] == 10 * 2**30 and kw["max_num_seqs"] == 2
+        assert kw["language_model_only"] is True  # the multimodal layout, text model alone
     assert "speculative_config" not in a["kwargs"] and b["kwargs"]["speculative_config"]["method"] == "ngram"
     assert "INFO a line vLLM prints" in (p.out / "a-0.log").read_text()
+    config = json.loads((p.out / "model/config.json").read_text())
+    assert config["architectures"] == ["Qwen3_5ForConditionalGeneration"]
+    assert config["vision_config"]["out_hidden_size"] == config["text_config"]["hidden_size"] == 4096
+
+
+def test_qwen3_5_shapes_take_the_layout_the_sites_vllm_registers(tmp_path, sites):
+    go(plan(tmp_path, sites, pairs=1, out=tmp_path / "new"), registered={"Qwen3_5ForCausalLM"})
+    assert json.loads((tmp_path / "new/model/config.json").read_text())["architectures"] == ["Qwen3_5ForCausalLM"]
+    assert "text_only" not in json.loads((tmp_path / "new/a-0.spec.json").read_text())
+    go(plan(tmp_path, sites, pairs=1, out=tmp_path / "old"), registered={"Qwen3_5ForConditionalGeneration"})
+    config = json.loads((tmp_path / "old/model/config.json").read_text())
+    assert config["architectures"] == ["Qwen3_5ForConditionalGeneration"] and "vision_config" in config
+    assert all(json.loads((tmp_path / f"old/{e}-0.spec.json").read_text())["text_only"] for e in "ab")
+    # Qwen3-Next has no multimodal twin: its sites are not asked
+    go(plan(tmp_path, sites, pairs=1, out=tmp_path / "next", shape="qwen3_next-80b-e128"), registered=None)
+    assert json.loads((tmp_path / "next/model/config.json").read_text())["architectures"] == ["Qwen3NextForCausalLM"]
+
+
+def test_a_site_whose_vllm_cannot_list_its_models_stops_the_run_before_anything_is_written(tmp_path, sites):
+    with pytest.raises(BackportError, match="does not list its models: ModuleNotFoundError"):
+        driver.run(plan(tmp_path, sites), lambda m: None, lambda: {}, lambda: {}, module="fake_bench_worker")
+    assert not (tmp_path / "run").exists()

@@ -53,3 +53,26 @@ def test_an_unchanged_config_is_not_rewritten(tmp_path):
     assert path.stat().st_mtime == 1
     write(tmp_path / "m", SHAPES["qwen3_5-9b"])
     assert path.stat().st_mtime != 1
+
+
+def test_qwen3_5_is_written_as_the_multimodal_class_only_where_the_text_only_one_is_missing(tmp_path):
+    from vllm_backports.bench.shapes import architecture_for
+
+    nine = SHAPES["qwen3_5-9b"]
+    both = {"Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration"}
+    assert architecture_for(nine, both) == "Qwen3_5ForCausalLM"
+    assert architecture_for(nine, {"Qwen3_5ForConditionalGeneration"}) == "Qwen3_5ForConditionalGeneration"
+    assert architecture_for(nine, set()) == "Qwen3_5ForCausalLM"  # for vLLM to refuse by name
+    moe = SHAPES["qwen3_next-80b-e128"]
+    assert architecture_for(moe, {"Qwen3_5ForConditionalGeneration"}) == "Qwen3NextForCausalLM"
+    text = json.loads((write(tmp_path / "t", nine) / "config.json").read_text())
+    multi_dir = write(tmp_path / "m", nine, architecture="Qwen3_5ForConditionalGeneration")
+    multi = json.loads((multi_dir / "config.json").read_text())
+    assert multi["architectures"] == ["Qwen3_5ForConditionalGeneration"] and "vision_config" not in text
+    assert multi["vision_config"]["out_hidden_size"] == 4096
+    # the same text model and MTP layer either way
+    assert {k: v for k, v in multi.items() if k not in ("architectures", "vision_config")} == {
+        k: v for k, v in text.items() if k != "architectures"
+    }
+    with pytest.raises(ValueError, match="not written as"):
+        write(tmp_path / "x", SHAPES["qwen3_next-80b-e128"], architecture="Qwen3_5ForConditionalGeneration")

@@ -81,7 +81,23 @@ def prompts(plan: Plan, vocab: int) -> list[list[int]]:
     return out
 
 
-def engine_spec(plan: Plan, arm: experiments.Arm, model_dir: Path, vocab: int) -> dict:
+def site_architectures(site: Path) -> set[str]:
+    """The architectures the site's vLLM registers, asked of a Python that runs on the site as
+    the engines do (the driver itself need not import vLLM)."""
+    probe = (
+        "import json; from vllm.model_executor.models import ModelRegistry; "
+        "print(json.dumps(sorted(ModelRegistry.get_supported_archs())))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=engine_env(None, site), check=False
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
+        raise BackportError(f"the vLLM of {site} does not list its models: {last}")
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def engine_spec(plan: Plan, arm: experiments.Arm, model_dir: Path, vocab: int, text_only: bool = False) -> dict:
     shape = shapes.SHAPES[plan.shape]
     gib = plan.kv_cache_gib if plan.kv_cache_gib is not None else shape.kv_cache_gib
     spec: dict = {
@@ -98,6 +114,7 @@ def engine_spec(plan: Plan, arm: experiments.Arm, model_dir: Path, vocab: int) -
         "sleep": plan.layout == "sleep",
         "vocab": vocab,
         "k": experiments.K,
+        **({"text_only": True} if text_only else {}),  # a multimodal layout (shapes.architecture_for)
         **plan.extra,
     }
     if arm.speculative:
@@ -174,14 +191,20 @@ def run(
     clocks: Callable[[], dict],
     machine: Callable[[], dict],
     module: str = WORKER,
+    architectures: Callable[[Path], set[str]] = site_architectures,
 ) -> dict:
-    """Run the pairs still owed and return the run's result (also written to result.json)."""
+    """Run the pairs still owed and return the run's result (also written to result.json).
+    `architectures`: what a site's vLLM registers, asked only for a shape with a multimodal twin."""
     release = check(plan)
     exp = experiments.EXPERIMENTS[plan.experiment]
     shape = shapes.SHAPES[plan.shape]
-    plan.out.mkdir(parents=True, exist_ok=True)
     config = json.loads(plan.config.read_text()) if plan.config else None
-    model_dir = shapes.write(plan.out / "model", shape, config)
+    architecture = None
+    if config is None and shape.multimodal_architecture:
+        architecture = shapes.architecture_for(shape, architectures(plan.sites[exp.a.site]))
+    text_only = architecture is not None and architecture == shape.multimodal_architecture
+    plan.out.mkdir(parents=True, exist_ok=True)
+    model_dir = shapes.write(plan.out / "model", shape, config, architecture)
     vocab = int((config or {}).get("text_config", config or {}).get("vocab_size", shape.vocab))
     meta_path, progress_path = plan.out / "run.json", plan.out / "progress.jsonl"
     lines = read_lines(progress_path)
@@ -231,7 +254,7 @@ def run(
         for n, (op, arm, i) in enumerate(steps):
             progress(f"[{n + 1}/{len(steps)}] {op} {arm}" + ("" if i is None else f" round {i}"))
             if op == "start":
-                spec = engine_spec(plan, arms[arm], model_dir, vocab)
+                spec = engine_spec(plan, arms[arm], model_dir, vocab, text_only)
                 workers[arm] = Worker(f"{arm}-{instance}", spec, plan.sites[arms[arm].site], plan.out, module)
                 record["engines"][arm] = workers[arm].ready
                 meta_path.write_text(json.dumps(meta, indent=2) + "\n")

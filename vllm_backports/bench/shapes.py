@@ -12,7 +12,10 @@ large batches are fewer.
 
 Rotary: as verify's Qwen3.5 model (verify.model), plain partial RoPE without M-RoPE sections,
 which the text-only Qwen3_5ForCausalLM takes in every release that has it. Configs carry one MTP
-layer, which vLLM builds only for method "mtp".
+layer, which vLLM builds only for method "mtp". Releases before 0.27.0 register Qwen3.5 only as
+the multimodal Qwen3_5ForConditionalGeneration: there the Qwen3.5 shapes are written as that
+class with a small vision config, and the engines start with language_model_only, as verify's
+tiny Qwen3.5 is (verify.model.as_multimodal); the text model vLLM builds is the same.
 """
 
 from __future__ import annotations
@@ -21,7 +24,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..verify.model import VISION_CONFIG
+
 QWEN3_5_VOCAB = 248320
+QWEN3_5_MULTIMODAL = "Qwen3_5ForConditionalGeneration"
 # The 3:1 interleave, per block of four layers
 BLOCK = ["linear_attention", "linear_attention", "linear_attention", "full_attention"]
 
@@ -98,6 +104,8 @@ class Shape:
     about: str
     text: dict  # the text model's config
     wrapper: str | None  # model_type the text config is nested under (Qwen3.5's checkpoints)
+    # The multimodal class that wraps the same text model, for releases without the text-only one
+    multimodal_architecture: str | None
     # A fixed KV size, the same for both arms: room for 64 requests of 640+ tokens with their
     # recurrent states, speculative slots included (a GDN layer's state is heads x 128 x 128 per
     # request). Too small, vLLM runs fewer requests at once than asked: its log's "Maximum
@@ -112,12 +120,27 @@ class Shape:
 SHAPES: dict[str, Shape] = {
     s.name: s
     for s in (
-        Shape("qwen3_5-9b", "Qwen3.5-9B-like, dense", _qwen3_5_text(4096, 32, 12288, 16, 32), "qwen3_5", 10.0),
-        Shape("qwen3_6-27b", "Qwen3.6-27B-like, dense", _qwen3_5_text(5120, 64, 17408, 24, 48), "qwen3_5", 16.0),
+        Shape(
+            "qwen3_5-9b",
+            "Qwen3.5-9B-like, dense",
+            _qwen3_5_text(4096, 32, 12288, 16, 32),
+            "qwen3_5",
+            QWEN3_5_MULTIMODAL,
+            10.0,
+        ),
+        Shape(
+            "qwen3_6-27b",
+            "Qwen3.6-27B-like, dense",
+            _qwen3_5_text(5120, 64, 17408, 24, 48),
+            "qwen3_5",
+            QWEN3_5_MULTIMODAL,
+            16.0,
+        ),
         Shape(
             "qwen3_next-80b-e128",
             "Qwen3-Next-80B-A3B-like MoE, 128 of its 512 experts",
             QWEN3_NEXT_80B_E128,
+            None,
             None,
             16.0,
         ),
@@ -146,20 +169,38 @@ def parameters(text: dict) -> int:
     return total
 
 
-def write(directory: Path, shape: Shape, config: dict | None = None) -> Path:
-    """config.json for vLLM to build `shape` from (or `config` as given, verbatim); no weights.
-    Rewritten only when it differs, so a directory is shared by every engine of a run."""
+def architecture_for(shape: Shape, registered: set[str]) -> str:
+    """The class to write `shape` as, for a vLLM whose registry holds `registered`: the text-only
+    class where it is there, else the multimodal one where that is (else the text-only one, for
+    vLLM to refuse by name)."""
+    text_only = shape.text["architectures"][0]
+    multimodal = shape.multimodal_architecture
+    if text_only not in registered and multimodal is not None and multimodal in registered:
+        return multimodal
+    return text_only
+
+
+def write(directory: Path, shape: Shape, config: dict | None = None, architecture: str | None = None) -> Path:
+    """config.json for vLLM to build `shape` from (or `config` as given, verbatim), as
+    `architecture` (architecture_for; default the text-only class); no weights. Rewritten only
+    when it differs, so a directory is shared by every engine of a run."""
     if config is None:
         config = dict(shape.text)
+        architecture = architecture or config["architectures"][0]
+        if architecture not in (config["architectures"][0], shape.multimodal_architecture):
+            raise ValueError(f"{shape.name} is not written as {architecture}")
         if shape.wrapper:
             # as Qwen3.5's checkpoints (verify.model.nest_config): vLLM sets up MTP from the wrapper
             config = {
-                "architectures": config["architectures"],
+                "architectures": [architecture],
                 "model_type": shape.wrapper,
                 "tie_word_embeddings": config["tie_word_embeddings"],
                 "mtp_num_hidden_layers": config["mtp_num_hidden_layers"],
                 "text_config": {k: v for k, v in config.items() if k != "architectures"},
             }
+            if architecture == shape.multimodal_architecture:
+                # never built (language_model_only): only what vLLM reads to set the tower up
+                config["vision_config"] = VISION_CONFIG | {"out_hidden_size": shape.text["hidden_size"]}
     text = json.dumps(config, indent=2, sort_keys=True) + "\n"
     path = directory / "config.json"
     if not path.exists() or path.read_text() != text:
