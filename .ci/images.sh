@@ -60,8 +60,10 @@ torch_of() { python3 -c "import sys, tomllib; print(tomllib.load(open('versions.
 # Where PyTorch's CPU index is out of reach (the machine CI runs on), the CPU wheel it carries.
 export CPU_TORCH=${CPU_TORCH:-2.13.0+cpu}
 
+# --model-check: `verify --model` reads a checkpoint written in the image, its tokenizer and chat
+# template and a prompts file, and stops at the missing GPU (engines run in the GPU smoke job)
 smoke='python3 /opt/vllm-backports/apply.py status --json > /tmp/status.json &&
-  python3 /opt/vllm-backports/images/smoke.py --vllm "$0" --status /tmp/status.json --import-vllm'
+  python3 /opt/vllm-backports/images/smoke.py --vllm "$0" --status /tmp/status.json --import-vllm --model-check /tmp/model-check'
 
 for release in "${releases[@]}"; do
   started=$SECONDS

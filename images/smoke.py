@@ -2,8 +2,11 @@
 applied, every patched file is as written, and (in the image) vllm and every module the series
 patches import. On a GPU, --verify runs the proofs marked for the smoke test
 (vllm_backports/verify/proofs.py) on the image's patched vLLM, each judged token by token.
+Without one, --model-check runs `apply.py verify --model` as a user would in the image, on a
+checkpoint written there with its tokenizer and chat template, and expects it to stop at the
+missing GPU only, every check before it passed.
 
-    python3 images/smoke.py --vllm 0.20.0 --status status.json [--import-vllm]
+    python3 images/smoke.py --vllm 0.20.0 --status status.json [--import-vllm] [--model-check WORK]
     python3 images/smoke.py --vllm 0.28.0 --verify /tmp/verify --prefill-backend flashinfer
 """
 
@@ -22,7 +25,12 @@ from vllm_backports.catalogue import Catalogue  # noqa: E402
 from vllm_backports.resolve import local_build_of  # noqa: E402
 from vllm_backports.verify.proofs import option, smoke_runs  # noqa: E402
 
-APPLY = Path(__file__).resolve().parent.parent / "apply.py"
+ROOT = Path(__file__).resolve().parent.parent
+APPLY = ROOT / "apply.py"
+# verify --model refuses a machine without a GPU only once prompts, checkpoint and tokenizer read.
+NO_GPU = "verify needs a CUDA GPU; none is visible"
+# One chat turn through the checkpoint's own template, as a user's --prompts file gives it.
+CHAT_PROMPT = {"messages": [{"role": "user", "content": "Rename x to y:\nx = 1\nprint(x)"}], "group": "smoke"}
 
 
 def verify_all(version: str, prefill_backend: str, out: Path, run: Callable = subprocess.run) -> list[str]:
@@ -47,6 +55,49 @@ def verify_all(version: str, prefill_backend: str, out: Path, run: Callable = su
     return problems
 
 
+def model_check(work: Path, run: Callable = subprocess.run) -> list[str]:
+    """`verify --model` on a machine without a GPU: the checkpoint, its tokenizer and chat template
+    and a --prompts file all read, then the refusal of a machine without a GPU. Any other stop is a
+    problem (one line), as is a run that goes on without a GPU."""
+    checkpoint = work / "checkpoint"
+    made = run(
+        [sys.executable, "-m", "vllm_backports.verify.tokenizer", str(checkpoint), "--mtp"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    if made.returncode != 0:
+        return [
+            f"verify --model: the tiny checkpoint was not written (exit {made.returncode}): {last_line(made.stderr)}"
+        ]
+    prompts = work / "prompts.jsonl"
+    prompts.write_text(json.dumps(CHAT_PROMPT) + "\n")
+    got = run(
+        [
+            sys.executable,
+            str(APPLY),
+            "verify",
+            "--model",
+            str(checkpoint),
+            "--prompts",
+            str(prompts),
+            "--work-dir",
+            str(work / "verify"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    line = last_line(got.stderr)
+    if got.returncode == 2 and line.endswith(NO_GPU):
+        return []
+    return [f"verify --model did not stop at the missing GPU (exit {got.returncode}): {line}"]
+
+
+def last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else "(nothing on stderr)"
+
+
 def hit(result: dict) -> bool:
     """Whether a speculative row of verify's JSON took prompt tokens from the prefix cache."""
     for row in result.get("rows", []):
@@ -66,6 +117,7 @@ def main() -> int:
     parser.add_argument("--import-vllm", action="store_true")
     parser.add_argument("--verify", type=Path, metavar="OUT", help="run the smoke proofs, results under OUT")
     parser.add_argument("--prefill-backend", default="triton", help="the arch's GDN prefill backend (with --verify)")
+    parser.add_argument("--model-check", type=Path, metavar="WORK", help="verify --model up to the GPU (no GPU)")
     args = parser.parse_args()
     if args.verify:
         args.verify.mkdir(parents=True, exist_ok=True)
@@ -105,6 +157,9 @@ def main() -> int:
                 importlib.import_module(name)
             except Exception as exc:  # any failure to import is the finding
                 problems.append(f"{name} does not import: {exc.__class__.__name__}: {exc}")
+    if args.model_check:
+        args.model_check.mkdir(parents=True, exist_ok=True)
+        problems += model_check(args.model_check)
     for p in problems:
         print(f"smoke: {p}", file=sys.stderr)
     if not problems:

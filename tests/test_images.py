@@ -382,3 +382,42 @@ def test_smoke_verify_runs_every_smoke_proof_and_names_each_that_did_not_pass(tm
     assert smoke.verify_all("0.20.0", "triton", tmp_path, run=lambda cmd, stdout: (
         stdout.write("not json"), subprocess.CompletedProcess(cmd, 0))[1]) == [
         f"verify {n} did not pass (exit 0; {tmp_path}/{n}.json)" for n in smoke.smoke_runs("0.20.0", "triton")]
+
+
+def test_smoke_model_check_wants_verify_model_to_stop_at_the_gpu_count_only(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("smoke", REPO / "images/smoke.py")
+    smoke = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(smoke)
+    calls = []
+
+    def runner(verify_exit: int, verify_err: str, write_exit: int = 0):
+        def run(cmd, **kwargs):
+            calls.append(cmd)
+            if "vllm_backports.verify.tokenizer" in cmd:
+                missing = "ModuleNotFoundError: No module named 'tokenizers'\n"
+                return subprocess.CompletedProcess(cmd, write_exit, "", missing)
+            return subprocess.CompletedProcess(cmd, verify_exit, "", verify_err)
+        return run
+
+    gpu_line = "error: verify needs a CUDA GPU; none is visible\n"
+    assert smoke.model_check(tmp_path, run=runner(2, gpu_line)) == []
+    verify = calls[-1]
+    assert verify[verify.index("--model") + 1] == str(tmp_path / "checkpoint")
+    prompts = Path(verify[verify.index("--prompts") + 1])
+    assert json.loads(prompts.read_text())["messages"][0]["role"] == "user"
+    # a refusal before the GPU (the chat template, say) is the finding, named by its line
+    template = "error: --model /x: no chat template\n"
+    assert smoke.model_check(tmp_path, run=runner(2, template)) == [
+        "verify --model did not stop at the missing GPU (exit 2): error: --model /x: no chat template"]
+    # so is a run that went on without a GPU, or one that crashed
+    assert smoke.model_check(tmp_path, run=runner(0, "")) == [
+        "verify --model did not stop at the missing GPU (exit 0): (nothing on stderr)"]
+    assert smoke.model_check(tmp_path, run=runner(1, "Traceback ...\nRuntimeError: boom\n")) == [
+        "verify --model did not stop at the missing GPU (exit 1): RuntimeError: boom"]
+    calls.clear()
+    assert smoke.model_check(tmp_path, run=runner(2, gpu_line, write_exit=1)) == [
+        "verify --model: the tiny checkpoint was not written (exit 1): "
+        "ModuleNotFoundError: No module named 'tokenizers'"]
+    assert len(calls) == 1  # verify is not run without a checkpoint
