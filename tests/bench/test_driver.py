@@ -220,6 +220,21 @@ def test_qwen3_5_shapes_take_the_layout_the_sites_vllm_registers(tmp_path, sites
 
 
 def test_a_site_whose_vllm_cannot_list_its_models_stops_the_run_before_anything_is_written(tmp_path, sites):
-    with pytest.raises(BackportError, match="does not list its models: ModuleNotFoundError"):
-        driver.run(plan(tmp_path, sites), lambda m: None, lambda: {}, lambda: {}, module="fake_bench_worker")
+    # the site's own vllm shadows any installed in the test's Python, as it does for the engines
+    (sites["raw"] / "vllm").mkdir()
+    (sites["raw"] / "vllm/__init__.py").write_text("raise ImportError('a vLLM that does not import')\n")
+    with pytest.raises(BackportError, match="does not list its models: ImportError: a vLLM that does not import"):
+        driver.run(plan(tmp_path, sites, experiment="nospec"), lambda m: None, lambda: {}, lambda: {})
     assert not (tmp_path / "run").exists()
+
+
+def test_a_given_multimodal_config_starts_text_only_and_a_finished_run_asks_no_site(tmp_path, sites):
+    own = tmp_path / "config.json"
+    own.write_text(json.dumps({"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
+                               "text_config": {"vocab_size": 5000}}))
+    p = plan(tmp_path, sites, pairs=1, config=own)
+    go(p, registered=None)  # a config of the checkpoint's own: no site is asked
+    assert all(json.loads((p.out / f"{e}-0.spec.json").read_text())["text_only"] for e in "ab")
+    written = (p.out / "model/config.json").read_text()
+    go(plan(tmp_path, sites, pairs=1), registered=None)  # every pair there: nothing asked or rewritten
+    assert (p.out / "model/config.json").read_text() == written and not (p.out / "a-1.spec.json").exists()

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..errors import BackportError, UsageError
 from ..verify import scenarios
+from ..verify.model import is_multimodal
 from ..verify.run import engine_env, site_version
 from . import experiments, results, schedule, shapes
 
@@ -82,19 +83,23 @@ def prompts(plan: Plan, vocab: int) -> list[list[int]]:
 
 
 def site_architectures(site: Path) -> set[str]:
-    """The architectures the site's vLLM registers, asked of a Python that runs on the site as
-    the engines do (the driver itself need not import vLLM)."""
+    """What the site's vLLM registers (verify.run.registry_architectures), asked of a Python that
+    runs on the site as the engines do: the driver itself need not import vLLM."""
     probe = (
-        "import json; from vllm.model_executor.models import ModelRegistry; "
-        "print(json.dumps(sorted(ModelRegistry.get_supported_archs())))"
+        "import json; from vllm_backports.verify.run import registry_architectures; "
+        "print(json.dumps(sorted(registry_architectures())))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, env=engine_env(None, site), check=False
-    )
-    if done.returncode != 0:
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, env=engine_env(None, site), timeout=300
+        )
+    except subprocess.TimeoutExpired:
+        raise BackportError(f"the vLLM of {site} did not list its models within 300 s") from None
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
         last = (done.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
         raise BackportError(f"the vLLM of {site} does not list its models: {last}")
-    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+    return set(json.loads(lines[-1]))
 
 
 def engine_spec(plan: Plan, arm: experiments.Arm, model_dir: Path, vocab: int, text_only: bool = False) -> dict:
@@ -199,19 +204,25 @@ def run(
     exp = experiments.EXPERIMENTS[plan.experiment]
     shape = shapes.SHAPES[plan.shape]
     config = json.loads(plan.config.read_text()) if plan.config else None
-    architecture = None
-    if config is None and shape.multimodal_architecture:
-        architecture = shapes.architecture_for(shape, architectures(plan.sites[exp.a.site]))
-    text_only = architecture is not None and architecture == shape.multimodal_architecture
-    plan.out.mkdir(parents=True, exist_ok=True)
-    model_dir = shapes.write(plan.out / "model", shape, config, architecture)
-    vocab = int((config or {}).get("text_config", config or {}).get("vocab_size", shape.vocab))
     meta_path, progress_path = plan.out / "run.json", plan.out / "progress.jsonl"
     lines = read_lines(progress_path)
     instance = max((x["instance"] for x in lines), default=-1) + 1
     first = max((x["round"] for x in lines), default=-1) + 1
     owed = plan.pairs - len(results.pairs(lines))
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else None
+    if meta is not None and (meta["experiment"], meta["shape"], meta["vllm"]) != (exp.name, shape.name, release):
+        raise UsageError(f"{plan.out} holds a run of {meta['experiment']} on {meta['shape']}, vLLM {meta['vllm']}")
+    if owed <= 0 and meta is not None:
+        return write_result(plan.out)  # every pair is there: no engine starts
+    architecture = None
+    if config is None and shape.multimodal_architecture:
+        architecture = shapes.architecture_for(shape, architectures(plan.sites[exp.a.site]))
+    plan.out.mkdir(parents=True, exist_ok=True)
+    model_dir = shapes.write(plan.out / "model", shape, config, architecture)
+    # what was written decides, a checkpoint's own config (--config) included
+    written = json.loads((model_dir / "config.json").read_text())
+    text_only = is_multimodal((written.get("architectures") or [""])[0])
+    vocab = int((config or {}).get("text_config", config or {}).get("vocab_size", shape.vocab))
     if meta is None:
         ran_on = machine()
         meta = {
@@ -234,10 +245,8 @@ def run(
             "machine": ran_on,
             "instances": [],
         }
-    elif (meta["experiment"], meta["shape"], meta["vllm"]) != (exp.name, shape.name, release):
-        raise UsageError(f"{plan.out} holds a run of {meta['experiment']} on {meta['shape']}, vLLM {meta['vllm']}")
     if owed <= 0:
-        return write_result(plan.out)  # every pair is there: no engine starts
+        return write_result(plan.out)
     record: dict = {
         "instance": instance,
         "layout": plan.layout,

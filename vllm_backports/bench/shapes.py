@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..verify.model import VISION_CONFIG
+from ..verify.model import VISION_CONFIG, layout_for
 
 QWEN3_5_VOCAB = 248320
 QWEN3_5_MULTIMODAL = "Qwen3_5ForConditionalGeneration"
@@ -170,14 +170,8 @@ def parameters(text: dict) -> int:
 
 
 def architecture_for(shape: Shape, registered: set[str]) -> str:
-    """The class to write `shape` as, for a vLLM whose registry holds `registered`: the text-only
-    class where it is there, else the multimodal one where that is (else the text-only one, for
-    vLLM to refuse by name)."""
-    text_only = shape.text["architectures"][0]
-    multimodal = shape.multimodal_architecture
-    if text_only not in registered and multimodal is not None and multimodal in registered:
-        return multimodal
-    return text_only
+    """The class to write `shape` as, for a vLLM whose registry holds `registered`."""
+    return layout_for(shape.text["architectures"][0], shape.multimodal_architecture, registered)
 
 
 def write(directory: Path, shape: Shape, config: dict | None = None, architecture: str | None = None) -> Path:
@@ -187,7 +181,8 @@ def write(directory: Path, shape: Shape, config: dict | None = None, architectur
     if config is None:
         config = dict(shape.text)
         architecture = architecture or config["architectures"][0]
-        if architecture not in (config["architectures"][0], shape.multimodal_architecture):
+        # the multimodal layout nests the text config, as the wrapper does
+        if architecture not in (config["architectures"][0], shape.wrapper and shape.multimodal_architecture):
             raise ValueError(f"{shape.name} is not written as {architecture}")
         if shape.wrapper:
             # as Qwen3.5's checkpoints (verify.model.nest_config): vLLM sets up MTP from the wrapper

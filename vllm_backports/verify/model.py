@@ -217,15 +217,19 @@ def flashinfer_classes() -> list[str]:
     return [n for n, c in MODEL_CLASSES.items() if c.config["linear_key_head_dim"] == FLASHINFER_GDN_HEAD_DIM]
 
 
-def architecture_for(name: str, supported: Collection[str]) -> str:
-    """The architecture to write class `name`'s checkpoint as, for a vLLM whose model registry
-    holds `supported`: the text-only class where it is there, else the multimodal class that
-    wraps the same text model where that is, else the text-only class (for vLLM to refuse)."""
-    cls = MODEL_CLASSES[name]
-    multimodal = cls.multimodal_architecture
-    if cls.vllm_architecture not in supported and multimodal is not None and multimodal in supported:
+def layout_for(text_only: str, multimodal: str | None, supported: Collection[str]) -> str:
+    """The architecture to write a text model as, for a vLLM whose model registry holds
+    `supported`: its text-only class where it is there, else the multimodal class that wraps the
+    same text model where that is, else the text-only class (for vLLM to refuse by name)."""
+    if text_only not in supported and multimodal is not None and multimodal in supported:
         return multimodal
-    return cls.vllm_architecture
+    return text_only
+
+
+def architecture_for(name: str, supported: Collection[str]) -> str:
+    """layout_for of model class `name`."""
+    cls = MODEL_CLASSES[name]
+    return layout_for(cls.vllm_architecture, cls.multimodal_architecture, supported)
 
 
 def is_multimodal(architecture: str) -> bool:
