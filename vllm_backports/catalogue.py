@@ -94,6 +94,8 @@ SCENARIOS = {
     "churn-mtp-sync": "sibling bug: churn prompts, MTP, async scheduling off",
     "pc-mtp": "sibling bug: producer-consumer prompts, MTP, prefix caching",
     "pc-mtp-lp": "sibling bug: producer-consumer prompts, MTP, prefix caching, output logprobs judged",
+    "pc-mtp-lp-kv02": "pc-mtp-lp in a 0.02 GiB KV pool, where freed blocks are handed out again",
+    "pc-mtp-lp-kv04": "pc-mtp-lp in a 0.04 GiB KV pool, where freed blocks are handed out again",
     "rounds-mtp-prefix": "sibling bug: 3 rounds on one engine, MTP, producer-consumer prompts, prefix caching",
     "rounds-mtp": "sibling bug: 3 rounds on one engine, MTP, prefix caching off",
     "plogprobs-mtp-b1": "sibling bug: prompt logprobs, MTP, 1 a batch, CUDA graphs",

@@ -197,10 +197,10 @@ case $step in
     rm -rf "$HOME/fi-w" && mkdir -p "$HOME/fi-w" && tar -xf "$HOME/fi/fi.tar" -C "$HOME/fi-w" && rm -f "$HOME/fi/fi.tar"
     python3 -m pip install -q --no-index --no-deps --no-compile --target "$HOME/fi-site" "$HOME"/fi-w/*.whl || exit 1
     for a in "$HOME"/fi-w/fi-aot-*.tar.xz; do [ -f "$a" ] && tar -xJf "$a" -C "$HOME/fi-site"; done
-    # flashinfer-python 0.6.8.post1 (vLLM 0.20, 0.21) resolves nvidia-cutlass-dsl 4.8 without a CUDA
-    # toolkit flavor: its import raises RuntimeError, not the ImportError FlashInfer's optional
-    # import expects, and every engine start fails (0.20.0, 2026-11-27). Such a cutlass stays off the path.
-    if PYTHONPATH=$(fi_path) python3 -c 'import cutlass' 2>&1 | grep -q 'No CTK flavor'; then
+    # 0.20.0's FlashInfer (0.6.8.post1) came with nvidia-cutlass-dsl 4.8.1 without a CUDA toolkit
+    # flavor: its import raises RuntimeError, not the ImportError FlashInfer's optional import
+    # expects, and every engine start failed (2026-11-27; 0.21.0's imported). Such a cutlass stays off the path.
+    if PYTHONPATH=${SITE[fix]}:$(fi_path) python3 -c 'import cutlass' 2>&1 | grep -q 'No CTK flavor'; then
       mkdir -p "$HOME/fi-off" && mv "$HOME"/fi-site/nvidia_cutlass_dsl*.pth "$HOME/fi-off/" && echo "fi-site: cutlass-dsl has no CUDA toolkit flavor: left off the path"
     fi
     # the CuTe DSL (cutlass) only where the pin brought it: flashinfer-python before 0.6.14 builds its
@@ -300,8 +300,10 @@ print('flashinfer', flashinfer.__version__, 'importable; cutlass dsl:', dsl, '; 
       [ -d "${SITE[fix]}" ] || { echo "$name: no fix site for $REL"; continue; }
       [ -n "$control" ] && [ -d "$control" ] || { echo "$name: no control site ${control:-for it} for $REL"; continue; }
       prefill=(--prefill-backend "${PREFILL:-triton}"); [[ " $opts " == *" --prefill-backend "* ]] && prefill=()
+      # a proof with a KV size of its own keeps it (Click takes an option's last value)
+      kv=("${common[@]}"); [[ " $opts " == *" --kv-cache-gib "* ]] && kv=("${common[@]:2}")
       # shellcheck disable=SC2086
-      bash "$0" bg "$name" $opts --control "$control" "${prefill[@]}" "${common[@]}"
+      bash "$0" bg "$name" $opts --control "$control" "${prefill[@]}" "${kv[@]}"
     done ;;
   poll) # SECONDS: wait until every verify started by bg has ended, or SECONDS; bring back what there is
     deadline=$((SECONDS + ${1:-500}))

@@ -71,7 +71,8 @@ def test_every_proof_names_a_backport_of_the_catalogue_or_is_a_sibling_bugs_posi
     # A proof against the pristine release names the fix it shows, or is one of these, which
     # run the sibling bugs both sites carry: a new one has to say which it is.
     assert {n for n, p in PROOFS.items() if p.fix is None} == {
-        "tail-ngram-v2", "churn-mtp-async", "churn-mtp-sync", "pc-mtp", "pc-mtp-lp", "kp1-b1", "kp1-mtp",
+        "tail-ngram-v2", "churn-mtp-async", "churn-mtp-sync", "pc-mtp", "pc-mtp-lp", "pc-mtp-lp-kv02", "pc-mtp-lp-kv04",
+        "kp1-b1", "kp1-mtp",
         "rounds-mtp-prefix", "rounds-mtp", "plogprobs-mtp-b1", "plogprobs-mtp-b1-eager", "counts-mtp-async-churn",
     }
     assert PROOFS["gdn-ngram"].fix == "gdn-spec-state" and PROOFS["kp1-b1-fix"].fix == "spec-prefill-decode-graph"

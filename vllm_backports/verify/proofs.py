@@ -88,6 +88,15 @@ PROOFS = {
     # the same, judged by output logprobs too: 0.20.0's over-hit moved 23 of 24 outputs with every
     # token's regret under the threshold (2026-11-27)
     "pc-mtp-lp": _p("--preset mtp --prompts producer-consumer --prefix-caching on --output-logprobs"),
+    # the same in a KV pool small enough that later requests take blocks earlier ones freed: with
+    # 2 GiB no block is handed out twice in a run, and the block the over-hit leaves unwritten
+    # holds zeros (0.20.0, 2026-11-27: drift doubled, under its bound)
+    "pc-mtp-lp-kv02": _p(
+        "--preset mtp --prompts producer-consumer --prefix-caching on --output-logprobs --kv-cache-gib 0.02"
+    ),
+    "pc-mtp-lp-kv04": _p(
+        "--preset mtp --prompts producer-consumer --prefix-caching on --output-logprobs --kv-cache-gib 0.04"
+    ),
     # section 2, a k+1-token prefill replayed in a FULL decode graph
     "kp1-b1": _p("--preset ngram --prompts k-plus-1 --batch 1", smoke=True),
     "kp1-mtp": _p("--preset mtp --prompts k-plus-1"),
