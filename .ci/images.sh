@@ -76,7 +76,7 @@ for release in "${releases[@]}"; do
     --build-arg "BASE_IMAGE=$base" --build-arg "VLLM_VERSION=$release" --build-arg BACKPORT_REVISION=ci .
   echo "images: $image built from images/Dockerfile on $base"
 
-  # What the GPU smoke job runs, here without a GPU: in a build container, then as a container.
+  # The smoke checks that need no GPU (the GPU job runs the proofs): in a build container, then as a container.
   ctr=$("${buildah[@]}" from --pull=never "$image")
   "${buildah[@]}" run --isolation chroot "$ctr" -- bash -c "$smoke" "$release"
   "${buildah[@]}" rm "$ctr" >/dev/null

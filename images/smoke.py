@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -29,6 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 APPLY = ROOT / "apply.py"
 # verify --model refuses a machine without a GPU only once prompts, checkpoint and tokenizer read.
 NO_GPU = "verify needs a CUDA GPU; none is visible"
+# ... and a prompt rendered too long for the checkpoint's positions, before that
+TOO_LONG = "and --max-tokens 32768 do not fit the"
 # One chat turn through the checkpoint's own template, as a user's --prompts file gives it.
 CHAT_PROMPT = {"messages": [{"role": "user", "content": "Rename x to y:\nx = 1\nprint(x)"}], "group": "smoke"}
 
@@ -56,15 +59,19 @@ def verify_all(version: str, prefill_backend: str, out: Path, run: Callable = su
 
 
 def model_check(work: Path, run: Callable = subprocess.run) -> list[str]:
-    """`verify --model` on a machine without a GPU: the checkpoint, its tokenizer and chat template
-    and a --prompts file all read, then the refusal of a machine without a GPU. Any other stop is a
-    problem (one line), as is a run that goes on without a GPU."""
+    """`verify --model` with no GPU visible (on any machine): the checkpoint, its tokenizer and
+    chat template and a --prompts file all read, then the refusal of a machine without a GPU.
+    Any other stop is a problem (one line), as is a run that goes on. So that the refusal cannot
+    pass for the checks before it, the same run asked for more tokens than the checkpoint's
+    positions must be refused for its rendered prompt's length."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
     checkpoint = work / "checkpoint"
     made = run(
         [sys.executable, "-m", "vllm_backports.verify.tokenizer", str(checkpoint), "--mtp"],
         cwd=ROOT,
         capture_output=True,
         text=True,
+        env=env,
     )
     if made.returncode != 0:
         return [
@@ -72,25 +79,17 @@ def model_check(work: Path, run: Callable = subprocess.run) -> list[str]:
         ]
     prompts = work / "prompts.jsonl"
     prompts.write_text(json.dumps(CHAT_PROMPT) + "\n")
-    got = run(
-        [
-            sys.executable,
-            str(APPLY),
-            "verify",
-            "--model",
-            str(checkpoint),
-            "--prompts",
-            str(prompts),
-            "--work-dir",
-            str(work / "verify"),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    line = last_line(got.stderr)
-    if got.returncode == 2 and line.endswith(NO_GPU):
-        return []
-    return [f"verify --model did not stop at the missing GPU (exit {got.returncode}): {line}"]
+    verify = [sys.executable, str(APPLY), "verify", "--model", str(checkpoint), "--prompts", str(prompts)]
+    problems = []
+    for extra, wanted in (([], NO_GPU), (["--max-tokens", "32768"], TOO_LONG)):
+        got = run([*verify, *extra, "--work-dir", str(work / "verify")], capture_output=True, text=True, env=env)
+        line = last_line(got.stderr)
+        if got.returncode != 2 or wanted not in line:
+            problems.append(
+                f"verify --model {' '.join(extra) or '(as given)'} did not stop at {wanted!r} "
+                f"(exit {got.returncode}): {line}"
+            )
+    return problems
 
 
 def last_line(text: str) -> str:

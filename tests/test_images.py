@@ -384,40 +384,46 @@ def test_smoke_verify_runs_every_smoke_proof_and_names_each_that_did_not_pass(tm
         f"verify {n} did not pass (exit 0; {tmp_path}/{n}.json)" for n in smoke.smoke_runs("0.20.0", "triton")]
 
 
-def test_smoke_model_check_wants_verify_model_to_stop_at_the_gpu_count_only(tmp_path):
+def test_smoke_model_check_wants_verify_model_to_stop_only_at_the_missing_gpu(tmp_path):
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("smoke", REPO / "images/smoke.py")
     smoke = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(smoke)
     calls = []
+    no_gpu = (2, "error: verify needs a CUDA GPU; none is visible\n")
+    too_long = (2, "error: --prompts p line 1: 25 tokens and --max-tokens 32768 do not fit the 4096 positions of x\n")
 
-    def runner(verify_exit: int, verify_err: str, write_exit: int = 0):
+    def runner(plain, longer=too_long, write_exit=0):
         def run(cmd, **kwargs):
-            calls.append(cmd)
+            calls.append((cmd, kwargs))
             if "vllm_backports.verify.tokenizer" in cmd:
-                missing = "ModuleNotFoundError: No module named 'tokenizers'\n"
-                return subprocess.CompletedProcess(cmd, write_exit, "", missing)
-            return subprocess.CompletedProcess(cmd, verify_exit, "", verify_err)
+                return subprocess.CompletedProcess(cmd, write_exit, "", "ModuleNotFoundError: No module named 'x'\n")
+            code, err = longer if "--max-tokens" in cmd else plain
+            return subprocess.CompletedProcess(cmd, code, "", err)
         return run
 
-    gpu_line = "error: verify needs a CUDA GPU; none is visible\n"
-    assert smoke.model_check(tmp_path, run=runner(2, gpu_line)) == []
-    verify = calls[-1]
+    assert smoke.model_check(tmp_path, run=runner(no_gpu)) == []
+    verify = calls[-1][0]
     assert verify[verify.index("--model") + 1] == str(tmp_path / "checkpoint")
     prompts = Path(verify[verify.index("--prompts") + 1])
     assert json.loads(prompts.read_text())["messages"][0]["role"] == "user"
+    # no GPU is visible to any of them, on any machine
+    assert all(kw["env"]["CUDA_VISIBLE_DEVICES"] == "" for _, kw in calls)
     # a refusal before the GPU (the chat template, say) is the finding, named by its line
-    template = "error: --model /x: no chat template\n"
-    assert smoke.model_check(tmp_path, run=runner(2, template)) == [
-        "verify --model did not stop at the missing GPU (exit 2): error: --model /x: no chat template"]
+    template = (2, "error: --model /x: no chat template\n")
+    assert smoke.model_check(tmp_path, run=runner(template)) == [
+        "verify --model (as given) did not stop at 'verify needs a CUDA GPU; none is visible' (exit 2): "
+        "error: --model /x: no chat template"]
     # so is a run that went on without a GPU, or one that crashed
-    assert smoke.model_check(tmp_path, run=runner(0, "")) == [
-        "verify --model did not stop at the missing GPU (exit 0): (nothing on stderr)"]
-    assert smoke.model_check(tmp_path, run=runner(1, "Traceback ...\nRuntimeError: boom\n")) == [
-        "verify --model did not stop at the missing GPU (exit 1): RuntimeError: boom"]
+    assert smoke.model_check(tmp_path, run=runner((0, ""))) == [
+        "verify --model (as given) did not stop at 'verify needs a CUDA GPU; none is visible' (exit 0): "
+        "(nothing on stderr)"]
+    # a --model path that refused the GPU before reading the prompts would not see their length
+    assert smoke.model_check(tmp_path, run=runner(no_gpu, longer=no_gpu)) == [
+        "verify --model --max-tokens 32768 did not stop at 'and --max-tokens 32768 do not fit the' (exit 2): "
+        "error: verify needs a CUDA GPU; none is visible"]
     calls.clear()
-    assert smoke.model_check(tmp_path, run=runner(2, gpu_line, write_exit=1)) == [
-        "verify --model: the tiny checkpoint was not written (exit 1): "
-        "ModuleNotFoundError: No module named 'tokenizers'"]
+    assert smoke.model_check(tmp_path, run=runner(no_gpu, write_exit=1)) == [
+        "verify --model: the tiny checkpoint was not written (exit 1): ModuleNotFoundError: No module named 'x'"]
     assert len(calls) == 1  # verify is not run without a checkpoint
