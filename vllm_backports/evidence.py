@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import EvidenceError
+from .verify.run import JUDGED_LOGPROBS
 
 EVIDENCE_DIR = Path("docs") / "evidence"
 PAGE = EVIDENCE_DIR / "README.md"
@@ -136,7 +137,7 @@ def _errors(row: dict) -> int:
     """A row's errors as verify counts them (verify/run.py row_errors): its tokens' and, in files
     that judged prompt or output logprobs (--prompt-logprobs, --output-logprobs), theirs."""
     total = row["errors"]
-    for key in ("prompt_logprobs", "output_logprobs"):
+    for key in JUDGED_LOGPROBS:
         judged = row.get(key)
         extra = judged.get("errors", 0) if isinstance(judged, dict) else 0
         total += extra if isinstance(extra, int) and not isinstance(extra, bool) else 0

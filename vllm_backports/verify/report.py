@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from .run import CALIBRATION_CAP, OUTPUT_LOGPROB_CAP
+from .run import CALIBRATION_CAP, JUDGED_LOGPROBS, OUTPUT_LOGPROB_CAP, round_errors_key
 from .served import VLLM_REFERENCE
 
 
@@ -36,7 +36,7 @@ def verdict(result: dict) -> tuple[str, int]:
             for r in result["rows"]
             if r["scenario"] == "baseline"
             for x in r.get("rounds") or []
-            if x["round"] > 1 and (x["errors"] or x.get("prompt_logprob_errors") or x.get("output_logprob_errors"))
+            if x["round"] > 1 and (x["errors"] or any(x.get(round_errors_key(k)) for k in JUDGED_LOGPROBS))
         }
     )
     if not result["calibrated"] and later and result["baseline_worst_regret"] <= CALIBRATION_CAP:

@@ -33,6 +33,14 @@ CALIBRATION_FACTOR, CALIBRATION_FLOOR, CALIBRATION_CAP = 2.0, 1.0, 3.0
 # threshold of this many times the plain engine's worst sequence mean, never under the floor, and
 # no conclusion when that worst mean is over the cap (the plain engine itself is off the model).
 OUTPUT_LOGPROB_FACTOR, OUTPUT_LOGPROB_FLOOR, OUTPUT_LOGPROB_CAP = 3.0, 0.005, 0.5
+# The judged logprob fields of a row (--prompt-logprobs, --output-logprobs): each counts among the
+# row's errors, and each of its rounds holds that field's errors under round_errors_key.
+JUDGED_LOGPROBS = ("prompt_logprobs", "output_logprobs")
+
+
+def round_errors_key(field: str) -> str:
+    """Where a round keeps a judged field's errors: prompt_logprobs -> prompt_logprob_errors."""
+    return f"{field.removesuffix('s')}_errors"
 
 
 def calibrated_threshold(baseline_worst: float) -> float:
@@ -587,7 +595,7 @@ def judge_rows(
         r[key] = judge_one(d)
         if rounds := r.get("rounds"):
             for rnd, part in zip(rounds, by_round(d, len(rounds)), strict=True):
-                rnd[f"{key.removesuffix('s')}_errors"] = judge_one(part)["errors"]
+                rnd[round_errors_key(key)] = judge_one(part)["errors"]
 
 
 def by_round(sequences: list, rounds: int) -> list[list]:
@@ -763,7 +771,7 @@ def conclude(
 def row_errors(row: dict) -> int:
     """A row's errors: its tokens' (over every round) and, when judged, its prompt logprobs' and
     its output logprobs' (sequences)."""
-    judged = (row.get(k) or {} for k in ("prompt_logprobs", "output_logprobs"))
+    judged = (row.get(k) or {} for k in JUDGED_LOGPROBS)
     return row["errors"] + sum(j.get("errors", 0) for j in judged)
 
 
