@@ -268,46 +268,47 @@ def test_a_bf16_calibrated_turboquant_run_counts_its_no_spec_rows_as_judged(home
     assert verdict(0).verdict == "weak"
 
 
-def prompt_logprob_json(target: int, control: int, **claims) -> dict:
-    """A --prompt-logprobs run whose tokens are clean everywhere; `target` and `control`: the
-    prompt-logprob errors of each site's speculative row. `claims` overwrite verify's verdicts."""
+def judged_json(key: str, errors: tuple[int, int], judged, plan_options: dict, calibrations: tuple, claims) -> dict:
+    """A run whose tokens are clean everywhere, with a judged logprob field (`key`, from
+    `judged(errors)` per row) whose `errors` are the target's and the control's speculative row's;
+    `calibrations`: conclude's prompt and output logprob calibrations. `claims` overwrite verdicts."""
     from evidence_case import engine, row
     from vllm_backports.verify.run import Plan, conclude
 
-    plan = Plan(batches=(1,), modes=("graphs",), presets=("mtp",), tp=1, threshold=None, work=Path("/tmp/v"),
-                additional_config={}, control=Path("/tmp/raw"), prompt_logprobs=True)
+    plan = Plan(modes=("graphs",), presets=("mtp",), tp=1, threshold=None, work=Path("/tmp/v"),
+                additional_config={}, control=Path("/tmp/raw"), **plan_options)
     rows = [row("baseline", "target", 0, engine("0.20.0", [], None)),
             row("mtp", "target", 0, engine("0.20.0", FIX, "mtp")),
             row("mtp", "control", 0, engine("0.20.0", [], "mtp"))]
-    for r, errors in zip(rows, (0, target, control), strict=True):
-        r["prompt_logprobs"] = {"sequences": 12, "positions": 468, "errors": errors, "bad_sequences": min(errors, 12),
-                                "first_error_at": 2 if errors else None, "worst_difference": 4.0 if errors else 0.3,
-                                "missing": 0, "threshold": 1.0}
-    logprobs = {"threshold": 1.0, "baseline_worst_difference": 0.3, "calibrated": True}
-    data = {"command": "verify", **conclude(rows, 0.2, 1.0, plan, "0.20.0", logprobs),
+    for r, n in zip(rows, (0, *errors), strict=True):
+        r[key] = judged(n)
+    data = {"command": "verify", **conclude(rows, 0.2, 1.0, plan, "0.20.0", *calibrations),
             "machine": {"gpu": "NVIDIA H100 80GB HBM3", "gpus": 1, "date": "2026-11-26T00:00:00Z"}}
     return {**data, **claims}
+
+
+def prompt_logprob_json(target: int, control: int, **claims) -> dict:
+    """A --prompt-logprobs run; `target` and `control`: the prompt-logprob errors of each site's
+    speculative row."""
+    def judged(errors):
+        return {"sequences": 12, "positions": 468, "errors": errors, "bad_sequences": min(errors, 12),
+                "first_error_at": 2 if errors else None, "worst_difference": 4.0 if errors else 0.3,
+                "missing": 0, "threshold": 1.0}
+    logprobs = {"threshold": 1.0, "baseline_worst_difference": 0.3, "calibrated": True}
+    return judged_json("prompt_logprobs", (target, control), judged, {"batches": (1,), "prompt_logprobs": True},
+                       (logprobs,), claims)
 
 
 def output_logprob_json(target: int, control: int, **claims) -> dict:
-    """A --output-logprobs run whose tokens are clean everywhere; `target` and `control`: the
-    drifting sequences of each site's speculative row. `claims` overwrite verify's verdicts."""
-    from evidence_case import engine, row
-    from vllm_backports.verify.run import Plan, conclude
-
-    plan = Plan(batches=(16,), modes=("graphs",), presets=("mtp",), tp=1, threshold=None, work=Path("/tmp/v"),
-                additional_config={}, control=Path("/tmp/raw"), output_logprobs=True)
-    rows = [row("baseline", "target", 0, engine("0.20.0", [], None)),
-            row("mtp", "target", 0, engine("0.20.0", FIX, "mtp")),
-            row("mtp", "control", 0, engine("0.20.0", [], "mtp"))]
-    for r, errors in zip(rows, (0, target, control), strict=True):
-        r["output_logprobs"] = {"sequences": 24, "tokens": 3072, "errors": errors, "bad_sequences": errors,
-                                "worst_mean_difference": 0.05 if errors else 0.003, "worst_difference": 0.4,
-                                "missing": 0, "threshold": 0.01}
+    """An --output-logprobs run; `target` and `control`: the drifting sequences of each site's
+    speculative row."""
+    def judged(errors):
+        return {"sequences": 24, "tokens": 3072, "errors": errors, "bad_sequences": errors,
+                "worst_mean_difference": 0.05 if errors else 0.003, "worst_difference": 0.4,
+                "missing": 0, "threshold": 0.01}
     outputs = {"threshold": 0.01, "baseline_worst_mean_difference": 0.003, "calibrated": True}
-    data = {"command": "verify", **conclude(rows, 0.2, 1.0, plan, "0.20.0", None, outputs),
-            "machine": {"gpu": "NVIDIA H100 80GB HBM3", "gpus": 1, "date": "2026-11-26T00:00:00Z"}}
-    return {**data, **claims}
+    return judged_json("output_logprobs", (target, control), judged, {"batches": (16,), "output_logprobs": True},
+                       (None, outputs), claims)
 
 
 def test_output_logprob_drifts_count_as_the_rows_errors(home):
