@@ -43,7 +43,8 @@
 # through FlashInfer's AOT path (gen_gdn_prefill_sm90_module().build_and_load(), is_aot True) and
 # exports gdn_prefill, on a host without a GPU. On 2026-11-27 vLLM 0.23.0 and 0.25.0 loaded it on an
 # H200 without a build and ran their FlashInfer proofs on it (docs/VERIFICATION.md). 0.6.8.post1's
-# (vLLM 0.20.0, 0.21.0) built here too, over two sessions: an 8.5 MB module, 0.3 MB xz; not yet run.
+# (vLLM 0.20.0, 0.21.0) built here too, over two sessions: an 8.5 MB module, 0.3 MB xz; both
+# releases loaded it on an H100 and ran their FlashInfer proofs on it (2026-11-27).
 # Build environment (env vars honoured): PY (a Python that imports torch; FlashInfer's __init__
 # needs it; a CPU torch will do), WORK (scratch, default ~/.cache/fi-prebuild), MAX_JOBS (2),
 # CUDA_HOME (/usr/local/cuda). The build is FLASHINFER_CUDA_ARCH_LIST=9.0a and, since this

@@ -291,7 +291,7 @@ print('flashinfer', flashinfer.__version__, 'importable; cutlass dsl:', dsl, '; 
   proofs) # [NAME...]: the proof set, each a verify of the fix site with its control, all at once
       # on one GPU (fixed KV size each); names from vllm_backports/verify/proofs.py, default the GDN and TurboQuant
       # set; a proof whose control site this release lacks is left out, saying so
-    common=(--kv-cache-gib 2 --gpu-memory-utilization 0.08)
+    common=(--gpu-memory-utilization 0.08)
     # The proofs, their control sites and options (16 a batch, graphs unless they say otherwise):
     # vllm_backports/verify/proofs.py
     for name in ${@:-gdn-ngram tq-mtp gdn-ngram-prefix gdn-ngram-kp1 mtp}; do
@@ -300,10 +300,9 @@ print('flashinfer', flashinfer.__version__, 'importable; cutlass dsl:', dsl, '; 
       [ -d "${SITE[fix]}" ] || { echo "$name: no fix site for $REL"; continue; }
       [ -n "$control" ] && [ -d "$control" ] || { echo "$name: no control site ${control:-for it} for $REL"; continue; }
       prefill=(--prefill-backend "${PREFILL:-triton}"); [[ " $opts " == *" --prefill-backend "* ]] && prefill=()
-      # a proof with a KV size of its own keeps it (Click takes an option's last value)
-      kv=("${common[@]}"); [[ " $opts " == *" --kv-cache-gib "* ]] && kv=("${common[@]:2}")
+      kv=(--kv-cache-gib 2); [[ " $opts " == *" --kv-cache-gib "* ]] && kv=()
       # shellcheck disable=SC2086
-      bash "$0" bg "$name" $opts --control "$control" "${prefill[@]}" "${kv[@]}"
+      bash "$0" bg "$name" $opts --control "$control" "${prefill[@]}" "${kv[@]}" "${common[@]}"
     done ;;
   poll) # SECONDS: wait until every verify started by bg has ended, or SECONDS; bring back what there is
     deadline=$((SECONDS + ${1:-500}))

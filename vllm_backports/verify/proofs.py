@@ -89,8 +89,8 @@ PROOFS = {
     # token's regret under the threshold (2026-11-27)
     "pc-mtp-lp": _p("--preset mtp --prompts producer-consumer --prefix-caching on --output-logprobs"),
     # the same in a KV pool small enough that later requests take blocks earlier ones freed: with
-    # 2 GiB no block is handed out twice in a run, and the block the over-hit leaves unwritten
-    # holds zeros (0.20.0, 2026-11-27: drift doubled, under its bound)
+    # 2 GiB no block is handed out twice in a run, so by the code the block the over-hit leaves
+    # unwritten holds zeros (0.20.0, 2026-11-27: drift doubled, under its bound)
     "pc-mtp-lp-kv02": _p(
         "--preset mtp --prompts producer-consumer --prefix-caching on --output-logprobs --kv-cache-gib 0.02"
     ),
