@@ -428,7 +428,8 @@ PY
   bench-gdn) # PASSES ROUNDS [MODE [--no-ngram]]: raw against fix, no speculation and ngram
     python3 benchmarks/bench_gdn_decode.py --site raw="${SITE[raw]}" --site fix="${SITE[fix]}" --passes "${1:-2}" \
       --rounds "${2:-5}" --mode "${3:-eager}" ${4:-} --prefill-backend triton --out "$out/bench-gdn-${3:-eager}.json" 2>&1 | tail -40 ;;
-  bench-ab) # start EXPERIMENT SHAPE PAIRS [LAYOUT [bench_ab.py run OPTIONS...]] | poll SECONDS [NAME...] | profiles NAME
+  bench-ab) # start EXPERIMENT SHAPE PAIRS [LAYOUT [bench_ab.py run OPTIONS...]] | queue SHAPE PAIRS LAYOUT
+      # EXPERIMENT... [-- OPTIONS...] | poll SECONDS [NAME...] | profiles NAME
       # start: one A/B run of benchmarks/bench_ab.py in a process session of its own (it outlives
       # the call), in $HOME/bench-ab/$REL-EXPERIMENT-SHAPE; started again with more PAIRS it
       # resumes there with new engines. Sites: every one of raw, fix, p65 this release has.
@@ -465,9 +466,32 @@ PY
           for log in "$d"/*.log; do [ -f "$log" ] && tail -200 "$log" > "$log.tail"; done
         done
         (cd "$root" && tar -czf "$out/bench-ab.tgz" $(for n in "${names[@]}"; do ls -d "$n"/*.json "$n"/*.jsonl "$n"/*.tail "$n"/*.txt "$n"/run.* 2>/dev/null; done)); true ;;
+      queue) # SHAPE PAIRS LAYOUT EXPERIMENT... [-- OPTIONS...]: the experiments one after another,
+          # each as `start` runs it, from one detached job, so that no gap between two calls
+          # leaves the GPU idle; the first once no verify and no upstream-gpu run is left on the
+          # machine (an A/B run needs the GPU to itself), which lets it be queued beside a chain
+        shape=${1:?bench-ab queue: SHAPE PAIRS LAYOUT EXPERIMENT...}; pairs=${2:?}; layout=${3:?}; shift 3
+        exps=(); while [ $# -gt 0 ] && [ "$1" != -- ]; do exps+=("$1"); shift; done; [ $# -gt 0 ] && shift
+        [ ${#exps[@]} -gt 0 ] || { echo "bench-ab queue: name at least one experiment"; exit 2; }
+        # poll counts a queued run as running: its folder exists, without run.rc
+        for e in "${exps[@]}"; do d=$root/$REL-$e-$shape; mkdir -p "$d"; rm -f "$d/run.rc"; echo "queued at $(date +%T)" >> "$d/run.err"; done
+        # its own copy of this tree: the next call may refresh the working tree under the job
+        src=$root/queue-$REL && rm -rf "$src" && mkdir -p "$src/docs/runs" \
+          && cp -r apply.py vllm_backports benchmarks backports versions.toml "$src"/ && cp "$0" "$src/docs/runs/steps.sh"
+        (cd "$src" && OUT=$root/queue-out setsid nohup bash -c '
+          shape=$1 pairs=$2 layout=$3 n=$4; shift 4; exps=("${@:1:$n}"); shift "$n"
+          # the brackets keep these patterns from matching this job s own command line
+          while pgrep -f "apply[.]py verify|steps[.]sh upstream-gpu" > /dev/null; do sleep "${QUEUE_EVERY:-10}"; done
+          for e in "${exps[@]}"; do
+            echo "$(date +%T) $e"
+            bash docs/runs/steps.sh bench-ab start "$e" "$shape" "$pairs" "$layout" "$@"
+            until [ -f "$HOME/bench-ab/$REL-$e-$shape/run.rc" ]; do sleep "${QUEUE_EVERY:-10}"; done
+          done; echo "$(date +%T) done"' \
+          queue "$shape" "$pairs" "$layout" "${#exps[@]}" "${exps[@]}" "$@" < /dev/null > "$root/queue-$REL.log" 2>&1 &)
+        echo "queued on $REL, $shape, $pairs pairs, layout $layout: ${exps[*]}${*:+ with $*}" ;;
       profiles)
         (cd "$root" && tar -czf "$out/bench-ab-profiles-$1.tgz" $(ls -d "$1"/profile-* 2>/dev/null)); ls -la "$out" ;;
-      *) echo "bench-ab: start, poll or profiles"; exit 2 ;;
+      *) echo "bench-ab: start, queue, poll or profiles"; exit 2 ;;
     esac ;;
   *) echo "unknown step $step"; exit 2 ;;
 esac

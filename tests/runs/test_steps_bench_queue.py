@@ -1,0 +1,136 @@
+"""docs/runs/steps.sh's `bench-ab queue`: experiments run one after another from one detached job,
+after the verifies on the machine have ended, each through `bench-ab start`, a failing one not
+stopping the rest. benchmarks/bench_ab.py is a stand-in that records when each run starts and ends."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("bash") is None or shutil.which("pgrep") is None or shutil.which("setsid") is None,
+    reason="needs bash, pgrep and setsid",
+)
+
+STAND_IN = """\
+import sys, time
+args = sys.argv[1:]
+exp, out = args[args.index("--experiment") + 1], args[args.index("--out") + 1]
+trace = out + "/../trace"
+with open(trace, "a") as f:
+    f.write(f"start {exp} {time.time()} {' '.join(args)}\\n")
+time.sleep(0.5)
+with open(trace, "a") as f:
+    f.write(f"end {exp} {time.time()}\\n")
+sys.exit(3 if exp == "bad" else 0)
+"""
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """A working tree with steps.sh, a stand-in bench_ab.py and what `start` copies."""
+    root = tmp_path / "tree"
+    (root / "docs/runs").mkdir(parents=True)
+    shutil.copy(REPO / "docs/runs/steps.sh", root / "docs/runs/steps.sh")
+    (root / "benchmarks").mkdir()
+    (root / "benchmarks/bench_ab.py").write_text(STAND_IN)
+    for d in ("vllm_backports", "backports"):
+        (root / d).mkdir()
+    (root / "apply.py").write_text("")
+    (root / "versions.toml").write_text("[releases]\n")
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "python3").symlink_to(sys.executable)
+    rel = f"0.0.0-q{uuid.uuid4().hex[:8]}"  # `start` copies the tree to /tmp/vb-bench-REL-...
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path / "home"),
+        "REL": rel,
+        "OUT": str(tmp_path / "out"),
+        "QUEUE_EVERY": "0.2",
+        "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}",
+    }
+    yield root, env, tmp_path / "home" / "bench-ab"
+    for p in Path("/tmp").glob(f"vb-bench-{rel}-*"):
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def steps(root: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", "docs/runs/steps.sh", *args], cwd=root, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def wait_done(bench: Path, rel: str, seconds: float = 30) -> str:
+    log = bench / f"queue-{rel}.log"
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if log.exists() and log.read_text().rstrip().endswith("done"):
+            return log.read_text()
+        time.sleep(0.2)
+    raise AssertionError(f"the queue did not finish: {log.read_text() if log.exists() else 'no log'}")
+
+
+def trace(bench: Path) -> list[list[str]]:
+    return [line.split() for line in (bench / "trace").read_text().splitlines()]
+
+
+def test_experiments_run_in_order_one_at_a_time_and_a_failure_does_not_stop_the_rest(tree):
+    root, env, bench = tree
+    done = steps(root, env, "bench-ab", "queue", "tiny", "4", "resident", "ngram-90", "bad", "mtp", "--", "--x", "1")
+    assert done.returncode == 0, done.stderr
+    assert "ngram-90 bad mtp" in done.stdout
+    # queued runs are visible to poll at once: a folder each, no run.rc yet
+    for e in ("ngram-90", "bad", "mtp"):
+        assert (bench / f"{env['REL']}-{e}-tiny").is_dir()
+    wait_done(bench, env["REL"])
+    events = trace(bench)
+    assert [(e[0], e[1]) for e in events] == [
+        ("start", "ngram-90"),
+        ("end", "ngram-90"),
+        ("start", "bad"),
+        ("end", "bad"),
+        ("start", "mtp"),
+        ("end", "mtp"),
+    ]
+    # each starts after the one before it ended: never two on the GPU at once
+    times = [float(e[2]) for e in events]
+    assert times == sorted(times)
+    start = events[0]
+    assert start[start.index("--shape") + 1] == "tiny" and start[start.index("--pairs") + 1] == "4"
+    assert start[start.index("--layout") + 1] == "resident" and start[-2:] == ["--x", "1"]
+    rcs = {e: (bench / f"{env['REL']}-{e}-tiny/run.rc").read_text().strip() for e in ("ngram-90", "bad", "mtp")}
+    assert rcs == {"ngram-90": "0", "bad": "3", "mtp": "0"}
+
+
+def test_the_first_run_waits_for_the_verifies_on_the_machine(tree, tmp_path):
+    root, env, bench = tree
+    # a process that reads as a verify to pgrep -f, as bg's are, and says when it ended
+    ended = tmp_path / "verify-ended"
+    body = f"import time; time.sleep(2); open({str(ended)!r}, 'w').write(repr(time.time()))"
+    verify = subprocess.Popen(["bash", "-c", f'exec -a "python3 apply.py verify" {sys.executable} -c "{body}"'])
+    try:
+        time.sleep(0.3)
+        assert steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", "nospec").returncode == 0
+        verify.wait(timeout=20)
+        wait_done(bench, env["REL"])
+    finally:
+        verify.kill()
+    assert float(trace(bench)[0][2]) > float(ended.read_text())
+
+
+def test_a_queue_without_an_experiment_is_refused_and_writes_nothing(tree):
+    root, env, bench = tree
+    done = steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", "--", "--x", "1")
+    assert done.returncode == 2 and "name at least one experiment" in done.stdout
+    assert not (bench / f"queue-{env['REL']}.log").exists()
+    assert not list(bench.glob(f"{env['REL']}-*"))
