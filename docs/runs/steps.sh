@@ -162,7 +162,7 @@ case $step in
     # put before as the piece `sdist`), into verify-results/ where collect finds it
     ups=0; names=(); for a; do if [ "$a" = upstream-gpu ]; then ups=1; else names+=("$a"); fi; done
     [ $ups = 0 ] || [ -f "$HOME/sdist/sdist.sha256" ] || { echo "chain: upstream-gpu needs the sdist put first (put sdist)"; exit 1; }
-    # no names at all: the default proof set; upstream-gpu alone: no proofs
+    # no names at all: the default proof set; upstream-gpu alone, or none: no proofs (setup only)
     [ $# = 0 ] || [ ${#names[@]} -gt 0 ] || names=(none)
     # an earlier chain's upstream result must not read as this one's: collect shows it waiting
     [ $ups = 0 ] || { mkdir -p "$RES" && rm -f "$RES"/upstream-gpu* && echo "upstream-gpu: waiting for the chain's setup" > "$RES/upstream-gpu.err"; }
@@ -468,8 +468,9 @@ PY
         (cd "$root" && tar -czf "$out/bench-ab.tgz" $(for n in "${names[@]}"; do ls -d "$n"/*.json "$n"/*.jsonl "$n"/*.tail "$n"/*.txt "$n"/run.* 2>/dev/null; done)); true ;;
       queue) # SHAPE PAIRS LAYOUT EXPERIMENT... [-- OPTIONS...]: the experiments one after another,
           # each as `start` runs it, from one detached job, so that no gap between two calls
-          # leaves the GPU idle; the first once no verify and no upstream-gpu run is left on the
-          # machine (an A/B run needs the GPU to itself), which lets it be queued beside a chain
+          # leaves the GPU idle. An A/B run needs the GPU to itself: each waits for the machine's
+          # chains (their setup and upstream-gpu), verifies and other HOMEs' queued runs, so a
+          # queue can go out in the call that starts a chain (docs/runs/plan.py's bench=)
         shape=${1:?bench-ab queue: SHAPE PAIRS LAYOUT EXPERIMENT...}; pairs=${2:?}; layout=${3:?}; shift 3
         exps=(); while [ $# -gt 0 ] && [ "$1" != -- ]; do exps+=("$1"); shift; done; [ $# -gt 0 ] && shift
         [ ${#exps[@]} -gt 0 ] || { echo "bench-ab queue: name at least one experiment"; exit 2; }
@@ -478,16 +479,22 @@ PY
         # its own copy of this tree: the next call may refresh the working tree under the job
         src=$root/queue-$REL && rm -rf "$src" && mkdir -p "$src/docs/runs" \
           && cp -r apply.py vllm_backports benchmarks backports versions.toml "$src"/ && cp "$0" "$src/docs/runs/steps.sh"
-        (cd "$src" && OUT=$root/queue-out setsid nohup bash -c '
+        # the subshell's own output goes to the log too: a caller reading this step's output
+        # (a pipe) would otherwise wait for the whole queue
+        (cd "$src" && OUT=$root/queue-out exec setsid nohup bash -c '
           shape=$1 pairs=$2 layout=$3 n=$4; shift 4; exps=("${@:1:$n}"); shift "$n"
-          # the brackets keep these patterns from matching this job s own command line
-          while pgrep -f "apply[.]py verify|steps[.]sh upstream-gpu" > /dev/null; do sleep "${QUEUE_EVERY:-10}"; done
+          exec 7> "${QUEUE_LOCK:-/tmp/bench-ab.lock}"  # one A/B run a machine, over every HOME
           for e in "${exps[@]}"; do
+            flock 7
+            # a chain s wrapper names its setup and upstream-gpu steps, a bg wrapper its verify;
+            # the brackets keep the patterns from matching this job s own command line
+            while pgrep -f "apply[.]py verify|steps[.]sh (setup|upstream-gpu)" > /dev/null; do sleep "${QUEUE_EVERY:-10}"; done
             echo "$(date +%T) $e"
             bash docs/runs/steps.sh bench-ab start "$e" "$shape" "$pairs" "$layout" "$@"
             until [ -f "$HOME/bench-ab/$REL-$e-$shape/run.rc" ]; do sleep "${QUEUE_EVERY:-10}"; done
+            flock -u 7
           done; echo "$(date +%T) done"' \
-          queue "$shape" "$pairs" "$layout" "${#exps[@]}" "${exps[@]}" "$@" < /dev/null > "$root/queue-$REL.log" 2>&1 &)
+          queue "$shape" "$pairs" "$layout" "${#exps[@]}" "${exps[@]}" "$@") < /dev/null > "$root/queue-$REL.log" 2>&1 &
         echo "queued on $REL, $shape, $pairs pairs, layout $layout: ${exps[*]}${*:+ with $*}" ;;
       profiles)
         (cd "$root" && tar -czf "$out/bench-ab-profiles-$1.tgz" $(ls -d "$1"/profile-* 2>/dev/null)); ls -la "$out" ;;

@@ -57,6 +57,7 @@ def tree(tmp_path):
         "REL": rel,
         "OUT": str(tmp_path / "out"),
         "QUEUE_EVERY": "0.2",
+        "QUEUE_LOCK": str(tmp_path / "bench-ab.lock"),
         "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}",
     }
     yield root, env, tmp_path / "home" / "bench-ab"
@@ -112,20 +113,41 @@ def test_experiments_run_in_order_one_at_a_time_and_a_failure_does_not_stop_the_
     assert rcs == {"ngram-90": "0", "bad": "3", "mtp": "0"}
 
 
-def test_the_first_run_waits_for_the_verifies_on_the_machine(tree, tmp_path):
+@pytest.mark.parametrize(
+    "what",
+    # a verify as bg starts it, and a chain, whose wrapper names its setup step
+    ["python3 apply.py verify", "bash docs/runs/steps.sh setup"],
+)
+def test_the_first_run_waits_for_what_else_runs_on_the_machine(tree, tmp_path, what):
     root, env, bench = tree
-    # a process that reads as a verify to pgrep -f, as bg's are, and says when it ended
-    ended = tmp_path / "verify-ended"
+    # a process that reads as WHAT to pgrep -f and says when it ended
+    ended = tmp_path / "ended"
     body = f"import time; time.sleep(2); open({str(ended)!r}, 'w').write(repr(time.time()))"
-    verify = subprocess.Popen(["bash", "-c", f'exec -a "python3 apply.py verify" {sys.executable} -c "{body}"'])
+    other = subprocess.Popen(["bash", "-c", f'exec -a "{what}" {sys.executable} -c "{body}"'])
     try:
         time.sleep(0.3)
         assert steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", "nospec").returncode == 0
-        verify.wait(timeout=20)
+        other.wait(timeout=20)
         wait_done(bench, env["REL"])
     finally:
-        verify.kill()
+        other.kill()
     assert float(trace(bench)[0][2]) > float(ended.read_text())
+
+
+def test_queues_of_two_homes_never_run_at_once(tree, tmp_path):
+    root, env, bench = tree
+    other = {**env, "HOME": str(tmp_path / "home2")}
+    assert steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", "nospec", "mtp").returncode == 0
+    assert steps(root, other, "bench-ab", "queue", "tiny", "2", "resident", "ngram-0", "ngram-50").returncode == 0
+    wait_done(bench, env["REL"])
+    wait_done(tmp_path / "home2" / "bench-ab", env["REL"])
+    spans = {}
+    for home in (bench, tmp_path / "home2" / "bench-ab"):
+        for e in trace(home):
+            spans.setdefault(e[1], []).append(float(e[2]))
+    runs = sorted(spans.values())
+    assert len(runs) == 4
+    assert all(a[1] <= b[0] for a, b in zip(runs, runs[1:], strict=False))  # each ends before the next starts
 
 
 def test_a_queue_without_an_experiment_is_refused_and_writes_nothing(tree):
