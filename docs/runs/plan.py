@@ -5,6 +5,12 @@ with `steps.sh put`, the last call starting `steps.sh chain` with install.sh.
 
     python3 docs/runs/plan.py 0.25.0:gdn-ngram-b1,tq-continuation 0.26.0:gdn-ngram-flashinfer
     python3 docs/runs/plan.py --json 0.33.0:tq-continuation    # one object a call: command, carry
+    python3 docs/runs/plan.py 0.26.0:bench=qwen3_5-9b/ngram-90+mtp   # setup only, then A/B runs
+
+`bench=SHAPE/EXPERIMENT+EXPERIMENT...[/PAIRS[/LAYOUT]]` (20 pairs, resident unless told) queues
+A/B runs of benchmarks/bench_ab.py with the chain (`steps.sh bench-ab queue`), on the Triton GDN
+prefill; they start once the machine's chains and verifies have ended. A release with only
+`bench=` gets no proofs.
 
 Run after ../shared/gpu/stage-vllm.sh REL (from the project root), docs/runs/stage-fa2.sh REL and
 `mv .stage .stage-REL` (both scripts write .stage/, one release at a time), and, for FlashInfer
@@ -24,7 +30,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: its .stage-* folders and its package
 sys.path.insert(0, str(ROOT))
-from vllm_backports.verify.proofs import PROOFS, option  # noqa: E402  (after the path, as a script)
+from vllm_backports.bench.experiments import EXPERIMENTS  # noqa: E402  (after the path, as a script)
+from vllm_backports.bench.schedule import LAYOUTS  # noqa: E402
+from vllm_backports.bench.shapes import SHAPES  # noqa: E402
+from vllm_backports.verify.proofs import PROOFS, option  # noqa: E402
 
 # Not a proof: the release's own tests on the GPU (steps.sh upstream-gpu), run beside the proofs
 UPSTREAM = "upstream-gpu"
@@ -54,17 +63,40 @@ def tree_size(root: Path) -> int:
     return sum((root / n).stat().st_size for n in out.decode().split("\0") if n and (root / n).is_file())
 
 
+BENCH = "bench="
+
+
+def bench_queue(token: str) -> list[str]:
+    """`bench=SHAPE/EXP+EXP...[/PAIRS[/LAYOUT]]` as the arguments of `steps.sh bench-ab queue`."""
+    fields = token.removeprefix(BENCH).split("/")
+    if not 2 <= len(fields) <= 4:
+        raise SystemExit(f"plan: {token}: write bench=SHAPE/EXPERIMENT+EXPERIMENT[/PAIRS[/LAYOUT]]")
+    shape, exps = fields[0], fields[1].split("+")
+    pairs = fields[2] if len(fields) > 2 else "20"
+    layout = fields[3] if len(fields) > 3 else "resident"
+    if shape not in SHAPES:
+        raise SystemExit(f"plan: unknown shape {shape} ({', '.join(SHAPES)})")
+    for e in exps:
+        if e not in EXPERIMENTS:
+            raise SystemExit(f"plan: unknown experiment {e} ({', '.join(EXPERIMENTS)})")
+    if not pairs.isdigit() or int(pairs) < 1:
+        raise SystemExit(f"plan: {token}: pairs must be a positive number, not {pairs}")
+    if layout not in LAYOUTS:
+        raise SystemExit(f"plan: unknown layout {layout} ({', '.join(LAYOUTS)})")
+    return [shape, pairs, layout, *exps, "--", "--prefill-backend", "triton"]
+
+
 def gpus_needed(proof: str) -> int:
     """The GPUs a proof's engines take: its tensor-parallel size (tp2: two)."""
-    return 1 if proof == UPSTREAM else int(option(PROOFS[proof].options, "--tp") or 1)
+    return 1 if proof == UPSTREAM or proof.startswith(BENCH) else int(option(PROOFS[proof].options, "--tp") or 1)
 
 
 def wants_flashinfer(proofs: list[str]) -> bool:
     """Whether a proof named runs FlashInfer's GDN prefill (its pieces are carried only then)."""
-    unknown = [p for p in proofs if p not in PROOFS and p != UPSTREAM]
+    unknown = [p for p in proofs if p not in PROOFS and p != UPSTREAM and not p.startswith(BENCH)]
     if unknown:
         raise SystemExit(f"plan: unknown proof {unknown[0]} (vllm_backports/verify/proofs.py, or {UPSTREAM})")
-    return any("flashinfer" in PROOFS[p].options for p in proofs if p != UPSTREAM)
+    return any("flashinfer" in PROOFS[p].options for p in proofs if p in PROOFS)
 
 
 def pieces(
@@ -159,7 +191,10 @@ def plan(root: Path, runs: list[tuple[str, list[str]]], room: int) -> list[dict]
                 command = put
             else:
                 env = f"HOME={home} REL={release} GPU_TESTS=0 RELEASE_TESTS=0"
-                chain = f"{env} bash docs/runs/steps.sh chain {' '.join(proofs)}"
+                names = [p for p in proofs if not p.startswith(BENCH)] or ["none"]  # none: setup only
+                chain = f"{env} bash docs/runs/steps.sh chain {' '.join(names)}"
+                for q in (bench_queue(p) for p in proofs if p.startswith(BENCH)):
+                    chain += f" && HOME={home} REL={release} bash docs/runs/steps.sh bench-ab queue {' '.join(q)}"
                 command = f"{put} && {chain}" if put else chain
             calls.append(
                 {

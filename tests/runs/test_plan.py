@@ -104,8 +104,11 @@ def test_a_second_release_shares_fa2_in_halves_too(tmp_path):
 
 def test_a_piece_over_a_call_and_a_release_not_staged_are_refused(tmp_path):
     stage(tmp_path, "0.25.0", [61], [52])
-    with pytest.raises(SystemExit, match=r"plan: .stage-0.25.0/p0 is 61.0 MiB, over a call's 60.0 MiB beside a 3.0 "
-                       r"MiB tree: stage it again in smaller parts \(PART_MB=59 for ../shared/gpu/stage-vllm.sh"):
+    with pytest.raises(
+        SystemExit,
+        match=r"plan: .stage-0.25.0/p0 is 61.0 MiB, over a call's 60.0 MiB beside a 3.0 "
+        r"MiB tree: stage it again in smaller parts \(PART_MB=59 for ../shared/gpu/stage-vllm.sh",
+    ):
         plan.plan(tmp_path, [("0.25.0", ["gdn-ngram"])], 60 * MIB)
     with pytest.raises(SystemExit, match=r"plan: .stage-0.99.0/install.sh missing"):
         plan.plan(tmp_path, [("0.99.0", ["gdn-ngram"])], 60 * MIB)
@@ -119,3 +122,34 @@ def test_a_proof_at_tensor_parallel_two_asks_for_the_two_gpu_kind(tmp_path, monk
     assert plan.main(["0.20.0:gdn-ngram"]) == 0 and "GPUs" not in capsys.readouterr().err
     assert plan.main(["0.20.0:gdn-ngram,tp2"]) == 0
     assert "a proof runs on 2 GPUs: make every call on a kind with 2 (nvidia-h100-x2)" in capsys.readouterr().err
+
+
+def test_bench_queues_ab_runs_after_a_chain_without_proofs(tmp_path):
+    stage(tmp_path, "0.26.0", [58], [52])
+    calls = plan.plan(tmp_path, [("0.26.0", ["bench=qwen3_5-9b/ngram-90+mtp"])], 61 * MIB)
+    last = calls[-1]["command"]
+    # setup only (`chain none`), then the queue, with the defaults: 20 pairs, resident, Triton prefill
+    assert "chain none && HOME=/root/h1 REL=0.26.0 bash docs/runs/steps.sh bench-ab queue " in last
+    assert last.endswith("queue qwen3_5-9b 20 resident ngram-90 mtp -- --prefill-backend triton")
+    assert plan.gpus_needed("bench=qwen3_5-9b/mtp") == 1
+    # beside proofs the chain runs them, and the queue waits for them on the machine
+    calls = plan.plan(tmp_path, [("0.26.0", ["gdn-ngram", "bench=qwen3_6-27b/nospec/40/sleep"])], 61 * MIB)
+    assert "chain gdn-ngram && " in calls[-1]["command"]
+    assert calls[-1]["command"].endswith("queue qwen3_6-27b 40 sleep nospec -- --prefill-backend triton")
+
+
+@pytest.mark.parametrize(
+    "token, message",
+    [
+        ("bench=qwen3_5-9b", "write bench=SHAPE/EXPERIMENT"),
+        ("bench=qwen3_5-9b/mtp/20/resident/x", "write bench=SHAPE/EXPERIMENT"),
+        ("bench=qwen3-9b/mtp", "unknown shape qwen3-9b"),
+        ("bench=qwen3_5-9b/ngram-9", "unknown experiment ngram-9"),
+        ("bench=qwen3_5-9b/mtp/0", "pairs must be a positive number, not 0"),
+        ("bench=qwen3_5-9b/mtp/20/resdent", "unknown layout resdent"),
+    ],
+)
+def test_a_bad_bench_token_is_refused(tmp_path, token, message):
+    stage(tmp_path, "0.26.0", [58], [52])
+    with pytest.raises(SystemExit, match=message):
+        plan.plan(tmp_path, [("0.26.0", [token])], 61 * MIB)
