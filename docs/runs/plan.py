@@ -9,8 +9,9 @@ with `steps.sh put`, the last call starting `steps.sh chain` with install.sh.
 
 `bench=SHAPE/EXPERIMENT+EXPERIMENT...[/PAIRS[/LAYOUT]]` (20 pairs, resident unless told) queues
 A/B runs of benchmarks/bench_ab.py with the chain (`steps.sh bench-ab queue`), on the Triton GDN
-prefill; they start once the machine's chains and verifies have ended. A release with only
-`bench=` gets no proofs.
+prefill; they start once the machine's chains and verifies have ended, one at a time over every
+release. A release with only `bench=` gets no proofs, and one `bench=` at most. The machine goes
+back 30 s after a call ends: keep a `bench-ab poll` (or `collect`) call in flight meanwhile.
 
 Run after ../shared/gpu/stage-vllm.sh REL (from the project root), docs/runs/stage-fa2.sh REL and
 `mv .stage .stage-REL` (both scripts write .stage/, one release at a time), and, for FlashInfer
@@ -193,7 +194,10 @@ def plan(root: Path, runs: list[tuple[str, list[str]]], room: int) -> list[dict]
                 env = f"HOME={home} REL={release} GPU_TESTS=0 RELEASE_TESTS=0"
                 names = [p for p in proofs if not p.startswith(BENCH)] or ["none"]  # none: setup only
                 chain = f"{env} bash docs/runs/steps.sh chain {' '.join(names)}"
-                for q in (bench_queue(p) for p in proofs if p.startswith(BENCH)):
+                queues = [bench_queue(p) for p in proofs if p.startswith(BENCH)]
+                if len(queues) > 1:  # steps.sh keeps one queue a release and HOME
+                    raise SystemExit(f"plan: {release}: one bench= a release; join its experiments with +")
+                for q in queues:
                     chain += f" && HOME={home} REL={release} bash docs/runs/steps.sh bench-ab queue {' '.join(q)}"
                 command = f"{put} && {chain}" if put else chain
             calls.append(

@@ -11,7 +11,8 @@
 #        teacher-forced reference against the float32 one, on the tiny checkpoint)
 #   REL=0.28.0 bash docs/runs/steps.sh bench-ab start nospec qwen3_5-9b 20 resident; ... bench-ab poll 540
 #        (A/B runs of benchmarks/bench_ab.py in the background, one a call to start, resumable:
-#        docs/BENCHMARKS.md, "A/B runs on models of users' sizes")
+#        docs/BENCHMARKS.md, "A/B runs on models of users' sizes"; `bench-ab queue` runs several
+#        back to back once the machine's chains and verifies have ended)
 # Sites, all of release $REL:
 #   fix  $HOME/vllm-site  the release's shipped series
 #   ctl  /tmp/site-ctl-$REL  the series without turboquant-spec-decode (and without
@@ -43,6 +44,8 @@ set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
 RES=$HOME/verify-results
+# A marker a running chain, machine-wide: what a bench-ab queue waits for (chain, queue)
+CHAINS=${CHAINS_DIR:-/tmp/chains}
 declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl-$REL [p65]=/tmp/site-p65-$REL [raw]=/tmp/site-raw-$REL [pc-hit]=/tmp/site-pc-hit-$REL)
 # spec-prefill-decode-graph: vLLM #49918; turboquant-prefill-fastpath: vLLM #46460
 LESS=(spec-prefill-decode-graph turboquant-prefill-fastpath)
@@ -166,12 +169,17 @@ case $step in
     [ $# = 0 ] || [ ${#names[@]} -gt 0 ] || names=(none)
     # an earlier chain's upstream result must not read as this one's: collect shows it waiting
     [ $ups = 0 ] || { mkdir -p "$RES" && rm -f "$RES"/upstream-gpu* && echo "upstream-gpu: waiting for the chain's setup" > "$RES/upstream-gpu.err"; }
-    (cd "$HOME/repo" && OUT=$HOME/out UPS=$ups R=$RES setsid nohup bash -c '{ { [ "${SKIP_INSTALL:-0}" = 1 ] || bash "$HOME/install.sh"; } && { [ ! -d "$HOME/fi" ] || bash docs/runs/steps.sh fi-site || true; } && bash docs/runs/steps.sh setup &&
+    # made before this call returns, so that nothing started after it misses the chain; the
+    # chain removes it when it ends, beside its status in $HOME/chain.rc
+    mark=$CHAINS/$(printf %s "$HOME" | tr / _); mkdir -p "$CHAINS" && touch "$mark" && rm -f "$HOME/chain.rc"
+    # the subshell's output goes to the log as well: a caller reading this call's output through
+    # a pipe would otherwise wait for the whole chain
+    (cd "$HOME/repo" && OUT=$HOME/out UPS=$ups R=$RES M=$mark exec setsid nohup bash -c '{ { [ "${SKIP_INSTALL:-0}" = 1 ] || bash "$HOME/install.sh"; } && { [ ! -d "$HOME/fi" ] || bash docs/runs/steps.sh fi-site || true; } && bash docs/runs/steps.sh setup &&
       { [ "$*" = none ] || bash docs/runs/steps.sh proofs "$@"; }; }; s=$?
       if [ "$UPS" = 1 ] && [ $s = 0 ]; then OUT=$R bash docs/runs/steps.sh upstream-gpu > "$R/upstream-gpu.err" 2>&1; echo $? > "$R/upstream-gpu.rc"
       elif [ "$UPS" = 1 ]; then echo "upstream-gpu not run: the chain stopped before it (exit $s)" >> "$R/upstream-gpu.err"; echo $s > "$R/upstream-gpu.rc"; fi
-      exit $s' \
-      chain "${names[@]}" > "$HOME/chain.log" 2>&1 < /dev/null &)
+      echo $s > "$HOME/chain.rc"; rm -f "$M"; exit $s' \
+      chain "${names[@]}") > "$HOME/chain.log" 2>&1 < /dev/null &
     echo "chain of $REL started under $HOME: $*" ;;
   put) # PIECE...: pieces of .stage-$REL and .stage-fi-$REL carried in this call, each where
       # install.sh, setup and fi-site read it: pN (bundle part), fa2 or fa2a/fa2b (FA2 whole or in
@@ -468,30 +476,56 @@ PY
         (cd "$root" && tar -czf "$out/bench-ab.tgz" $(for n in "${names[@]}"; do ls -d "$n"/*.json "$n"/*.jsonl "$n"/*.tail "$n"/*.txt "$n"/run.* 2>/dev/null; done)); true ;;
       queue) # SHAPE PAIRS LAYOUT EXPERIMENT... [-- OPTIONS...]: the experiments one after another,
           # each as `start` runs it, from one detached job, so that no gap between two calls
-          # leaves the GPU idle. An A/B run needs the GPU to itself: each waits for the machine's
-          # chains (their setup and upstream-gpu), verifies and other HOMEs' queued runs, so a
-          # queue can go out in the call that starts a chain (docs/runs/plan.py's bench=)
+          # leaves the GPU idle. An A/B run needs the GPU to itself: each run waits until no chain,
+          # verify, upstream-gpu run or other A/B run is left on the machine (queues of several
+          # HOMEs take turns), so a queue can go out in the call that starts a chain
+          # (docs/runs/plan.py's bench=). Runs that cannot run end with a status that says why:
+          # the chain failed, the fix site carries no backport, `start` failed, the run vanished.
         shape=${1:?bench-ab queue: SHAPE PAIRS LAYOUT EXPERIMENT...}; pairs=${2:?}; layout=${3:?}; shift 3
         exps=(); while [ $# -gt 0 ] && [ "$1" != -- ]; do exps+=("$1"); shift; done; [ $# -gt 0 ] && shift
         [ ${#exps[@]} -gt 0 ] || { echo "bench-ab queue: name at least one experiment"; exit 2; }
+        # one queue a release and HOME: a second would take the first one's folders from under it
+        exec 6> "$root/queue-$REL.lock"
+        flock -n 6 || { echo "bench-ab queue: a queue of $REL still runs under $HOME ($root/queue-$REL.log): poll it"; exit 2; }
         # poll counts a queued run as running: its folder exists, without run.rc
         for e in "${exps[@]}"; do d=$root/$REL-$e-$shape; mkdir -p "$d"; rm -f "$d/run.rc"; echo "queued at $(date +%T)" >> "$d/run.err"; done
         # its own copy of this tree: the next call may refresh the working tree under the job
         src=$root/queue-$REL && rm -rf "$src" && mkdir -p "$src/docs/runs" \
           && cp -r apply.py vllm_backports benchmarks backports versions.toml "$src"/ && cp "$0" "$src/docs/runs/steps.sh"
         # the subshell's own output goes to the log too: a caller reading this step's output
-        # (a pipe) would otherwise wait for the whole queue
-        (cd "$src" && OUT=$root/queue-out exec setsid nohup bash -c '
+        # (a pipe) would otherwise wait for the whole queue. The job keeps descriptor 6 (the
+        # queue's lock) open until it ends; the runs it starts get neither lock.
+        (cd "$src" && OUT=$root/queue-out C=$CHAINS exec setsid nohup bash -c '
           shape=$1 pairs=$2 layout=$3 n=$4; shift 4; exps=("${@:1:$n}"); shift "$n"
+          every=${QUEUE_EVERY:-10}
+          stop() { # REASON STATUS: every run not run yet ends with STATUS, saying why
+            local e d; for e in "${exps[@]}"; do d=$HOME/bench-ab/$REL-$e-$shape
+              [ -f "$d/run.rc" ] || { echo "not run: $1" >> "$d/run.err"; echo "$2" > "$d/run.rc"; }; done
+            echo "$(date +%T) stopped: $1"; exit "$2"
+          }
           exec 7> "${QUEUE_LOCK:-/tmp/bench-ab.lock}"  # one A/B run a machine, over every HOME
           for e in "${exps[@]}"; do
+            d=$HOME/bench-ab/$REL-$e-$shape
             flock 7
-            # a chain s wrapper names its setup and upstream-gpu steps, a bg wrapper its verify;
-            # the brackets keep the patterns from matching this job s own command line
-            while pgrep -f "apply[.]py verify|steps[.]sh (setup|upstream-gpu)" > /dev/null; do sleep "${QUEUE_EVERY:-10}"; done
+            # chains leave a marker while they run; verifies and runs started by hand show in
+            # their command lines (the brackets keep the patterns off this job s own)
+            while [ -n "$(ls -A "$C" 2> /dev/null)" ] || pgrep -f "apply[.]py verify|steps[.]sh upstream-gpu|bench_ab[.]py run" > /dev/null; do
+              sleep "$every"; done
+            rc=$(cat "$HOME/chain.rc" 2> /dev/null || echo 0)
+            [ "$rc" = 0 ] || stop "the chain of $REL ended with exit $rc ($HOME/chain.log)" "$rc"
+            # setup goes on past a series that did not apply: the fix site must carry it
+            PYTHONPATH=$HOME/vllm-site python3 apply.py status --vllm "$REL" --json 2> /dev/null \
+              | python3 -c "import json, sys; sys.exit(0 if json.load(sys.stdin).get(\"applied\") else 1)" \
+              || stop "the fix site $HOME/vllm-site carries no backport" 3
             echo "$(date +%T) $e"
-            bash docs/runs/steps.sh bench-ab start "$e" "$shape" "$pairs" "$layout" "$@"
-            until [ -f "$HOME/bench-ab/$REL-$e-$shape/run.rc" ]; do sleep "${QUEUE_EVERY:-10}"; done
+            bash docs/runs/steps.sh bench-ab start "$e" "$shape" "$pairs" "$layout" "$@" 6>&- 7>&- \
+              || { echo "not run: bench-ab start failed" >> "$d/run.err"; echo 2 > "$d/run.rc"; }
+            until [ -f "$d/run.rc" ]; do
+              # a run gone without a status (killed with its wrapper) ends here, not in a wait forever
+              pgrep -f "bench_ab[.]py run.*$d" > /dev/null \
+                || { sleep 1; [ -f "$d/run.rc" ] || { echo "the run ended without a status" >> "$d/run.err"; echo 125 > "$d/run.rc"; }; }
+              sleep "$every"
+            done
             flock -u 7
           done; echo "$(date +%T) done"' \
           queue "$shape" "$pairs" "$layout" "${#exps[@]}" "${exps[@]}" "$@") < /dev/null > "$root/queue-$REL.log" 2>&1 &

@@ -136,6 +136,9 @@ def test_bench_queues_ab_runs_after_a_chain_without_proofs(tmp_path):
     calls = plan.plan(tmp_path, [("0.26.0", ["gdn-ngram", "bench=qwen3_6-27b/nospec/40/sleep"])], 61 * MIB)
     assert "chain gdn-ngram && " in calls[-1]["command"]
     assert calls[-1]["command"].endswith("queue qwen3_6-27b 40 sleep nospec -- --prefill-backend triton")
+    # one queue a release (steps.sh refuses a second while the first runs)
+    with pytest.raises(SystemExit, match="0.26.0: one bench= a release; join its experiments with +"):
+        plan.plan(tmp_path, [("0.26.0", ["bench=qwen3_5-9b/mtp", "bench=qwen3_6-27b/nospec"])], 61 * MIB)
 
 
 @pytest.mark.parametrize(

@@ -22,16 +22,23 @@ pytestmark = pytest.mark.skipif(
 )
 
 STAND_IN = """\
-import sys, time
+import os, signal, sys, time
 args = sys.argv[1:]
 exp, out = args[args.index("--experiment") + 1], args[args.index("--out") + 1]
 trace = out + "/../trace"
 with open(trace, "a") as f:
     f.write(f"start {exp} {time.time()} {' '.join(args)}\\n")
-time.sleep(0.5)
+time.sleep(float(os.environ.get("STAND_IN_SECONDS", "0.5")))
 with open(trace, "a") as f:
     f.write(f"end {exp} {time.time()}\\n")
-sys.exit(3 if exp == "bad" else 0)
+if exp == "ngram-50":  # killed with its wrapper: no status written
+    os.kill(os.getppid(), signal.SIGKILL)
+sys.exit(3 if exp == "ngram-0" else 0)
+"""
+# apply.py status as the fix site answers it: the series applied, or (STAND_IN_APPLIED="") none
+STATUS = """\
+import json, os
+print(json.dumps({"applied": [a for a in os.environ.get("STAND_IN_APPLIED", "x").split(",") if a]}))
 """
 
 
@@ -45,7 +52,7 @@ def tree(tmp_path):
     (root / "benchmarks/bench_ab.py").write_text(STAND_IN)
     for d in ("vllm_backports", "backports"):
         (root / d).mkdir()
-    (root / "apply.py").write_text("")
+    (root / "apply.py").write_text(STATUS)
     (root / "versions.toml").write_text("[releases]\n")
     shim = tmp_path / "bin"
     shim.mkdir()
@@ -58,6 +65,7 @@ def tree(tmp_path):
         "OUT": str(tmp_path / "out"),
         "QUEUE_EVERY": "0.2",
         "QUEUE_LOCK": str(tmp_path / "bench-ab.lock"),
+        "CHAINS_DIR": str(tmp_path / "chains"),
         "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}",
     }
     yield root, env, tmp_path / "home" / "bench-ab"
@@ -71,14 +79,24 @@ def steps(root: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def wait_done(bench: Path, rel: str, seconds: float = 30) -> str:
+def wait_done(bench: Path, rel: str, seconds: float = 30, ended: str = "done") -> str:
+    """The queue's log once its last line says it ENDED (done, or stopped: WHY)."""
     log = bench / f"queue-{rel}.log"
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if log.exists() and log.read_text().rstrip().endswith("done"):
+        last = log.read_text().rstrip().splitlines()[-1:] if log.exists() else []
+        if last and last[0].split(" ", 1)[-1].startswith(ended):
             return log.read_text()
         time.sleep(0.2)
     raise AssertionError(f"the queue did not finish: {log.read_text() if log.exists() else 'no log'}")
+
+
+def rcs(bench: Path, env: dict, *exps: str) -> dict[str, str]:
+    return {e: (bench / f"{env['REL']}-{e}-tiny/run.rc").read_text().strip() for e in exps}
+
+
+def errs(bench: Path, env: dict, exp: str) -> str:
+    return (bench / f"{env['REL']}-{exp}-tiny/run.err").read_text()
 
 
 def trace(bench: Path) -> list[list[str]]:
@@ -87,19 +105,21 @@ def trace(bench: Path) -> list[list[str]]:
 
 def test_experiments_run_in_order_one_at_a_time_and_a_failure_does_not_stop_the_rest(tree):
     root, env, bench = tree
-    done = steps(root, env, "bench-ab", "queue", "tiny", "4", "resident", "ngram-90", "bad", "mtp", "--", "--x", "1")
+    done = steps(
+        root, env, "bench-ab", "queue", "tiny", "4", "resident", "ngram-90", "ngram-0", "mtp", "--", "--x", "1"
+    )
     assert done.returncode == 0, done.stderr
-    assert "ngram-90 bad mtp" in done.stdout
+    assert "ngram-90 ngram-0 mtp" in done.stdout
     # queued runs are visible to poll at once: a folder each, no run.rc yet
-    for e in ("ngram-90", "bad", "mtp"):
+    for e in ("ngram-90", "ngram-0", "mtp"):
         assert (bench / f"{env['REL']}-{e}-tiny").is_dir()
     wait_done(bench, env["REL"])
     events = trace(bench)
     assert [(e[0], e[1]) for e in events] == [
         ("start", "ngram-90"),
         ("end", "ngram-90"),
-        ("start", "bad"),
-        ("end", "bad"),
+        ("start", "ngram-0"),
+        ("end", "ngram-0"),
         ("start", "mtp"),
         ("end", "mtp"),
     ]
@@ -109,14 +129,13 @@ def test_experiments_run_in_order_one_at_a_time_and_a_failure_does_not_stop_the_
     start = events[0]
     assert start[start.index("--shape") + 1] == "tiny" and start[start.index("--pairs") + 1] == "4"
     assert start[start.index("--layout") + 1] == "resident" and start[-2:] == ["--x", "1"]
-    rcs = {e: (bench / f"{env['REL']}-{e}-tiny/run.rc").read_text().strip() for e in ("ngram-90", "bad", "mtp")}
-    assert rcs == {"ngram-90": "0", "bad": "3", "mtp": "0"}
+    assert rcs(bench, env, "ngram-90", "ngram-0", "mtp") == {"ngram-90": "0", "ngram-0": "3", "mtp": "0"}
 
 
 @pytest.mark.parametrize(
     "what",
-    # a verify as bg starts it, and a chain, whose wrapper names its setup step
-    ["python3 apply.py verify", "bash docs/runs/steps.sh setup"],
+    # a verify as bg starts it, the release's own GPU tests, an A/B run started by hand
+    ["python3 apply.py verify", "bash docs/runs/steps.sh upstream-gpu", "python3 benchmarks/bench_ab.py run"],
 )
 def test_the_first_run_waits_for_what_else_runs_on_the_machine(tree, tmp_path, what):
     root, env, bench = tree
@@ -138,7 +157,7 @@ def test_queues_of_two_homes_never_run_at_once(tree, tmp_path):
     root, env, bench = tree
     other = {**env, "HOME": str(tmp_path / "home2")}
     assert steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", "nospec", "mtp").returncode == 0
-    assert steps(root, other, "bench-ab", "queue", "tiny", "2", "resident", "ngram-0", "ngram-50").returncode == 0
+    assert steps(root, other, "bench-ab", "queue", "tiny", "2", "resident", "ngram-90", "tq-mtp").returncode == 0
     wait_done(bench, env["REL"])
     wait_done(tmp_path / "home2" / "bench-ab", env["REL"])
     spans = {}
@@ -148,6 +167,67 @@ def test_queues_of_two_homes_never_run_at_once(tree, tmp_path):
     runs = sorted(spans.values())
     assert len(runs) == 4
     assert all(a[1] <= b[0] for a, b in zip(runs, runs[1:], strict=False))  # each ends before the next starts
+
+
+def test_a_running_chain_holds_the_queue_until_its_marker_goes(tree, tmp_path):
+    root, env, bench = tree
+    chains = tmp_path / "chains"
+    chains.mkdir()
+    (chains / "_root_h9").touch()  # as `chain` marks itself before its call returns
+    assert steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", "nospec").returncode == 0
+    time.sleep(1.5)
+    assert not (bench / "trace").exists()
+    gone = time.time()
+    (chains / "_root_h9").unlink()
+    wait_done(bench, env["REL"])
+    assert float(trace(bench)[0][2]) > gone
+
+
+def test_a_failed_chain_stops_the_queue_with_its_status(tree):
+    root, env, bench = tree
+    stage = root / f".stage-{env['REL']}"
+    stage.mkdir()
+    (stage / "install.sh").write_text("sleep 1; exit 7\n")
+    chain = steps(root, env, "chain", "none")
+    assert chain.returncode == 0, chain.stdout + chain.stderr
+    marks = list(Path(env["CHAINS_DIR"]).iterdir())
+    assert [m.name for m in marks] == [env["HOME"].replace("/", "_")]  # there before the call returned
+    assert steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", "nospec", "mtp").returncode == 0
+    log = wait_done(bench, env["REL"], ended="stopped")
+    assert "the chain of" in log and "ended with exit 7" in log
+    assert (Path(env["HOME"]) / "chain.rc").read_text().strip() == "7" and not marks[0].exists()
+    assert rcs(bench, env, "nospec", "mtp") == {"nospec": "7", "mtp": "7"}
+    assert "not run: the chain of" in errs(bench, env, "mtp") and not (bench / "trace").exists()
+
+
+def test_a_fix_site_without_the_series_stops_the_queue(tree):
+    root, env, bench = tree
+    env = {**env, "STAND_IN_APPLIED": ""}
+    assert steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", "nospec").returncode == 0
+    assert "carries no backport" in wait_done(bench, env["REL"], ended="stopped")
+    assert rcs(bench, env, "nospec") == {"nospec": "3"} and not (bench / "trace").exists()
+
+
+def test_a_run_gone_without_a_status_ends_and_the_next_one_runs(tree):
+    root, env, bench = tree
+    assert steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", "ngram-50", "mtp").returncode == 0
+    wait_done(bench, env["REL"])
+    assert rcs(bench, env, "ngram-50", "mtp") == {"ngram-50": "125", "mtp": "0"}
+    assert "the run ended without a status" in errs(bench, env, "ngram-50")
+
+
+def test_a_second_queue_of_a_release_is_refused_while_the_first_runs(tree):
+    root, env, bench = tree
+    env = {**env, "STAND_IN_SECONDS": "2"}
+    assert steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", "nospec").returncode == 0
+    time.sleep(0.5)
+    second = steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", "mtp")
+    assert second.returncode == 2 and "still runs under" in second.stdout
+    assert not (bench / f"{env['REL']}-mtp-tiny").exists()
+    log = wait_done(bench, env["REL"])
+    assert "nospec" in log and rcs(bench, env, "nospec") == {"nospec": "0"}
+    # once it has ended, a new queue is taken
+    assert steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", "mtp").returncode == 0
 
 
 def test_a_queue_without_an_experiment_is_refused_and_writes_nothing(tree):
