@@ -170,11 +170,11 @@ case $step in
     # an earlier chain's upstream result must not read as this one's: collect shows it waiting
     [ $ups = 0 ] || { mkdir -p "$RES" && rm -f "$RES"/upstream-gpu* && echo "upstream-gpu: waiting for the chain's setup" > "$RES/upstream-gpu.err"; }
     # made before this call returns, so that nothing started after it misses the chain; the
-    # chain removes it when it ends, beside its status in $HOME/chain.rc
+    # chain writes its pid in it, and removes it when it ends, beside its status in $HOME/chain.rc
     mark=$CHAINS/$(printf %s "$HOME" | tr / _); mkdir -p "$CHAINS" && touch "$mark" && rm -f "$HOME/chain.rc"
     # the subshell's output goes to the log as well: a caller reading this call's output through
     # a pipe would otherwise wait for the whole chain
-    (cd "$HOME/repo" && OUT=$HOME/out UPS=$ups R=$RES M=$mark exec setsid nohup bash -c '{ { [ "${SKIP_INSTALL:-0}" = 1 ] || bash "$HOME/install.sh"; } && { [ ! -d "$HOME/fi" ] || bash docs/runs/steps.sh fi-site || true; } && bash docs/runs/steps.sh setup &&
+    (cd "$HOME/repo" && OUT=$HOME/out UPS=$ups R=$RES M=$mark exec setsid nohup bash -c 'echo $$ > "$M"; { { [ "${SKIP_INSTALL:-0}" = 1 ] || bash "$HOME/install.sh"; } && { [ ! -d "$HOME/fi" ] || bash docs/runs/steps.sh fi-site || true; } && bash docs/runs/steps.sh setup &&
       { [ "$*" = none ] || bash docs/runs/steps.sh proofs "$@"; }; }; s=$?
       if [ "$UPS" = 1 ] && [ $s = 0 ]; then OUT=$R bash docs/runs/steps.sh upstream-gpu > "$R/upstream-gpu.err" 2>&1; echo $? > "$R/upstream-gpu.rc"
       elif [ "$UPS" = 1 ]; then echo "upstream-gpu not run: the chain stopped before it (exit $s)" >> "$R/upstream-gpu.err"; echo $s > "$R/upstream-gpu.rc"; fi
@@ -503,13 +503,19 @@ PY
               [ -f "$d/run.rc" ] || { echo "not run: $1" >> "$d/run.err"; echo "$2" > "$d/run.rc"; }; done
             echo "$(date +%T) stopped: $1"; exit "$2"
           }
+          chains() { # whether a chain runs: a marker with a live pid, or one just made (no pid yet)
+            local m p; for m in "$C"/*; do [ -e "$m" ] || continue; p=$(cat "$m" 2> /dev/null)
+              if [ -n "$p" ]; then kill -0 "$p" 2> /dev/null && return 0
+              elif [ $(($(date +%s) - $(stat -c %Y "$m"))) -lt 60 ]; then return 0; fi; done; return 1
+          }
           exec 7> "${QUEUE_LOCK:-/tmp/bench-ab.lock}"  # one A/B run a machine, over every HOME
           for e in "${exps[@]}"; do
             d=$HOME/bench-ab/$REL-$e-$shape
             flock 7
-            # chains leave a marker while they run; verifies and runs started by hand show in
-            # their command lines (the brackets keep the patterns off this job s own)
-            while [ -n "$(ls -A "$C" 2> /dev/null)" ] || pgrep -f "apply[.]py verify|steps[.]sh upstream-gpu|bench_ab[.]py run" > /dev/null; do
+            # chains leave a marker while they run (one whose chain died is passed over);
+            # verifies and runs started by hand show in their command lines (the brackets keep
+            # the patterns off this job s own)
+            while chains || pgrep -f "apply[.]py verify|steps[.]sh upstream-gpu|bench_ab[.]py run" > /dev/null; do
               sleep "$every"; done
             rc=$(cat "$HOME/chain.rc" 2> /dev/null || echo 0)
             [ "$rc" = 0 ] || stop "the chain of $REL ended with exit $rc ($HOME/chain.log)" "$rc"

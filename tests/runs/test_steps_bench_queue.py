@@ -173,7 +173,7 @@ def test_a_running_chain_holds_the_queue_until_its_marker_goes(tree, tmp_path):
     root, env, bench = tree
     chains = tmp_path / "chains"
     chains.mkdir()
-    (chains / "_root_h9").touch()  # as `chain` marks itself before its call returns
+    (chains / "_root_h9").touch()  # as `chain` marks itself before its call returns, no pid yet
     assert steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", "nospec").returncode == 0
     time.sleep(1.5)
     assert not (bench / "trace").exists()
@@ -181,6 +181,16 @@ def test_a_running_chain_holds_the_queue_until_its_marker_goes(tree, tmp_path):
     (chains / "_root_h9").unlink()
     wait_done(bench, env["REL"])
     assert float(trace(bench)[0][2]) > gone
+
+
+def test_a_marker_whose_chain_died_does_not_hold_the_queue(tree, tmp_path):
+    root, env, bench = tree
+    chains = tmp_path / "chains"
+    chains.mkdir()
+    dead = subprocess.run(["bash", "-c", "echo $$"], capture_output=True, text=True).stdout.strip()
+    (chains / "_root_h9").write_text(dead + "\n")
+    assert steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", "nospec").returncode == 0
+    wait_done(bench, env["REL"], seconds=5)
 
 
 def test_a_failed_chain_stops_the_queue_with_its_status(tree):
