@@ -8,10 +8,11 @@ with `steps.sh put`, the last call starting `steps.sh chain` with install.sh.
     python3 docs/runs/plan.py 0.26.0:bench=qwen3_5-9b/ngram-90+mtp   # setup only, then A/B runs
 
 `bench=SHAPE/EXPERIMENT+EXPERIMENT...[/PAIRS[/LAYOUT]]` (20 pairs, resident unless told) queues
-A/B runs of benchmarks/bench_ab.py with the chain (`steps.sh bench-ab queue`), on the Triton GDN
-prefill; they start once the machine's chains and verifies have ended, one at a time over every
-release. A release with only `bench=` gets no proofs, and one `bench=` at most. The machine goes
-back 30 s after a call ends: keep a `bench-ab poll` (or `collect`) call in flight meanwhile.
+A/B runs of benchmarks/bench_ab.py on the Triton GDN prefill (`steps.sh bench-ab queue`, in the
+plan's last call, once every chain has started); they run once the machine's chains and verifies
+have ended, one at a time over every release. A release with only `bench=` gets no proofs, and
+one `bench=` at most. The machine goes back 30 s after a call ends: keep a `bench-ab poll` (or
+`collect`) call in flight meanwhile.
 
 Run after ../shared/gpu/stage-vllm.sh REL (from the project root), docs/runs/stage-fa2.sh REL and
 `mv .stage .stage-REL` (both scripts write .stage/, one release at a time), and, for FlashInfer
@@ -173,7 +174,7 @@ def fa2_sha(root: Path, release: str) -> str | None:
 
 
 def plan(root: Path, runs: list[tuple[str, list[str]]], room: int) -> list[dict]:
-    calls, homes, seen_fa2 = [], {}, {}
+    calls, homes, seen_fa2, queues = [], {}, {}, []
     for i, (release, proofs) in enumerate(runs, 1):
         home = f"/root/h{i}"
         homes[release] = home
@@ -194,11 +195,12 @@ def plan(root: Path, runs: list[tuple[str, list[str]]], room: int) -> list[dict]
                 env = f"HOME={home} REL={release} GPU_TESTS=0 RELEASE_TESTS=0"
                 names = [p for p in proofs if not p.startswith(BENCH)] or ["none"]  # none: setup only
                 chain = f"{env} bash docs/runs/steps.sh chain {' '.join(names)}"
-                queues = [bench_queue(p) for p in proofs if p.startswith(BENCH)]
-                if len(queues) > 1:  # steps.sh keeps one queue a release and HOME
+                mine = [bench_queue(p) for p in proofs if p.startswith(BENCH)]
+                if len(mine) > 1:  # steps.sh keeps one queue a release and HOME
                     raise SystemExit(f"plan: {release}: one bench= a release; join its experiments with +")
-                for q in queues:
-                    chain += f" && HOME={home} REL={release} bash docs/runs/steps.sh bench-ab queue {' '.join(q)}"
+                queues += [
+                    f"HOME={home} REL={release} bash docs/runs/steps.sh bench-ab queue {' '.join(q)}" for q in mine
+                ]
                 command = f"{put} && {chain}" if put else chain
             calls.append(
                 {
@@ -209,6 +211,10 @@ def plan(root: Path, runs: list[tuple[str, list[str]]], room: int) -> list[dict]
                     "mib": round(sum(p.size for p in b) / 2**20, 1),
                 }
             )
+    # every queue in the last call, after every chain has marked itself: an A/B run must not
+    # start while a later release installs and sets up beside it
+    if queues:
+        calls[-1]["command"] += "".join(f" && {q}" for q in queues)
     return calls
 
 

@@ -136,6 +136,18 @@ def test_bench_queues_ab_runs_after_a_chain_without_proofs(tmp_path):
     calls = plan.plan(tmp_path, [("0.26.0", ["gdn-ngram", "bench=qwen3_6-27b/nospec/40/sleep"])], 61 * MIB)
     assert "chain gdn-ngram && " in calls[-1]["command"]
     assert calls[-1]["command"].endswith("queue qwen3_6-27b 40 sleep nospec -- --prefill-backend triton")
+    # several releases: every queue goes in the last call, after the last chain has started
+    stage(tmp_path, "0.28.0", [58], [52], sha="b")
+    calls = plan.plan(
+        tmp_path, [("0.26.0", ["bench=qwen3_5-9b/mtp"]), ("0.28.0", ["gdn-ngram", "bench=qwen3_5-9b/nospec"])], 61 * MIB
+    )
+    assert not any("bench-ab" in c["command"] for c in calls[:-1])
+    last = calls[-1]["command"]
+    assert last.index("chain gdn-ngram") < last.index("REL=0.26.0 bash docs/runs/steps.sh bench-ab queue")
+    assert last.index("REL=0.26.0 bash docs/runs/steps.sh bench-ab queue") < last.index(
+        "REL=0.28.0 bash docs/runs/steps.sh bench-ab queue"
+    )
+    assert "HOME=/root/h1 REL=0.26.0 bash docs/runs/steps.sh bench-ab queue qwen3_5-9b 20 resident mtp" in last
     # one queue a release (steps.sh refuses a second while the first runs)
     with pytest.raises(SystemExit, match="0.26.0: one bench= a release; join its experiments with +"):
         plan.plan(tmp_path, [("0.26.0", ["bench=qwen3_5-9b/mtp", "bench=qwen3_6-27b/nospec"])], 61 * MIB)
