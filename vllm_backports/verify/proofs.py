@@ -90,7 +90,8 @@ PROOFS = {
     "pc-mtp-lp": _p("--preset mtp --prompts producer-consumer --prefix-caching on --output-logprobs"),
     # the same in a KV pool small enough that later requests take blocks earlier ones freed: with
     # 2 GiB no block is handed out twice in a run, so by the code the block the over-hit leaves
-    # unwritten holds zeros (0.20.0, 2026-11-27: drift doubled, under its bound)
+    # unwritten holds zeros (0.20.0, 2026-11-27: drift doubled, under its bound; the same drift
+    # in 0.04 and 0.02 GiB, the latter handing freed blocks out again)
     "pc-mtp-lp-kv02": _p(
         "--preset mtp --prompts producer-consumer --prefix-caching on --output-logprobs --kv-cache-gib 0.02"
     ),
