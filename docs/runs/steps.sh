@@ -97,6 +97,12 @@ site.addsitedir(sys.argv[1])
 print(":".join([sys.argv[1]] + [p for p in sys.path if p not in before and p != sys.argv[1]]))
 PY
 }
+tool_copy() { # DIR: the tool's own copy in DIR (apply.py, the package, the catalogue, the
+  # benchmarks and this script) for a job that outlives its call: the next call may refresh the
+  # working tree under a running job
+  rm -rf "$1" && mkdir -p "$1/docs/runs" && cp -r apply.py vllm_backports benchmarks backports versions.toml "$1"/ \
+    && cp "$0" "$1/docs/runs/steps.sh"
+}
 site_copy() { # a hard-linked copy of the pristine install, with its own copy of every file a patch touches
   rm -rf "$1" && cp -al "${SITE[fix]}" "$1"
   for f in $TOUCHED; do [ -f "$1/vllm/$f" ] && cp "$1/vllm/$f" "$1/vllm/$f.own" && mv "$1/vllm/$f.own" "$1/vllm/$f"; done
@@ -251,8 +257,7 @@ print('flashinfer', flashinfer.__version__, 'importable; cutlass dsl:', dsl, '; 
       # session of its own, so that it outlives the call (a graphs verify with a control runs past
       # one call's 600 s); several may share the GPU when each takes a fixed --kv-cache-gib
     tag=$1; shift; mkdir -p "$RES" && rm -f "$RES/$tag.rc"  # a restart is not its last run's result
-    # its own copy of the tool: the next call may refresh this working tree under a running job
-    src=/tmp/vb-$REL-$tag && rm -rf "$src" && mkdir -p "$src" && cp -r apply.py vllm_backports backports versions.toml "$src"/
+    src=/tmp/vb-$REL-$tag && tool_copy "$src"
     # FlashInfer (docs/runs/stage-flashinfer.sh) lives in a site of its own, $HOME/fi-site, on the
     # path of FlashInfer runs only: importable, it changes the sampler of every other run too.
     extra=; [[ " $* " == *" --prefill-backend flashinfer "* ]] && extra=$(fi_path)
@@ -451,8 +456,7 @@ PY
         exp=$1 shape=$2 pairs=$3 layout=${4:-sleep}; shift 3; [ $# -gt 0 ] && shift
         name=$REL-$exp-$shape dir=$root/$REL-$exp-$shape; mkdir -p "$dir"; rm -f "$dir/run.rc"
         sites=(); for s in raw fix p65; do [ -d "${SITE[$s]}" ] && sites+=(--site "$s=${SITE[$s]}"); done
-        # its own copy of the tool: the next call may refresh this working tree under a running job
-        src=/tmp/vb-bench-$name && rm -rf "$src" && mkdir -p "$src" && cp -r apply.py vllm_backports benchmarks backports versions.toml "$src"/
+        src=/tmp/vb-bench-$name && tool_copy "$src"
         nvidia-smi -q -d CLOCK,PERFORMANCE > "$dir/clocks-$(date +%s).txt" 2>&1
         (cd "$src" && setsid nohup bash -c 'python3 benchmarks/bench_ab.py run --experiment "$0" --shape "$1" --pairs "$2" --layout "$3" --out "$4" "${@:5}" >> "$4/run.out" 2>> "$4/run.err"; echo $? > "$4/run.rc"' \
           "$exp" "$shape" "$pairs" "$layout" "$dir" "${sites[@]}" "$@" < /dev/null > /dev/null 2>&1 &)
@@ -489,9 +493,7 @@ PY
         flock -n 6 || { echo "bench-ab queue: a queue of $REL still runs under $HOME ($root/queue-$REL.log): poll it"; exit 2; }
         # poll counts a queued run as running: its folder exists, without run.rc
         for e in "${exps[@]}"; do d=$root/$REL-$e-$shape; mkdir -p "$d"; rm -f "$d/run.rc"; echo "queued at $(date +%T)" >> "$d/run.err"; done
-        # its own copy of this tree: the next call may refresh the working tree under the job
-        src=$root/queue-$REL && rm -rf "$src" && mkdir -p "$src/docs/runs" \
-          && cp -r apply.py vllm_backports benchmarks backports versions.toml "$src"/ && cp "$0" "$src/docs/runs/steps.sh"
+        src=$root/queue-$REL && tool_copy "$src"
         # the subshell's own output goes to the log too: a caller reading this step's output
         # (a pipe) would otherwise wait for the whole queue. The job keeps descriptor 6 (the
         # queue's lock) open until it ends; the runs it starts get neither lock.
