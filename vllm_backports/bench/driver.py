@@ -212,7 +212,7 @@ def run(
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else None
     if meta is not None and (meta["experiment"], meta["shape"], meta["vllm"]) != (exp.name, shape.name, release):
         raise UsageError(f"{plan.out} holds a run of {meta['experiment']} on {meta['shape']}, vLLM {meta['vllm']}")
-    if owed <= 0 and meta is not None:
+    if owed <= 0:
         return write_result(plan.out)  # every pair is there: no engine starts
     architecture = None
     if config is None and shape.multimodal_architecture:
@@ -245,8 +245,6 @@ def run(
             "machine": ran_on,
             "instances": [],
         }
-    if owed <= 0:
-        return write_result(plan.out)
     record: dict = {
         "instance": instance,
         "layout": plan.layout,
