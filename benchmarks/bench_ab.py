@@ -46,18 +46,20 @@ def brief(result: dict) -> str:
 
 
 def ran_on() -> dict:
-    """verify's record of the machine; where torch cannot say (a driver without it), the GPU's
-    name from nvidia-smi and the date."""
+    """verify's record of the machine, with nvidia-smi's index of the GPU the run had (on a host
+    of several, the run beside it is on another); where torch cannot say (a driver without it),
+    the GPU's name from nvidia-smi and the date."""
     try:
-        return machine()
+        record = machine()
     except Exception as exc:  # a record, never a reason to stop a run
         from datetime import UTC, datetime
 
-        return {
+        record = {
             "gpu": clocks.read().get("name"),
             "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "error": f"{type(exc).__name__}: {exc}",
         }
+    return {**record, "gpu_index": clocks.visible_gpu()}
 
 
 def parse_sites(values: tuple[str, ...]) -> dict[str, Path]:

@@ -6,6 +6,7 @@ with `steps.sh put`, the last call starting `steps.sh chain` with install.sh.
     python3 docs/runs/plan.py 0.25.0:gdn-ngram-b1,tq-continuation 0.26.0:gdn-ngram-flashinfer
     python3 docs/runs/plan.py --json 0.33.0:tq-continuation    # one object a call: command, carry
     python3 docs/runs/plan.py 0.26.0:bench=qwen3_5-9b/ngram-90+mtp   # setup only, then A/B runs
+    python3 docs/runs/plan.py --gpus 2 0.26.0:bench=qwen3_5-9b/mtp 0.27.0:bench=qwen3_5-9b/mtp  # one GPU each
 
 `bench=SHAPE/EXPERIMENT+EXPERIMENT...[/PAIRS[/LAYOUT]]` (20 pairs, resident unless told) queues
 A/B runs of benchmarks/bench_ab.py on the Triton GDN prefill (`steps.sh bench-ab queue`, in the
@@ -173,7 +174,9 @@ def fa2_sha(root: Path, release: str) -> str | None:
     return None
 
 
-def plan(root: Path, runs: list[tuple[str, list[str]]], room: int) -> list[dict]:
+def plan(root: Path, runs: list[tuple[str, list[str]]], room: int, gpus: int = 1) -> list[dict]:
+    """The calls; with `gpus` over 1, the releases' A/B queues go to GPUs 0, 1, ... in turn, so that
+    queues on different GPUs run side by side."""
     calls, homes, seen_fa2, queues = [], {}, {}, []
     for i, (release, proofs) in enumerate(runs, 1):
         home = f"/root/h{i}"
@@ -198,8 +201,9 @@ def plan(root: Path, runs: list[tuple[str, list[str]]], room: int) -> list[dict]
                 mine = [bench_queue(p) for p in proofs if p.startswith(BENCH)]
                 if len(mine) > 1:  # steps.sh keeps one queue a release and HOME
                     raise SystemExit(f"plan: {release}: one bench= a release; join its experiments with +")
+                on = f"GPU={len(queues) % gpus} " if gpus > 1 else ""
                 queues += [
-                    f"HOME={home} REL={release} bash docs/runs/steps.sh bench-ab queue {' '.join(q)}" for q in mine
+                    f"{on}HOME={home} REL={release} bash docs/runs/steps.sh bench-ab queue {' '.join(q)}" for q in mine
                 ]
                 command = f"{put} && {chain}" if put else chain
             calls.append(
@@ -222,6 +226,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", metavar="RELEASE:PROOF,...")
     parser.add_argument("--json", action="store_true", help="one JSON object a call")
+    parser.add_argument(
+        "--gpus", type=int, default=1, help="GPUs of the machine: the A/B queues go to them in turn, side by side"
+    )
     args = parser.parse_args(argv)
     root = ROOT
     runs = []
@@ -231,16 +238,18 @@ def main(argv: list[str]) -> int:
             parser.error(f"{r}: name the proofs to start, RELEASE:PROOF,...")
         runs.append((release, proofs.split(",")))
     room = LIMIT - tree_size(root) - MARGIN
-    calls = plan(root, runs, room)
+    if args.gpus < 1:
+        parser.error(f"--gpus {args.gpus}: at least 1")
+    calls = plan(root, runs, room, args.gpus)
     for c in calls:
         print(json.dumps(c) if args.json else f"[{c['mib']:5.1f} MiB] carry={json.dumps(c['carry'])}\n  {c['command']}")
     print(
         f"plan: {len(calls)} calls for {len(runs)} releases, {room / 2**20:.1f} MiB of pieces a call", file=sys.stderr
     )
-    gpus = max(gpus_needed(p) for _, proofs in runs for p in proofs)
+    gpus = max(args.gpus, *(gpus_needed(p) for _, proofs in runs for p in proofs))
     if gpus > 1:
         print(
-            f"plan: a proof runs on {gpus} GPUs: make every call on a kind with {gpus} (nvidia-h100-x{gpus})",
+            f"plan: the runs take {gpus} GPUs: make every call on a kind with {gpus} (nvidia-h200-x{gpus})",
             file=sys.stderr,
         )
     return 0

@@ -42,6 +42,12 @@ set -uo pipefail
 # NVLink multicast stays off on the shared GPU hosts (the image sets these; a TP=2 engine's
 # workers inherit them from here as well)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# GPU=N: this step's work on GPU N alone, numbered as nvidia-smi numbers them, so that on a host of
+# several GPUs an A/B queue of each release runs beside the others, one a GPU
+if [ -n "${GPU:-}" ]; then
+  [[ $GPU =~ ^[0-9]+$ ]] || { echo "GPU=$GPU: give one GPU's index, as nvidia-smi numbers them"; exit 2; }
+  export CUDA_VISIBLE_DEVICES=$GPU CUDA_DEVICE_ORDER=PCI_BUS_ID
+fi
 step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
 RES=$HOME/verify-results
 # A marker a running chain, machine-wide: what a bench-ab queue waits for (chain, queue)
@@ -457,7 +463,7 @@ PY
         name=$REL-$exp-$shape dir=$root/$REL-$exp-$shape; mkdir -p "$dir"; rm -f "$dir/run.rc"
         sites=(); for s in raw fix p65; do [ -d "${SITE[$s]}" ] && sites+=(--site "$s=${SITE[$s]}"); done
         src=/tmp/vb-bench-$name && tool_copy "$src"
-        nvidia-smi -q -d CLOCK,PERFORMANCE > "$dir/clocks-$(date +%s).txt" 2>&1
+        nvidia-smi -q -d CLOCK,PERFORMANCE ${GPU:+-i "$GPU"} > "$dir/clocks-$(date +%s).txt" 2>&1
         (cd "$src" && setsid nohup bash -c 'python3 benchmarks/bench_ab.py run --experiment "$0" --shape "$1" --pairs "$2" --layout "$3" --out "$4" "${@:5}" >> "$4/run.out" 2>> "$4/run.err"; echo $? > "$4/run.rc"' \
           "$exp" "$shape" "$pairs" "$layout" "$dir" "${sites[@]}" "$@" < /dev/null > /dev/null 2>&1 &)
         echo "started $name: $exp on $shape, $pairs pairs in all, layout $layout, sites ${sites[*]} $*" ;;
@@ -510,15 +516,25 @@ PY
               if [ -n "$p" ]; then kill -0 "$p" 2> /dev/null && return 0
               elif [ $(($(date +%s) - $(stat -c %Y "$m"))) -lt 60 ]; then return 0; fi; done; return 1
           }
-          exec 7> "${QUEUE_LOCK:-/tmp/bench-ab.lock}"  # one A/B run a machine, over every HOME
+          # one A/B run a machine, over every HOME; with GPU=N, one a GPU
+          exec 7> "${QUEUE_LOCK:-/tmp/bench-ab.lock}${GPU:+.gpu$GPU}"
+          busy() { # whether a verify, upstream-gpu run or A/B run shares this queue s GPU: with GPU=N,
+            # one whose CUDA_VISIBLE_DEVICES names N or is unset (it sees every GPU); else any
+            local p v; for p in $(pgrep -f "apply[.]py verify|steps[.]sh upstream-gpu|bench_ab[.]py run"); do
+              [ -n "${GPU:-}" ] || return 0
+              [ -r "/proc/$p/environ" ] || return 0
+              v=$(tr "\0" "\n" < "/proc/$p/environ" 2> /dev/null | sed -n "s/^CUDA_VISIBLE_DEVICES=//p")
+              [ -z "$v" ] || [[ ",$v," == *",$GPU,"* ]] && return 0
+            done; return 1
+          }
           for e in "${exps[@]}"; do
             d=$HOME/bench-ab/$REL-$e-$shape
             flock 7
-            # chains leave a marker while they run (one whose chain died is passed over);
-            # verifies and runs started by hand show in their command lines (the brackets keep
-            # the patterns off this job s own)
-            while chains || pgrep -f "apply[.]py verify|steps[.]sh upstream-gpu|bench_ab[.]py run" > /dev/null; do
-              sleep "$every"; done
+            # chains leave a marker while they run (one whose chain died is passed over), and
+            # are waited for on every GPU: they install and set up with every core; verifies and
+            # runs started by hand show in their command lines (the brackets keep the patterns
+            # off this job s own)
+            while chains || busy; do sleep "$every"; done
             rc=$(cat "$HOME/chain.rc" 2> /dev/null || echo 0)
             [ "$rc" = 0 ] || stop "the chain of $REL ended with exit $rc ($HOME/chain.log)" "$rc"
             # setup goes on past a series that did not apply: the fix site must carry it

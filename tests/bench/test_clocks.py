@@ -26,3 +26,23 @@ def test_without_nvidia_smi_the_record_says_why(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     assert "error" in clocks.read()
     assert "error" in clocks.lock(1500)
+
+
+@pytest.mark.parametrize(
+    ("named", "index"),
+    [("1", 1), (" 3 ", 3), ("", 0), (None, 0), ("0,1", 0), ("GPU-5f0c", 0)],
+)
+def test_the_gpu_read_is_the_one_cuda_visible_devices_names_alone(named, index):
+    environ = {} if named is None else {"CUDA_VISIBLE_DEVICES": named}
+    assert clocks.visible_gpu(environ) == index
+
+
+def test_read_asks_nvidia_smi_for_the_visible_gpu(monkeypatch, tmp_path):
+    # a stand-in nvidia-smi that answers with the id it was asked for as the GPU's name
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text('#!/bin/sh\nfor a; do case $a in --id=*) id=${a#--id=};; esac; done\necho "GPU$id' + ", 1" * 11 + '"\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert clocks.read()["name"] == "GPU1"
+    assert clocks.read(0)["name"] == "GPU0"

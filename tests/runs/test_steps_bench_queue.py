@@ -28,6 +28,8 @@ exp, out = args[args.index("--experiment") + 1], args[args.index("--out") + 1]
 trace = out + "/../trace"
 with open(trace, "a") as f:
     f.write(f"start {exp} {time.time()} {' '.join(args)}\\n")
+with open(out + "/gpu", "w") as f:  # the GPUs the run was given, and in which order they count
+    f.write(f"{os.environ.get('CUDA_VISIBLE_DEVICES')} {os.environ.get('CUDA_DEVICE_ORDER')}")
 time.sleep(float(os.environ.get("STAND_IN_SECONDS", "0.5")))
 with open(trace, "a") as f:
     f.write(f"end {exp} {time.time()}\\n")
@@ -246,3 +248,58 @@ def test_a_queue_without_an_experiment_is_refused_and_writes_nothing(tree):
     assert done.returncode == 2 and "name at least one experiment" in done.stdout
     assert not (bench / f"queue-{env['REL']}.log").exists()
     assert not list(bench.glob(f"{env['REL']}-*"))
+
+
+def spans(*benches: Path) -> dict[str, tuple[float, float]]:
+    """Each run's start and end, by experiment, over the queues' folders."""
+    out: dict[str, list[float]] = {}
+    for bench in benches:
+        for e in trace(bench):
+            out.setdefault(e[1], []).append(float(e[2]))
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def test_queues_on_two_gpus_run_side_by_side_each_on_its_own(tree, tmp_path):
+    root, env, bench = tree
+    env = {**env, "STAND_IN_SECONDS": "2"}
+    other, bench2 = {**env, "HOME": str(tmp_path / "home2")}, tmp_path / "home2" / "bench-ab"
+    assert steps(root, {**env, "GPU": "0"}, "bench-ab", "queue", "tiny", "2", "resident", "nospec").returncode == 0
+    assert steps(root, {**other, "GPU": "1"}, "bench-ab", "queue", "tiny", "2", "resident", "mtp").returncode == 0
+    wait_done(bench, env["REL"])
+    wait_done(bench2, env["REL"])
+    got = spans(bench, bench2)
+    assert got["nospec"][0] < got["mtp"][1] and got["mtp"][0] < got["nospec"][1]  # they overlap
+    assert (bench / f"{env['REL']}-nospec-tiny/gpu").read_text() == "0 PCI_BUS_ID"
+    assert (bench2 / f"{env['REL']}-mtp-tiny/gpu").read_text() == "1 PCI_BUS_ID"
+
+
+@pytest.mark.parametrize(
+    ("theirs", "waits"),
+    # another GPU's run does not hold the queue; one on its GPU, or on every GPU, does
+    [({"CUDA_VISIBLE_DEVICES": "0"}, False), ({"CUDA_VISIBLE_DEVICES": "0,1"}, True), ({}, True)],
+)
+def test_a_queue_on_one_gpu_waits_only_for_what_runs_there(tree, tmp_path, theirs, waits):
+    root, env, bench = tree
+    ended = tmp_path / "ended"
+    body = f"import time; time.sleep(2); open({str(ended)!r}, 'w').write(repr(time.time()))"
+    mine = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    other = subprocess.Popen(
+        ["bash", "-c", f'exec -a "python3 benchmarks/bench_ab.py run" {sys.executable} -c "{body}"'],
+        env={**mine, **theirs},
+    )
+    try:
+        time.sleep(0.3)
+        assert steps(root, {**env, "GPU": "1"}, "bench-ab", "queue", "tiny", "2", "resident", "nospec").returncode == 0
+        wait_done(bench, env["REL"])
+        other.wait(timeout=20)
+    finally:
+        other.kill()
+    assert (float(trace(bench)[0][2]) > float(ended.read_text())) is waits
+
+
+@pytest.mark.parametrize("gpu", ["x", "0,1", "-1"])
+def test_a_gpu_that_is_not_one_index_is_refused_and_writes_nothing(tree, gpu):
+    root, env, bench = tree
+    done = steps(root, {**env, "GPU": gpu}, "bench-ab", "queue", "tiny", "2", "resident", "nospec")
+    assert done.returncode == 2 and "give one GPU's index" in done.stdout
+    assert not bench.exists() or not list(bench.glob(f"{env['REL']}-*"))

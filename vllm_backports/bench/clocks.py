@@ -4,7 +4,9 @@ or a lock are set, and why the clocks were held back at that moment (power, ther
 
 from __future__ import annotations
 
+import os
 import subprocess
+from collections.abc import Mapping
 
 FIELDS = (
     "name",
@@ -43,9 +45,18 @@ def parse(fields: tuple[str, ...], line: str) -> dict:
     return out
 
 
-def read(gpu: int = 0) -> dict:
-    """The state of GPU `gpu` now; {"error": ...} where nvidia-smi cannot tell (a record, never a
-    reason to stop a run)."""
+def visible_gpu(environ: Mapping[str, str] = os.environ) -> int:
+    """nvidia-smi's index of the GPU this process runs on: the one CUDA_VISIBLE_DEVICES names alone
+    (steps.sh's GPU=N sets it with CUDA_DEVICE_ORDER=PCI_BUS_ID, the order nvidia-smi counts in),
+    else the first."""
+    named = environ.get("CUDA_VISIBLE_DEVICES", "").strip()
+    return int(named) if named.isdigit() else 0
+
+
+def read(gpu: int | None = None) -> dict:
+    """The state of GPU `gpu` (default: the visible one) now; {"error": ...} where nvidia-smi
+    cannot tell (a record, never a reason to stop a run)."""
+    gpu = visible_gpu() if gpu is None else gpu
     try:
         done = subprocess.run(
             ["nvidia-smi", f"--id={gpu}", f"--query-gpu={','.join(FIELDS)}", "--format=csv,noheader,nounits"],
@@ -63,14 +74,16 @@ def read(gpu: int = 0) -> dict:
         return {"error": str(exc)}
 
 
-def lock(mhz: int, gpu: int = 0) -> dict:
+def lock(mhz: int, gpu: int | None = None) -> dict:
     """Lock the SM clock at `mhz` (nvidia-smi -lgc; needs root, and is left undone on a machine
     whose settings are not ours to change). The exit status and output are the record."""
+    gpu = visible_gpu() if gpu is None else gpu
     return _smi(["-i", str(gpu), "-lgc", f"{mhz},{mhz}"])
 
 
-def unlock(gpu: int = 0) -> dict:
+def unlock(gpu: int | None = None) -> dict:
     """Undo lock (nvidia-smi -rgc)."""
+    gpu = visible_gpu() if gpu is None else gpu
     return _smi(["-i", str(gpu), "-rgc"])
 
 
