@@ -8,6 +8,8 @@ import ast
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from benchmarks.alternatives.created import MIGRATE_PATCH
 from cli_runner import run
 from vllm_backports.hunks import Mismatch, apply_file
@@ -107,3 +109,39 @@ def test_prefix_cache_mtp_hit_candidate_keeps_the_hit_where_full_attention_has_b
     patched = apply_file(pristine, fpatch)
     assert not isinstance(patched, Mismatch), patched
     assert _hybrid_hit(patched) == (160, 1)
+
+
+P65 = Path(__file__).resolve().parents[2] / "benchmarks/alternatives/turboquant-cudagraph"
+BACKEND = "vllm/v1/attention/backends/turboquant_attn.py"
+# the shipped fixes P65 stands in for: the p65 site is the series less these (docs/runs/steps.sh)
+P65_SKIPS = {"turboquant-spec-decode", "turboquant-prefill-fastpath"}
+
+
+@pytest.mark.parametrize("version", sorted(p.name for p in P65.iterdir() if p.is_dir()))
+def test_p65_fits_turboquant_as_released_and_keeps_verify_batches_out_of_full_graphs(version):
+    from vllm_backports.catalogue import Catalogue
+    from vllm_backports.pypi import fetch
+
+    catalogue = Catalogue(Path(__file__).resolve().parents[2])
+    release = catalogue.releases[version]
+    series = catalogue.series(release.series)
+    # on the p65 site the backend is as released: only the skipped fixes touch it
+    touching = {p.backport_id for p in series.patches if BACKEND in p.paths}
+    assert touching <= P65_SKIPS, touching
+    patch_path = P65 / version / "0001-turboquant-cudagraph.patch"
+    patch = parse(patch_path.read_bytes(), patch_path.name)
+    assert patch.header["Bug"] == "https://github.com/vllm-project/vllm/issues/40880"
+    (fpatch,) = patch.files
+    assert fpatch.path == BACKEND
+    pristine = fetch(release, [BACKEND]).files[BACKEND]
+    patched = apply_file(pristine, fpatch)
+    assert not isinstance(patched, Mismatch), patched
+    cls = next(n for n in ast.parse(patched).body
+               if isinstance(n, ast.ClassDef) and n.name == "TurboQuantMetadataBuilder")
+    support = [ast.unparse(s.value) for s in cls.body
+               if isinstance(s, ast.AnnAssign) and ast.unparse(s.target) == "_cudagraph_support"]
+    assert support == ["AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE"]
+    spec_as_decode = [ast.unparse(k.value) for n in ast.walk(cls) if isinstance(n, ast.Call)
+                      and ast.unparse(n.func) == "self._init_reorder_batch_threshold"
+                      for k in n.keywords if k.arg == "supports_spec_as_decode"]
+    assert spec_as_decode == ["False"]  # verify rows stay prefills: the graphs P65 keeps them out of
