@@ -145,7 +145,29 @@ class LLM:
         print("INFO a line vLLM prints to stdout")
         self.kw = kw
         with open(os.environ["FAKE_VLLM_RECORD"], "a") as f:
-            f.write(json.dumps({"kwargs": kw, "scripted": NgramProposer.batch_propose is not None}) + "\\n")
+            f.write(json.dumps({"kwargs": kw, "scripted": NgramProposer.batch_propose is not None,
+                                "insecure": os.environ.get("VLLM_ALLOW_INSECURE_SERIALIZATION")}) + "\\n")
+
+    def collective_rpc(self, method):
+        # one worker, whose model has a head and a norm, as vLLM calls a callable: with the worker
+        class Param:
+            def __init__(self):
+                self.data, self.zeroed = self, False
+
+            def zero_(self):
+                self.zeroed = True
+
+        class Model:
+            params = {"lm_head.weight": Param(), "model.norm.weight": Param()}
+
+            def named_parameters(self):
+                return iter(self.params.items())
+
+        model = Model()
+        found = method(SimpleNamespace(model_runner=SimpleNamespace(model=model)))
+        with open(os.environ["FAKE_VLLM_RECORD"], "a") as f:
+            f.write(json.dumps({"zeroed": {k: v.zeroed for k, v in model.params.items()}}) + "\\n")
+        return [found]
 
     def generate(self, batch, params, use_tqdm=False):
         time.sleep(0.02 * params.max_tokens)  # a full generate well past its first token
@@ -238,3 +260,37 @@ def test_a_given_multimodal_config_starts_text_only_and_a_finished_run_asks_no_s
     written = (p.out / "model/config.json").read_text()
     go(plan(tmp_path, sites, pairs=1), registered=None)  # every pair there: nothing asked or rewritten
     assert (p.out / "model/config.json").read_text() == written and not (p.out / "a-1.spec.json").exists()
+
+
+def test_mtp_100_asks_both_engines_for_constant_logits_and_only_b_for_mtp(tmp_path, sites):
+    go(plan(tmp_path, sites, experiment="mtp-100", pairs=2))
+    specs = {arm: json.loads((tmp_path / "run" / f"{arm}-0.spec.json").read_text()) for arm in "ab"}
+    assert specs["a"]["constant_logits"] is True and specs["b"]["constant_logits"] is True
+    assert "speculative" not in specs["a"] and specs["b"]["speculative"]["method"] == "mtp"
+    # other experiments leave the model's logits as drawn
+    go(plan(tmp_path, sites, experiment="mtp", pairs=2, out=tmp_path / "run2"))
+    assert "constant_logits" not in json.loads((tmp_path / "run2" / "b-0.spec.json").read_text())
+
+
+def test_the_real_worker_zeroes_the_lm_head_for_constant_logits_and_says_so(tmp_path, monkeypatch):
+    record = tmp_path / "record.jsonl"
+    monkeypatch.setenv("FAKE_VLLM_RECORD", str(record))
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.delenv("VLLM_ALLOW_INSECURE_SERIALIZATION", raising=False)
+    fix = site(tmp_path / "fix", "0.27.0")
+    pkg = fix / "vllm"
+    (pkg / "v1/spec_decode").mkdir(parents=True)
+    (pkg / "__init__.py").write_text(FAKE_VLLM)
+    (pkg / "v1/__init__.py").write_text("")
+    (pkg / "v1/spec_decode/__init__.py").write_text("")
+    (pkg / "v1/spec_decode/ngram_proposer.py").write_text("class NgramProposer:\n    batch_propose = None\n")
+    p = plan(tmp_path, {"fix": fix}, experiment="mtp-100", pairs=2, levels=(1,), max_tokens=9)
+    driver.run(p, lambda m: None, lambda: {}, lambda: {"gpu": "Fake", "date": "2026-11-28"},
+               architectures=lambda where: {"Qwen3_5ForCausalLM"})
+    lines = [json.loads(x) for x in record.read_text().splitlines()]
+    engines, zeroed = [x for x in lines if "kwargs" in x], [x["zeroed"] for x in lines if "zeroed" in x]
+    # both arms: serialisation of the callable allowed, the head zeroed and nothing else
+    assert [e["insecure"] for e in engines] == ["1", "1"]
+    assert zeroed == [{"lm_head.weight": True, "model.norm.weight": False}] * 2
+    meta = json.loads((p.out / "run.json").read_text())
+    assert [meta["instances"][0]["engines"][arm]["zeroed"] for arm in "ab"] == [["lm_head.weight"]] * 2

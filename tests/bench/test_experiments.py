@@ -45,3 +45,11 @@ def test_every_site_an_experiment_uses_is_one_steps_sh_builds():
 def test_describe_says_what_an_arm_runs():
     assert EXPERIMENTS["ngram-50"].b.describe() == "fix, ngram (50% scripted)"
     assert EXPERIMENTS["tq-mtp"].a.describe() == "p65, mtp, turboquant_k8v4"
+
+
+def test_mtp_100_runs_both_arms_with_every_logit_zero_and_only_b_speculates():
+    e = EXPERIMENTS["mtp-100"]
+    assert e.a.constant_logits and e.b.constant_logits and e.sites() == ("fix",)
+    assert (e.a.speculative, e.b.speculative) == (None, "mtp")
+    assert e.b.describe() == "fix, mtp, logits all 0"
+    assert not any(arm.constant_logits for name, x in EXPERIMENTS.items() if name != "mtp-100" for arm in (x.a, x.b))

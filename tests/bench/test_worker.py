@@ -111,3 +111,59 @@ def test_serve_answers_each_request_and_stops():
     worker.serve(bench, llm, iter(requests), replies.append)
     assert [r["ok"] for r in replies] == [True, True, True, False, True]
     assert replies[0]["levels"] == {"1": {}} and slept == [1, "wake"] and "unknown op" in replies[3]["error"]
+
+
+class Param:
+    def __init__(self):
+        self.data = self
+        self.zeroed = 0
+
+    def zero_(self):
+        self.zeroed += 1
+
+
+class Module:
+    def __init__(self, **params):
+        self.params = params
+
+    def named_parameters(self):
+        return iter(self.params.items())
+
+
+def test_zero_lm_heads_zeroes_the_models_and_the_drafters_lm_head_once_each():
+    shared, own, other = Param(), Param(), Param()
+    target = Module(**{"lm_head.weight": shared, "model.norm.weight": other})
+    runner = SimpleNamespace(
+        get_model=lambda: target,
+        model="a CUDA-graph wrapper, not the model",
+        # MTP with its own head, and a drafter that shares the target's
+        drafter=SimpleNamespace(model=Module(**{"model.lm_head.weight": own, "lm_head.weight": shared})),
+    )
+    got = worker.zero_lm_heads(SimpleNamespace(model_runner=runner))
+    assert got == ["lm_head.weight", "model.lm_head.weight"]
+    assert (shared.zeroed, own.zeroed, other.zeroed) == (1, 1, 0)
+
+
+def test_zero_lm_heads_finds_the_model_without_get_model_and_skips_what_has_no_parameters():
+    head = Param()
+    runner = SimpleNamespace(model=Module(**{"lm_head.weight": head}), drafter=SimpleNamespace(model=None))
+    assert worker.zero_lm_heads(SimpleNamespace(model_runner=runner)) == ["lm_head.weight"] and head.zeroed == 1
+
+
+def test_constant_logits_refuses_an_engine_where_a_worker_found_no_lm_head():
+    from vllm_backports.errors import BackportError
+
+    class LLM:
+        def __init__(self, answers):
+            self.answers, self.sent = answers, []
+
+        def collective_rpc(self, method):
+            self.sent.append(method)
+            return self.answers
+
+    llm = LLM([["lm_head.weight"], ["lm_head.weight", "model.lm_head.weight"]])
+    assert worker.constant_logits(llm) == ["lm_head.weight", "model.lm_head.weight"]
+    assert llm.sent == [worker.zero_lm_heads]
+    for answers in ([], [["lm_head.weight"], []]):
+        with pytest.raises(BackportError, match="no lm_head found to zero"):
+            worker.constant_logits(LLM(answers))

@@ -128,6 +128,8 @@ def engine_spec(plan: Plan, arm: experiments.Arm, model_dir: Path, vocab: int, t
         spec["acceptance_schedule"] = [list(x) for x in experiments.ACCEPTANCE[arm.acceptance]]
     if arm.kv_cache != "auto":
         spec["kv_cache_dtype"] = arm.kv_cache
+    if arm.constant_logits:
+        spec["constant_logits"] = True
     return spec
 
 

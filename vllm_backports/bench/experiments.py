@@ -5,7 +5,7 @@ Sites are labels the run is given directories for (docs/runs/steps.sh: raw = pri
 shipped series, p65 = TurboQuant's P65 alternative). Dummy weights make ngram and MTP proposals
 meaningless, so ngram's drafts are scripted (verify.drafts) to a set fraction of right draft
 tokens; MTP runs vLLM's own drafter on its dummy layer and its acceptance is read back and
-reported, not set.
+reported: next to none as drawn (`mtp`), all with every logit zeroed on both arms (`mtp-100`).
 """
 
 from __future__ import annotations
@@ -35,13 +35,18 @@ class Arm:
     speculative: str | None = None  # verify.scenarios.PRESETS name
     acceptance: int | None = None  # ACCEPTANCE level, scripted ngram only
     kv_cache: str = "auto"
+    # every lm_head zeroed after load (bench.worker.zero_lm_heads): every logit 0, so greedy
+    # decoding and the MTP drafter's argmax both pick token 0 and every draft is right; the
+    # kernels, shapes and graphs are those of the same model with its weights
+    constant_logits: bool = False
 
     def describe(self) -> str:
         spec = self.speculative or "no speculation"
         if self.acceptance is not None:
             spec += f" ({self.acceptance}% scripted)"
         kv = "" if self.kv_cache == "auto" else f", {self.kv_cache}"
-        return f"{self.site}, {spec}{kv}"
+        logits = ", logits all 0" if self.constant_logits else ""
+        return f"{self.site}, {spec}{kv}{logits}"
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,10 @@ EXPERIMENTS: dict[str, Experiment] = {
         # the fix must cost nothing without speculation: its lines do not run there
         Experiment("nospec", Arm("raw"), Arm("fix"), at_least=0.99, half_width=0.005),
         *(_ngram(level) for level in ACCEPTANCE),
+        # MTP's dummy layer never drafts the dummy model's token: acceptance 0, the cost floor
         Experiment("mtp", Arm("fix"), Arm("fix", "mtp"), None),
+        # ... and with every logit 0 on both arms, every draft right: the ceiling
+        Experiment("mtp-100", Arm("fix", constant_logits=True), Arm("fix", "mtp", constant_logits=True), None),
         # issue 4's aim: verify batches inside full graphs, twice P65's speed
         Experiment(
             "tq-mtp",

@@ -19,6 +19,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 
 def engine_kwargs(spec: dict) -> dict:
@@ -113,6 +114,37 @@ class Bench:
         return {"trace": path + ".trace.json", "table": path + ".txt"}
 
 
+def zero_lm_heads(worker) -> list[str]:
+    """In each of vLLM's workers (LLM.collective_rpc): zero the lm_head of the model and of its
+    drafter (MTP's own, or the target's it shares), so that every logit is 0 and argmax, the
+    target's greedy pick and the MTP drafter's alike, is token 0: every draft is right. The
+    weights change in place, so the captured CUDA graphs read them; the work per step is the
+    model's as drawn. Returns the parameters zeroed, each once."""
+    runner = worker.model_runner
+    get = getattr(runner, "get_model", None)  # past the CUDA-graph wrapper where there is one
+    found: list[Any] = [get() if callable(get) else getattr(runner, "model", None)]
+    found += [getattr(getattr(runner, name, None), "model", None) for name in ("drafter", "speculator")]
+    zeroed, seen = [], set()
+    for module in found:
+        for name, param in module.named_parameters() if hasattr(module, "named_parameters") else ():
+            if name.split(".")[-2:] == ["lm_head", "weight"] and id(param) not in seen:
+                seen.add(id(param))
+                param.data.zero_()
+                zeroed.append(name)
+    return zeroed
+
+
+def constant_logits(llm) -> list[str]:
+    """zero_lm_heads in every worker; refuses an engine where no lm_head was found (the run
+    would measure the model as drawn and call it something else)."""
+    from ..errors import BackportError
+
+    found = llm.collective_rpc(zero_lm_heads)
+    if not found or not all(found):
+        raise BackportError(f"constant logits: no lm_head found to zero in a worker ({found!r})")
+    return sorted({name for names in found for name in names})
+
+
 def serve(bench: Bench, llm, requests, reply) -> None:
     """Answer the driver's requests until "stop" or the end of input."""
     for line in requests:
@@ -156,11 +188,17 @@ def main(argv: list[str]) -> int:
             spec["prompts"], [[] for _ in spec["prompts"]], k=spec["k"], vocab=spec["vocab"], schedule=schedule
         )
         drafts.install(script)
+    if spec.get("constant_logits"):
+        # collective_rpc sends zero_lm_heads to the engine's process by value (cloudpickle)
+        os.environ["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"
     from vllm import LLM, SamplingParams
 
     started = time.perf_counter()
     llm = LLM(**engine_kwargs(spec))
-    reply({"ok": True, "start_s": time.perf_counter() - started, "engine": engine.describe_or_error(llm)})
+    ready = {"ok": True, "start_s": time.perf_counter() - started, "engine": engine.describe_or_error(llm)}
+    if spec.get("constant_logits"):
+        ready["zeroed"] = constant_logits(llm)
+    reply(ready)
     serve(Bench(llm, SamplingParams, spec, script), llm, sys.stdin, reply)
     return 0
 
