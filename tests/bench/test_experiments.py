@@ -53,3 +53,11 @@ def test_mtp_100_runs_both_arms_with_every_logit_zero_and_only_b_speculates():
     assert (e.a.speculative, e.b.speculative) == (None, "mtp")
     assert e.b.describe() == "fix, mtp, logits all 0"
     assert not any(arm.constant_logits for name, x in EXPERIMENTS.items() if name != "mtp-100" for arm in (x.a, x.b))
+
+
+@pytest.mark.parametrize(("name", "preset"), [("fixcost-ngram-90", "ngram"), ("fixcost-mtp", "mtp")])
+def test_fixcost_runs_the_same_speculation_on_the_pristine_and_the_fixed_site(name, preset):
+    e = EXPERIMENTS[name]
+    assert e.sites() == ("raw", "fix")
+    assert (e.a.speculative, e.a.acceptance) == (e.b.speculative, e.b.acceptance)
+    assert e.b.speculative == preset and e.at_least is None

@@ -75,6 +75,11 @@ EXPERIMENTS: dict[str, Experiment] = {
         Experiment("mtp", Arm("fix"), Arm("fix", "mtp"), None),
         # ... and with every logit 0 on both arms, every draft right: the ceiling
         Experiment("mtp-100", Arm("fix", constant_logits=True), Arm("fix", "mtp", constant_logits=True), None),
+        # what the fix itself costs where its lines run, speculation on both arms (the pristine
+        # arm decodes wrongly, the bug this series fixes; the acceptance read back says whether
+        # its drafts still landed as scripted)
+        Experiment("fixcost-ngram-90", Arm("raw", "ngram", 90), Arm("fix", "ngram", 90), None),
+        Experiment("fixcost-mtp", Arm("raw", "mtp"), Arm("fix", "mtp"), None),
         # issue 4's aim: verify batches inside full graphs, twice P65's speed
         Experiment(
             "tq-mtp",
