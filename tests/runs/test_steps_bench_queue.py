@@ -30,6 +30,12 @@ with open(trace, "a") as f:
     f.write(f"start {exp} {time.time()} {' '.join(args)}\\n")
 with open(out + "/gpu", "w") as f:  # the GPUs the run was given, and in which order they count
     f.write(f"{os.environ.get('CUDA_VISIBLE_DEVICES')} {os.environ.get('CUDA_DEVICE_ORDER')}")
+meet = os.environ.get("STAND_IN_MEET")  # runs that should overlap wait here for each other
+if meet:
+    open(os.path.join(meet, exp), "w").close()
+    deadline = time.time() + 20
+    while len(os.listdir(meet)) < 2 and time.time() < deadline:
+        time.sleep(0.05)
 time.sleep(float(os.environ.get("STAND_IN_SECONDS", "0.5")))
 with open(trace, "a") as f:
     f.write(f"end {exp} {time.time()}\\n")
@@ -261,7 +267,9 @@ def spans(*benches: Path) -> dict[str, tuple[float, float]]:
 
 def test_queues_on_two_gpus_run_side_by_side_each_on_its_own(tree, tmp_path):
     root, env, bench = tree
-    env = {**env, "STAND_IN_SECONDS": "2"}
+    meet = tmp_path / "meet"
+    meet.mkdir()
+    env = {**env, "STAND_IN_MEET": str(meet)}
     other, bench2 = {**env, "HOME": str(tmp_path / "home2")}, tmp_path / "home2" / "bench-ab"
     assert steps(root, {**env, "GPU": "0"}, "bench-ab", "queue", "tiny", "2", "resident", "nospec").returncode == 0
     assert steps(root, {**other, "GPU": "1"}, "bench-ab", "queue", "tiny", "2", "resident", "mtp").returncode == 0
