@@ -157,16 +157,12 @@ class LLM:
             def zero_(self):
                 self.zeroed = True
 
-        class Model:
-            params = {"lm_head.weight": Param(), "model.norm.weight": Param()}
-
-            def named_parameters(self):
-                return iter(self.params.items())
-
-        model = Model()
+        params = {"lm_head.weight": Param(), "model.norm.weight": Param()}
+        modules = [(name.rsplit(".", 1)[0], SimpleNamespace(weight=w)) for name, w in params.items()]
+        model = SimpleNamespace(named_modules=lambda remove_duplicate=True: iter([("", None), *modules]))
         found = method(SimpleNamespace(model_runner=SimpleNamespace(model=model)))
         with open(os.environ["FAKE_VLLM_RECORD"], "a") as f:
-            f.write(json.dumps({"zeroed": {k: v.zeroed for k, v in model.params.items()}}) + "\\n")
+            f.write(json.dumps({"zeroed": {k: v.zeroed for k, v in params.items()}}) + "\\n")
         return [found]
 
     def generate(self, batch, params, use_tqdm=False):

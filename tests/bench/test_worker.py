@@ -123,31 +123,45 @@ class Param:
 
 
 class Module:
-    def __init__(self, **params):
-        self.params = params
+    """A module tree as named_modules(remove_duplicate=False) walks it: every path, shared ones
+    included."""
 
-    def named_parameters(self):
-        return iter(self.params.items())
+    def __init__(self, weight=None, **children):
+        self.weight, self.children = weight, children
+
+    def named_modules(self, prefix="", remove_duplicate=True):
+        assert remove_duplicate is False  # a tied head is reachable only under its second name
+        yield prefix, self
+        for name, child in self.children.items():
+            yield from child.named_modules(f"{prefix}.{name}" if prefix else name, remove_duplicate)
 
 
 def test_zero_lm_heads_zeroes_the_models_and_the_drafters_lm_head_once_each():
-    shared, own, other = Param(), Param(), Param()
-    target = Module(**{"lm_head.weight": shared, "model.norm.weight": other})
+    shared, own, norm = Param(), Param(), Param()
+    head = Module(shared)
+    target = Module(lm_head=head, model=Module(norm=Module(norm)))
     runner = SimpleNamespace(
         get_model=lambda: target,
         model="a CUDA-graph wrapper, not the model",
-        # MTP with its own head, and a drafter that shares the target's
-        drafter=SimpleNamespace(model=Module(**{"model.lm_head.weight": own, "lm_head.weight": shared})),
+        # MTP with its own head, and the target's head shared as well
+        drafter=SimpleNamespace(model=Module(model=Module(lm_head=Module(own)), lm_head=head)),
     )
     got = worker.zero_lm_heads(SimpleNamespace(model_runner=runner))
     assert got == ["lm_head.weight", "model.lm_head.weight"]
-    assert (shared.zeroed, own.zeroed, other.zeroed) == (1, 1, 0)
+    assert (shared.zeroed, own.zeroed, norm.zeroed) == (1, 1, 0)
 
 
-def test_zero_lm_heads_finds_the_model_without_get_model_and_skips_what_has_no_parameters():
-    head = Param()
-    runner = SimpleNamespace(model=Module(**{"lm_head.weight": head}), drafter=SimpleNamespace(model=None))
-    assert worker.zero_lm_heads(SimpleNamespace(model_runner=runner)) == ["lm_head.weight"] and head.zeroed == 1
+def test_a_head_tied_to_the_embedding_is_found_under_its_lm_head_name():
+    embedding = Module(Param())
+    target = Module(model=Module(embed_tokens=embedding), lm_head=embedding)
+    runner = SimpleNamespace(model=target, drafter=SimpleNamespace(model=None))
+    assert worker.zero_lm_heads(SimpleNamespace(model_runner=runner)) == ["lm_head.weight"]
+    assert embedding.weight.zeroed == 1
+
+
+def test_a_model_without_an_lm_head_yields_nothing():
+    runner = SimpleNamespace(model=Module(model=Module(norm=Module(Param()))))
+    assert worker.zero_lm_heads(SimpleNamespace(model_runner=runner)) == []
 
 
 def test_constant_logits_refuses_an_engine_where_a_worker_found_no_lm_head():

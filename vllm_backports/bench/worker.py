@@ -119,18 +119,22 @@ def zero_lm_heads(worker) -> list[str]:
     drafter (MTP's own, or the target's it shares), so that every logit is 0 and argmax, the
     target's greedy pick and the MTP drafter's alike, is token 0: every draft is right. The
     weights change in place, so the captured CUDA graphs read them; the work per step is the
-    model's as drawn. Returns the parameters zeroed, each once."""
+    model's as drawn. A head tied to the embedding is found under its lm_head name too (the
+    inputs then embed to 0, at the same cost). Returns the heads zeroed, each weight once."""
     runner = worker.model_runner
     get = getattr(runner, "get_model", None)  # past the CUDA-graph wrapper where there is one
     found: list[Any] = [get() if callable(get) else getattr(runner, "model", None)]
     found += [getattr(getattr(runner, name, None), "model", None) for name in ("drafter", "speculator")]
     zeroed, seen = [], set()
     for module in found:
-        for name, param in module.named_parameters() if hasattr(module, "named_parameters") else ():
-            if name.split(".")[-2:] == ["lm_head", "weight"] and id(param) not in seen:
-                seen.add(id(param))
-                param.data.zero_()
-                zeroed.append(name)
+        # every name a module is reachable by: a tied head's first name is the embedding's
+        subs = module.named_modules(remove_duplicate=False) if hasattr(module, "named_modules") else ()
+        for name, sub in subs:
+            weight = getattr(sub, "weight", None)
+            if name.split(".")[-1] == "lm_head" and weight is not None and id(weight) not in seen:
+                seen.add(id(weight))
+                weight.data.zero_()
+                zeroed.append(f"{name}.weight")
     return zeroed
 
 
