@@ -69,8 +69,9 @@ def tree_size(root: Path) -> int:
 BENCH = "bench="
 
 
-def bench_queue(token: str) -> list[str]:
-    """`bench=SHAPE/EXP+EXP...[/PAIRS[/LAYOUT]]` as the arguments of `steps.sh bench-ab queue`."""
+def bench_queue(token: str, profile: int | None = None) -> list[str]:
+    """`bench=SHAPE/EXP+EXP...[/PAIRS[/LAYOUT]]` as the arguments of `steps.sh bench-ab queue`;
+    `profile`: each engine ends with a profiled generate at that many requests."""
     fields = token.removeprefix(BENCH).split("/")
     if not 2 <= len(fields) <= 4:
         raise SystemExit(f"plan: {token}: write bench=SHAPE/EXPERIMENT+EXPERIMENT[/PAIRS[/LAYOUT]]")
@@ -86,7 +87,8 @@ def bench_queue(token: str) -> list[str]:
         raise SystemExit(f"plan: {token}: pairs must be a positive number, not {pairs}")
     if layout not in LAYOUTS:
         raise SystemExit(f"plan: unknown layout {layout} ({', '.join(LAYOUTS)})")
-    return [shape, pairs, layout, *exps, "--", "--prefill-backend", "triton"]
+    options = ["--prefill-backend", "triton", *(["--profile", str(profile)] if profile else [])]
+    return [shape, pairs, layout, *exps, "--", *options]
 
 
 def gpus_needed(proof: str) -> int:
@@ -174,7 +176,9 @@ def fa2_sha(root: Path, release: str) -> str | None:
     return None
 
 
-def plan(root: Path, runs: list[tuple[str, list[str]]], room: int, gpus: int = 1) -> list[dict]:
+def plan(
+    root: Path, runs: list[tuple[str, list[str]]], room: int, gpus: int = 1, profile: int | None = None
+) -> list[dict]:
     """The calls; with `gpus` over 1, the releases' A/B queues go to GPUs 0, 1, ... in turn, so that
     queues on different GPUs run side by side."""
     calls, homes, seen_fa2, queues = [], {}, {}, []
@@ -198,7 +202,7 @@ def plan(root: Path, runs: list[tuple[str, list[str]]], room: int, gpus: int = 1
                 env = f"HOME={home} REL={release} GPU_TESTS=0 RELEASE_TESTS=0"
                 names = [p for p in proofs if not p.startswith(BENCH)] or ["none"]  # none: setup only
                 chain = f"{env} bash docs/runs/steps.sh chain {' '.join(names)}"
-                mine = [bench_queue(p) for p in proofs if p.startswith(BENCH)]
+                mine = [bench_queue(p, profile) for p in proofs if p.startswith(BENCH)]
                 if len(mine) > 1:  # steps.sh keeps one queue a release and HOME
                     raise SystemExit(f"plan: {release}: one bench= a release; join its experiments with +")
                 on = f"GPU={len(queues) % gpus} " if gpus > 1 else ""
@@ -229,6 +233,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--gpus", type=int, default=1, help="GPUs of the machine: the A/B queues go to them in turn, side by side"
     )
+    parser.add_argument(
+        "--bench-profile",
+        type=int,
+        metavar="REQUESTS",
+        help="every A/B run ends each engine with a profiled generate at this many requests (bench-ab profiles)",
+    )
     args = parser.parse_args(argv)
     root = ROOT
     runs = []
@@ -240,7 +250,9 @@ def main(argv: list[str]) -> int:
     room = LIMIT - tree_size(root) - MARGIN
     if args.gpus < 1:
         parser.error(f"--gpus {args.gpus}: at least 1")
-    calls = plan(root, runs, room, args.gpus)
+    if args.bench_profile is not None and args.bench_profile < 1:
+        parser.error(f"--bench-profile {args.bench_profile}: at least 1 request")
+    calls = plan(root, runs, room, args.gpus, args.bench_profile)
     for c in calls:
         print(json.dumps(c) if args.json else f"[{c['mib']:5.1f} MiB] carry={json.dumps(c['carry'])}\n  {c['command']}")
     print(

@@ -187,3 +187,16 @@ def test_a_bad_bench_token_is_refused(tmp_path, token, message):
     stage(tmp_path, "0.26.0", [58], [52])
     with pytest.raises(SystemExit, match=message):
         plan.plan(tmp_path, [("0.26.0", [token])], 61 * MIB)
+
+
+def test_bench_profile_ends_every_queue_with_the_profile_option(tmp_path, monkeypatch, capsys):
+    stage(tmp_path, "0.26.0", [58], [52])
+    runs = [("0.26.0", ["bench=qwen3_5-9b/fixcost-ngram-90+mtp-100"])]
+    last = plan.plan(tmp_path, runs, 61 * MIB, profile=16)[-1]["command"]
+    assert last.endswith("fixcost-ngram-90 mtp-100 -- --prefill-backend triton --profile 16")
+    assert "--profile" not in plan.plan(tmp_path, runs, 61 * MIB)[-1]["command"]
+    monkeypatch.setattr(plan, "ROOT", tmp_path)
+    monkeypatch.setattr(plan, "tree_size", lambda root: 0)
+    with pytest.raises(SystemExit):
+        plan.main(["--bench-profile", "0", "0.26.0:bench=qwen3_5-9b/mtp"])
+    assert "--bench-profile 0: at least 1 request" in capsys.readouterr().err
