@@ -59,7 +59,8 @@ def ran_on() -> dict:
             "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "error": f"{type(exc).__name__}: {exc}",
         }
-    return {**record, "gpu_index": clocks.visible_gpu()}
+    gpu = clocks.visible_gpu()  # an index as nvidia-smi counts, or a UUID
+    return {**record, "gpu_index": int(gpu) if gpu.isdigit() else gpu}
 
 
 def parse_sites(values: tuple[str, ...]) -> dict[str, Path]:

@@ -16,7 +16,8 @@ one `bench=` at most. The machine goes back 30 s after a call ends: keep a `benc
 `collect`) call in flight meanwhile.
 
 Run after ../shared/gpu/stage-vllm.sh REL (from the project root), docs/runs/stage-fa2.sh REL and
-`mv .stage .stage-REL` (both scripts write .stage/, one release at a time), and, for FlashInfer
+`rm -rf .stage-REL && mv .stage .stage-REL` (both scripts write .stage/, one release at a time; a
+.stage-REL left from before would take the new .stage inside it), and, for FlashInfer
 proofs, docs/runs/stage-flashinfer.sh REL; for `upstream-gpu` (the release's own tests on the GPU,
 beside its proofs), docs/runs/stage-sdist.sh REL. Releases with the same FA2 (its sha256)
 copy it on the machine from the first one's HOME instead of carrying it again.
@@ -69,9 +70,10 @@ def tree_size(root: Path) -> int:
 BENCH = "bench="
 
 
-def bench_queue(token: str, profile: int | None = None) -> list[str]:
+def bench_queue(token: str, profile: int | None = None, order: str | None = None) -> list[str]:
     """`bench=SHAPE/EXP+EXP...[/PAIRS[/LAYOUT]]` as the arguments of `steps.sh bench-ab queue`;
-    `profile`: each engine ends with a profiled generate at that many requests."""
+    `profile`: each engine ends with a profiled generate at that many requests; `order`: the
+    pairs' order of arms (bench_ab.py's default, abab, when None)."""
     fields = token.removeprefix(BENCH).split("/")
     if not 2 <= len(fields) <= 4:
         raise SystemExit(f"plan: {token}: write bench=SHAPE/EXPERIMENT+EXPERIMENT[/PAIRS[/LAYOUT]]")
@@ -88,6 +90,7 @@ def bench_queue(token: str, profile: int | None = None) -> list[str]:
     if layout not in LAYOUTS:
         raise SystemExit(f"plan: unknown layout {layout} ({', '.join(LAYOUTS)})")
     options = ["--prefill-backend", "triton", *(["--profile", str(profile)] if profile else [])]
+    options += ["--order", order] if order else []
     return [shape, pairs, layout, *exps, "--", *options]
 
 
@@ -112,7 +115,7 @@ def pieces(
     if not (stage / "install.sh").is_file():
         raise SystemExit(
             f"plan: .stage-{release}/install.sh missing: run ../shared/gpu/stage-vllm.sh {release} and "
-            f"docs/runs/stage-fa2.sh {release}, then mv .stage .stage-{release}"
+            f"docs/runs/stage-fa2.sh {release}, then rm -rf .stage-{release} && mv .stage .stage-{release}"
         )
     found = []
     for d in sorted(stage.glob("p[0-9]*"), key=lambda p: int(p.name[1:])):
@@ -182,6 +185,10 @@ def plan(
     """The calls; with `gpus` over 1, the releases' A/B queues go to GPUs 0, 1, ... in turn, so that
     queues on different GPUs run side by side."""
     calls, homes, seen_fa2, queues = [], {}, {}, []
+    named = [release for release, _ in runs]
+    twice = sorted({r for r in named if named.count(r) > 1})
+    if twice:  # two HOMEs would build the release's shared sites (/tmp/site-*-REL) under each other
+        raise SystemExit(f"plan: {twice[0]} named twice: give each release once, its proofs joined with commas")
     for i, (release, proofs) in enumerate(runs, 1):
         home = f"/root/h{i}"
         homes[release] = home
@@ -202,7 +209,11 @@ def plan(
                 env = f"HOME={home} REL={release} GPU_TESTS=0 RELEASE_TESTS=0"
                 names = [p for p in proofs if not p.startswith(BENCH)] or ["none"]  # none: setup only
                 chain = f"{env} bash docs/runs/steps.sh chain {' '.join(names)}"
-                mine = [bench_queue(p, profile) for p in proofs if p.startswith(BENCH)]
+                # beside another GPU's queue, whose engine starts load the host's CPUs for minutes,
+                # each pair of arms is run AB then BA, so that a load that rises or falls over a
+                # pair weighs on both arms alike
+                order = "abba" if gpus > 1 else None
+                mine = [bench_queue(p, profile, order) for p in proofs if p.startswith(BENCH)]
                 if len(mine) > 1:  # steps.sh keeps one queue a release and HOME
                     raise SystemExit(f"plan: {release}: one bench= a release; join its experiments with +")
                 on = f"GPU={len(queues) % gpus} " if gpus > 1 else ""
@@ -261,7 +272,8 @@ def main(argv: list[str]) -> int:
     gpus = max(args.gpus, *(gpus_needed(p) for _, proofs in runs for p in proofs))
     if gpus > 1:
         print(
-            f"plan: the runs take {gpus} GPUs: make every call on a kind with {gpus} (nvidia-h200-x{gpus})",
+            f"plan: the runs take {gpus} GPUs: make every call on a kind with at least {gpus} "
+            "(status lists the kinds lent)",
             file=sys.stderr,
         )
     return 0

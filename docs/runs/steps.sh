@@ -517,8 +517,11 @@ PY
               if [ -n "$p" ]; then kill -0 "$p" 2> /dev/null && return 0
               elif [ $(($(date +%s) - $(stat -c %Y "$m"))) -lt 60 ]; then return 0; fi; done; return 1
           }
-          # one A/B run a machine, over every HOME; with GPU=N, one a GPU
-          exec 7> "${QUEUE_LOCK:-/tmp/bench-ab.lock}${GPU:+.gpu$GPU}"
+          # one A/B run a machine, over every HOME: a queue without GPU=N holds the machine lock
+          # alone; queues with GPU=N share it, each holding the lock of its GPU alone as well (taken in
+          # that order by all, so no two wait on each other)
+          exec 7> "${QUEUE_LOCK:-/tmp/bench-ab.lock}"
+          [ -z "${GPU:-}" ] || exec 5> "${QUEUE_LOCK:-/tmp/bench-ab.lock}.gpu$GPU"
           busy() { # whether a verify, upstream-gpu run or A/B run shares this queue s GPU: with GPU=N,
             # one whose CUDA_VISIBLE_DEVICES names N or is unset (it sees every GPU); else any
             local p v; for p in $(pgrep -f "apply[.]py verify|steps[.]sh upstream-gpu|bench_ab[.]py run"); do
@@ -530,7 +533,7 @@ PY
           }
           for e in "${exps[@]}"; do
             d=$HOME/bench-ab/$REL-$e-$shape
-            flock 7
+            flock ${GPU:+-s} 7; [ -z "${GPU:-}" ] || flock 5
             # chains leave a marker while they run (one whose chain died is passed over), and
             # are waited for on every GPU: they install and set up with every core; verifies and
             # runs started by hand show in their command lines (the brackets keep the patterns
@@ -543,7 +546,7 @@ PY
               | python3 -c "import json, sys; sys.exit(0 if json.load(sys.stdin).get(\"applied\") else 1)" \
               || stop "the fix site $HOME/vllm-site carries no backport" 3
             echo "$(date +%T) $e"
-            bash docs/runs/steps.sh bench-ab start "$e" "$shape" "$pairs" "$layout" "$@" 6>&- 7>&- \
+            bash docs/runs/steps.sh bench-ab start "$e" "$shape" "$pairs" "$layout" "$@" 5>&- 6>&- 7>&- \
               || { echo "not run: bench-ab start failed" >> "$d/run.err"; echo 2 > "$d/run.rc"; }
             until [ -f "$d/run.rc" ]; do
               # a run gone without a status (killed with its wrapper) ends here, not in a wait forever
@@ -551,7 +554,7 @@ PY
                 || { sleep 1; [ -f "$d/run.rc" ] || { echo "the run ended without a status" >> "$d/run.err"; echo 125 > "$d/run.rc"; }; }
               sleep "$every"
             done
-            flock -u 7
+            [ -z "${GPU:-}" ] || flock -u 5; flock -u 7
           done; echo "$(date +%T) done"' \
           queue "$shape" "$pairs" "$layout" "${#exps[@]}" "${exps[@]}" "$@") < /dev/null > "$root/queue-$REL.log" 2>&1 &
         echo "queued on $REL, $shape, $pairs pairs, layout $layout: ${exps[*]}${*:+ with $*}" ;;

@@ -30,7 +30,7 @@ def test_without_nvidia_smi_the_record_says_why(monkeypatch):
 
 @pytest.mark.parametrize(
     ("named", "index"),
-    [("1", 1), (" 3 ", 3), ("", 0), (None, 0), ("0,1", 0), ("GPU-5f0c", 0)],
+    [("1", "1"), (" 3 ", "3"), ("", "0"), (None, "0"), ("1,0", "1"), ("GPU-5f0c,GPU-77aa", "GPU-5f0c")],
 )
 def test_the_gpu_read_is_the_one_cuda_visible_devices_names_alone(named, index):
     environ = {} if named is None else {"CUDA_VISIBLE_DEVICES": named}

@@ -145,8 +145,7 @@ class LLM:
         print("INFO a line vLLM prints to stdout")
         self.kw = kw
         with open(os.environ["FAKE_VLLM_RECORD"], "a") as f:
-            f.write(json.dumps({"kwargs": kw, "scripted": NgramProposer.batch_propose is not None,
-                                "insecure": os.environ.get("VLLM_ALLOW_INSECURE_SERIALIZATION")}) + "\\n")
+            f.write(json.dumps({"kwargs": kw, "scripted": NgramProposer.batch_propose is not None}) + "\\n")
 
     def collective_rpc(self, method):
         # one worker, whose model has a head and a norm, as vLLM calls a callable: with the worker
@@ -157,10 +156,12 @@ class LLM:
             def zero_(self):
                 self.zeroed = True
 
-        params = {"lm_head.weight": Param(), "model.norm.weight": Param()}
+        params = {"lm_head.weight": Param(), "model.norm.weight": Param(), "mtp.lm_head.weight": Param()}
         modules = [(name.rsplit(".", 1)[0], SimpleNamespace(weight=w)) for name, w in params.items()]
-        model = SimpleNamespace(named_modules=lambda remove_duplicate=True: iter([("", None), *modules]))
-        found = method(SimpleNamespace(model_runner=SimpleNamespace(model=model)))
+        target = SimpleNamespace(named_modules=lambda remove_duplicate=True: iter([("", None), *modules[:2]]))
+        mtp = SimpleNamespace(named_modules=lambda remove_duplicate=True: iter([("lm_head", modules[2][1])]))
+        drafter = SimpleNamespace(model=mtp) if self.kw.get("speculative_config") else None
+        found = method(SimpleNamespace(model_runner=SimpleNamespace(model=target, drafter=drafter)))
         with open(os.environ["FAKE_VLLM_RECORD"], "a") as f:
             f.write(json.dumps({"zeroed": {k: v.zeroed for k, v in params.items()}}) + "\\n")
         return [found]
@@ -272,7 +273,6 @@ def test_the_real_worker_zeroes_the_lm_head_for_constant_logits_and_says_so(tmp_
     record = tmp_path / "record.jsonl"
     monkeypatch.setenv("FAKE_VLLM_RECORD", str(record))
     monkeypatch.delenv("PYTHONPATH", raising=False)
-    monkeypatch.delenv("VLLM_ALLOW_INSECURE_SERIALIZATION", raising=False)
     fix = site(tmp_path / "fix", "0.27.0")
     pkg = fix / "vllm"
     (pkg / "v1/spec_decode").mkdir(parents=True)
@@ -285,8 +285,14 @@ def test_the_real_worker_zeroes_the_lm_head_for_constant_logits_and_says_so(tmp_
                architectures=lambda where: {"Qwen3_5ForCausalLM"})
     lines = [json.loads(x) for x in record.read_text().splitlines()]
     engines, zeroed = [x for x in lines if "kwargs" in x], [x["zeroed"] for x in lines if "zeroed" in x]
-    # both arms: serialisation of the callable allowed, the head zeroed and nothing else
-    assert [e["insecure"] for e in engines] == ["1", "1"]
-    assert zeroed == [{"lm_head.weight": True, "model.norm.weight": False}] * 2
+    # both arms: the model's head zeroed and nothing else; B's MTP head as well
+    assert len(engines) == 2
+    assert zeroed == [
+        {"lm_head.weight": True, "model.norm.weight": False, "mtp.lm_head.weight": False},
+        {"lm_head.weight": True, "model.norm.weight": False, "mtp.lm_head.weight": True},
+    ]
     meta = json.loads((p.out / "run.json").read_text())
-    assert [meta["instances"][0]["engines"][arm]["zeroed"] for arm in "ab"] == [["lm_head.weight"]] * 2
+    assert [meta["instances"][0]["engines"][arm]["zeroed"] for arm in "ab"] == [
+        ["model:lm_head.weight"],
+        ["drafter:lm_head.weight", "model:lm_head.weight"],
+    ]

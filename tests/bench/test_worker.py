@@ -144,18 +144,29 @@ def test_zero_lm_heads_zeroes_the_models_and_the_drafters_lm_head_once_each():
         get_model=lambda: target,
         model="a CUDA-graph wrapper, not the model",
         # MTP with its own head, and the target's head shared as well
-        drafter=SimpleNamespace(model=Module(model=Module(lm_head=Module(own)), lm_head=head)),
+        get_draft_model=lambda: Module(model=Module(lm_head=Module(own)), lm_head=head),
     )
     got = worker.zero_lm_heads(SimpleNamespace(model_runner=runner))
-    assert got == ["lm_head.weight", "model.lm_head.weight"]
+    assert got == ["model:lm_head.weight", "drafter:model.lm_head.weight", "drafter:lm_head.weight (shared)"]
     assert (shared.zeroed, own.zeroed, norm.zeroed) == (1, 1, 0)
+
+
+def test_the_drafter_is_found_where_the_runner_holds_it_when_get_draft_model_knows_none():
+    own = Param()
+    runner = SimpleNamespace(
+        get_model=lambda: Module(lm_head=Module(Param())),
+        get_draft_model=lambda: None,  # V2 knows draft-model speculators only
+        speculator=SimpleNamespace(model=Module(lm_head=Module(own))),
+    )
+    assert worker.zero_lm_heads(SimpleNamespace(model_runner=runner))[-1] == "drafter:lm_head.weight"
+    assert own.zeroed == 1
 
 
 def test_a_head_tied_to_the_embedding_is_found_under_its_lm_head_name():
     embedding = Module(Param())
     target = Module(model=Module(embed_tokens=embedding), lm_head=embedding)
     runner = SimpleNamespace(model=target, drafter=SimpleNamespace(model=None))
-    assert worker.zero_lm_heads(SimpleNamespace(model_runner=runner)) == ["lm_head.weight"]
+    assert worker.zero_lm_heads(SimpleNamespace(model_runner=runner)) == ["model:lm_head.weight"]
     assert embedding.weight.zeroed == 1
 
 
@@ -164,7 +175,7 @@ def test_a_model_without_an_lm_head_yields_nothing():
     assert worker.zero_lm_heads(SimpleNamespace(model_runner=runner)) == []
 
 
-def test_constant_logits_refuses_an_engine_where_a_worker_found_no_lm_head():
+def test_constant_logits_refuses_an_engine_where_a_worker_found_no_head_it_needs():
     from vllm_backports.errors import BackportError
 
     class LLM:
@@ -175,9 +186,16 @@ def test_constant_logits_refuses_an_engine_where_a_worker_found_no_lm_head():
             self.sent.append(method)
             return self.answers
 
-    llm = LLM([["lm_head.weight"], ["lm_head.weight", "model.lm_head.weight"]])
-    assert worker.constant_logits(llm) == ["lm_head.weight", "model.lm_head.weight"]
+    both = ["model:lm_head.weight", "drafter:lm_head.weight (shared)"]
+    llm = LLM([both, both])
+    assert worker.constant_logits(llm, drafter=True) == sorted(both)
     assert llm.sent == [worker.zero_lm_heads]
-    for answers in ([], [["lm_head.weight"], []]):
-        with pytest.raises(BackportError, match="no lm_head found to zero"):
-            worker.constant_logits(LLM(answers))
+    assert worker.constant_logits(LLM([["model:lm_head.weight"]]), drafter=False) == ["model:lm_head.weight"]
+    for answers, drafter, what in (
+        ([], False, "model"),
+        ([["model:lm_head.weight"], []], False, "model"),
+        ([["model:lm_head.weight"]], True, "drafter"),  # MTP would draft as drawn: acceptance 0
+        ([["drafter:lm_head.weight"]], True, "model"),
+    ):
+        with pytest.raises(BackportError, match=f"no lm_head of the {what} found to zero"):
+            worker.constant_logits(LLM(answers), drafter=drafter)

@@ -66,3 +66,20 @@ def test_summarize_makes_the_result_of_the_rounds_so_far_and_copies_it(tmp_path)
     assert r.exit_code == 0, r.output
     assert "B/A 1.1111" in r.output and "3 pairs" in r.output
     assert json.loads(copy.read_text()) == json.loads((run / "result.json").read_text())
+
+
+def test_the_machine_record_names_the_gpu_the_run_computes_on(monkeypatch):
+    monkeypatch.setattr(bench_ab, "machine", lambda: {"gpu": "NVIDIA H200", "gpus": 1})
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert bench_ab.ran_on() == {"gpu": "NVIDIA H200", "gpus": 1, "gpu_index": 1}
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-5f0c")
+    assert bench_ab.ran_on()["gpu_index"] == "GPU-5f0c"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+
+    def no_torch():
+        raise ImportError("no torch")
+
+    monkeypatch.setattr(bench_ab, "machine", no_torch)
+    monkeypatch.setattr(bench_ab.clocks, "read", lambda gpu=None: {"name": "NVIDIA H200"})
+    got = bench_ab.ran_on()
+    assert (got["gpu"], got["gpu_index"]) == ("NVIDIA H200", 0) and "no torch" in got["error"]

@@ -121,7 +121,7 @@ def test_a_proof_at_tensor_parallel_two_asks_for_the_two_gpu_kind(tmp_path, monk
     monkeypatch.setattr(plan, "tree_size", lambda root: 0)
     assert plan.main(["0.20.0:gdn-ngram"]) == 0 and "GPUs" not in capsys.readouterr().err
     assert plan.main(["0.20.0:gdn-ngram,tp2"]) == 0
-    assert "the runs take 2 GPUs: make every call on a kind with 2 (nvidia-h200-x2)" in capsys.readouterr().err
+    assert "the runs take 2 GPUs: make every call on a kind with at least 2" in capsys.readouterr().err
 
 
 def test_bench_queues_ab_runs_after_a_chain_without_proofs(tmp_path):
@@ -161,12 +161,15 @@ def test_with_two_gpus_the_queues_go_to_each_in_turn(tmp_path, monkeypatch, caps
     assert "GPU=0 HOME=/root/h1 REL=0.26.0 bash docs/runs/steps.sh bench-ab queue" in last
     assert "GPU=1 HOME=/root/h2 REL=0.27.0 bash docs/runs/steps.sh bench-ab queue" in last
     assert "GPU=0 HOME=/root/h3 REL=0.28.0 bash docs/runs/steps.sh bench-ab queue" in last
-    # one GPU: no GPU= at all, the queues take turns machine-wide
-    assert "GPU=" not in plan.plan(tmp_path, runs, 61 * MIB)[-1]["command"]
+    # beside each other, the pairs alternate which arm goes first
+    assert last.count("-- --prefill-backend triton --order abba") == 3
+    # one GPU: no GPU= at all, the queues take turns machine-wide, in bench_ab's own order
+    alone = plan.plan(tmp_path, runs, 61 * MIB)[-1]["command"]
+    assert "GPU=" not in alone and "--order" not in alone
     monkeypatch.setattr(plan, "ROOT", tmp_path)
     monkeypatch.setattr(plan, "tree_size", lambda root: 0)
     assert plan.main(["--gpus", "2", "0.26.0:bench=qwen3_5-9b/mtp"]) == 0
-    assert "make every call on a kind with 2 (nvidia-h200-x2)" in capsys.readouterr().err
+    assert "make every call on a kind with at least 2" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         plan.main(["--gpus", "0", "0.26.0:bench=qwen3_5-9b/mtp"])
     assert "--gpus 0: at least 1" in capsys.readouterr().err
@@ -200,3 +203,9 @@ def test_bench_profile_ends_every_queue_with_the_profile_option(tmp_path, monkey
     with pytest.raises(SystemExit):
         plan.main(["--bench-profile", "0", "0.26.0:bench=qwen3_5-9b/mtp"])
     assert "--bench-profile 0: at least 1 request" in capsys.readouterr().err
+
+
+def test_a_release_named_twice_is_refused(tmp_path):
+    stage(tmp_path, "0.26.0", [58], [52])
+    with pytest.raises(SystemExit, match="0.26.0 named twice"):
+        plan.plan(tmp_path, [("0.26.0", ["bench=qwen3_5-9b/mtp"]), ("0.26.0", ["gdn-ngram"])], 61 * MIB, gpus=2)

@@ -330,3 +330,15 @@ def test_poll_brings_back_each_runs_record_and_profile_tables_but_not_the_traces
         names = {Path(m).name for m in tgz.getnames()}
     assert {"result.json", "run.json", "progress.jsonl", "run.rc", "profile-a-0-c16.txt", "a-0.log.tail"} <= names
     assert "profile-a-0-c16.trace.json" not in names
+
+
+def test_a_queue_on_every_gpu_and_one_on_gpu_one_take_turns_even_when_started_together(tree, tmp_path):
+    root, env, bench = tree
+    env = {**env, "STAND_IN_SECONDS": "1.5"}
+    other, bench2 = {**env, "HOME": str(tmp_path / "home2"), "GPU": "1"}, tmp_path / "home2" / "bench-ab"
+    assert steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", "nospec").returncode == 0
+    assert steps(root, other, "bench-ab", "queue", "tiny", "2", "resident", "mtp").returncode == 0
+    wait_done(bench, env["REL"])
+    wait_done(bench2, env["REL"])
+    runs = sorted(spans(bench, bench2).values())
+    assert len(runs) == 2 and runs[0][1] <= runs[1][0]  # one ended before the other started

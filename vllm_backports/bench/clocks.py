@@ -45,15 +45,15 @@ def parse(fields: tuple[str, ...], line: str) -> dict:
     return out
 
 
-def visible_gpu(environ: Mapping[str, str] = os.environ) -> int:
-    """nvidia-smi's index of the GPU this process runs on: the one CUDA_VISIBLE_DEVICES names alone
-    (steps.sh's GPU=N sets it with CUDA_DEVICE_ORDER=PCI_BUS_ID, the order nvidia-smi counts in),
-    else the first."""
-    named = environ.get("CUDA_VISIBLE_DEVICES", "").strip()
-    return int(named) if named.isdigit() else 0
+def visible_gpu(environ: Mapping[str, str] = os.environ) -> str:
+    """The GPU this process computes on, as nvidia-smi's --id takes it: the first one
+    CUDA_VISIBLE_DEVICES names (an index, counted in nvidia-smi's order when steps.sh's GPU=N set
+    it with CUDA_DEVICE_ORDER=PCI_BUS_ID, or a UUID), else the first GPU."""
+    first = environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    return first or "0"
 
 
-def read(gpu: int | None = None) -> dict:
+def read(gpu: int | str | None = None) -> dict:
     """The state of GPU `gpu` (default: the visible one) now; {"error": ...} where nvidia-smi
     cannot tell (a record, never a reason to stop a run)."""
     gpu = visible_gpu() if gpu is None else gpu
@@ -74,14 +74,14 @@ def read(gpu: int | None = None) -> dict:
         return {"error": str(exc)}
 
 
-def lock(mhz: int, gpu: int | None = None) -> dict:
+def lock(mhz: int, gpu: int | str | None = None) -> dict:
     """Lock the SM clock at `mhz` (nvidia-smi -lgc; needs root, and is left undone on a machine
     whose settings are not ours to change). The exit status and output are the record."""
     gpu = visible_gpu() if gpu is None else gpu
     return _smi(["-i", str(gpu), "-lgc", f"{mhz},{mhz}"])
 
 
-def unlock(gpu: int | None = None) -> dict:
+def unlock(gpu: int | str | None = None) -> dict:
     """Undo lock (nvidia-smi -rgc)."""
     gpu = visible_gpu() if gpu is None else gpu
     return _smi(["-i", str(gpu), "-rgc"])

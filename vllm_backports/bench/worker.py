@@ -120,32 +120,56 @@ def zero_lm_heads(worker) -> list[str]:
     target's greedy pick and the MTP drafter's alike, is token 0: every draft is right. The
     weights change in place, so the captured CUDA graphs read them; the work per step is the
     model's as drawn. A head tied to the embedding is found under its lm_head name too (the
-    inputs then embed to 0, at the same cost). Returns the heads zeroed, each weight once."""
+    inputs then embed to 0, at the same cost). Returns "model:NAME" and "drafter:NAME" for each
+    head found, a head the drafter shares with the model marked "(shared)" and zeroed once."""
     runner = worker.model_runner
-    get = getattr(runner, "get_model", None)  # past the CUDA-graph wrapper where there is one
-    found: list[Any] = [get() if callable(get) else getattr(runner, "model", None)]
-    found += [getattr(getattr(runner, name, None), "model", None) for name in ("drafter", "speculator")]
-    zeroed, seen = [], set()
-    for module in found:
+
+    def unwrapped(getter: str, *paths: str) -> Any:
+        # past the CUDA-graph wrappers where the runner can say (0.26 .. 0.33); else where the
+        # model is held (V2's get_draft_model knows only some speculators)
+        get = getattr(runner, getter, None)
+        found = get() if callable(get) else None
+        for path in paths:
+            if found is not None:
+                break
+            found = runner
+            for part in path.split("."):
+                found = getattr(found, part, None)
+        return found
+
+    zeroed: list[str] = []
+    seen: set[int] = set()
+    for label, module in (
+        ("model", unwrapped("get_model", "model")),
+        ("drafter", unwrapped("get_draft_model", "drafter.model", "speculator.model")),
+    ):
         # every name a module is reachable by: a tied head's first name is the embedding's
         subs = module.named_modules(remove_duplicate=False) if hasattr(module, "named_modules") else ()
         for name, sub in subs:
             weight = getattr(sub, "weight", None)
-            if name.split(".")[-1] == "lm_head" and weight is not None and id(weight) not in seen:
-                seen.add(id(weight))
-                weight.data.zero_()
-                zeroed.append(f"{name}.weight")
+            if name.split(".")[-1] != "lm_head" or weight is None:
+                continue
+            if id(weight) in seen:
+                zeroed.append(f"{label}:{name}.weight (shared)")
+                continue
+            seen.add(id(weight))
+            weight.data.zero_()
+            zeroed.append(f"{label}:{name}.weight")
     return zeroed
 
 
-def constant_logits(llm) -> list[str]:
-    """zero_lm_heads in every worker; refuses an engine where no lm_head was found (the run
-    would measure the model as drawn and call it something else)."""
+def constant_logits(llm, drafter: bool) -> list[str]:
+    """zero_lm_heads in every worker. Refuses an engine where a worker found no head of the model,
+    or, when it speculates (`drafter`), none of its drafter: the run would measure the model as
+    drawn, or MTP with nothing accepted, and call it something else."""
     from ..errors import BackportError
 
     found = llm.collective_rpc(zero_lm_heads)
-    if not found or not all(found):
-        raise BackportError(f"constant logits: no lm_head found to zero in a worker ({found!r})")
+    wanted = ("model:", "drafter:") if drafter else ("model:",)
+    for names in found or [[]]:
+        missing = [w.rstrip(":") for w in wanted if not any(n.startswith(w) for n in names)]
+        if missing:
+            raise BackportError(f"constant logits: no lm_head of the {' or '.join(missing)} found to zero ({found!r})")
     return sorted({name for names in found for name in names})
 
 
@@ -192,16 +216,15 @@ def main(argv: list[str]) -> int:
             spec["prompts"], [[] for _ in spec["prompts"]], k=spec["k"], vocab=spec["vocab"], schedule=schedule
         )
         drafts.install(script)
-    if spec.get("constant_logits"):
-        # collective_rpc sends zero_lm_heads to the engine's process by value (cloudpickle)
-        os.environ["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"
     from vllm import LLM, SamplingParams
 
     started = time.perf_counter()
     llm = LLM(**engine_kwargs(spec))
     ready = {"ok": True, "start_s": time.perf_counter() - started, "engine": engine.describe_or_error(llm)}
     if spec.get("constant_logits"):
-        ready["zeroed"] = constant_logits(llm)
+        # in this process: prepare_env keeps the engine core here (no multiprocessing), so
+        # zero_lm_heads reaches the worker without being serialised
+        ready["zeroed"] = constant_logits(llm, drafter=bool(spec.get("speculative")))
     reply(ready)
     serve(Bench(llm, SamplingParams, spec, script), llm, sys.stdin, reply)
     return 0
