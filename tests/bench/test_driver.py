@@ -181,20 +181,28 @@ class LLM:
 """
 
 
-def test_the_real_worker_speaks_to_the_driver_through_vllms_prints(tmp_path, monkeypatch):
-    """bench.worker itself, on a stand-in vllm package in each site: the reply channel survives
-    what vLLM prints, the engine arguments are the benchmark's, the scripted drafter is installed
-    for the ngram arm only."""
+def fake_vllm_site(tmp_path, monkeypatch, version: str) -> tuple[Path, Path]:
+    """A fix site holding the stand-in vllm package (FAKE_VLLM) that the real worker imports, and
+    the file where its engines record themselves."""
     record = tmp_path / "record.jsonl"
     monkeypatch.setenv("FAKE_VLLM_RECORD", str(record))
     monkeypatch.delenv("PYTHONPATH", raising=False)
-    fix = site(tmp_path / "fix")
+    fix = site(tmp_path / "fix", version)
     pkg = fix / "vllm"
     (pkg / "v1/spec_decode").mkdir(parents=True)
     (pkg / "__init__.py").write_text(FAKE_VLLM)
     (pkg / "v1/__init__.py").write_text("")
     (pkg / "v1/spec_decode/__init__.py").write_text("")
     (pkg / "v1/spec_decode/ngram_proposer.py").write_text("class NgramProposer:\n    batch_propose = None\n")
+    return record, fix
+
+
+def test_the_real_worker_speaks_to_the_driver_through_vllms_prints(tmp_path, monkeypatch):
+    """bench.worker itself, on a stand-in vllm package in each site: the reply channel survives
+    what vLLM prints, the engine arguments are the benchmark's, the scripted drafter is installed
+    for the ngram arm only."""
+    record, fix = fake_vllm_site(tmp_path, monkeypatch, "0.26.0")
+    pkg = fix / "vllm"
     # a release from before 0.27.0: Qwen3.5 only as the multimodal class
     (pkg / "model_executor/models").mkdir(parents=True)
     (pkg / "model_executor/__init__.py").write_text("")
@@ -270,16 +278,7 @@ def test_mtp_100_asks_both_engines_for_constant_logits_and_only_b_for_mtp(tmp_pa
 
 
 def test_the_real_worker_zeroes_the_lm_head_for_constant_logits_and_says_so(tmp_path, monkeypatch):
-    record = tmp_path / "record.jsonl"
-    monkeypatch.setenv("FAKE_VLLM_RECORD", str(record))
-    monkeypatch.delenv("PYTHONPATH", raising=False)
-    fix = site(tmp_path / "fix", "0.27.0")
-    pkg = fix / "vllm"
-    (pkg / "v1/spec_decode").mkdir(parents=True)
-    (pkg / "__init__.py").write_text(FAKE_VLLM)
-    (pkg / "v1/__init__.py").write_text("")
-    (pkg / "v1/spec_decode/__init__.py").write_text("")
-    (pkg / "v1/spec_decode/ngram_proposer.py").write_text("class NgramProposer:\n    batch_propose = None\n")
+    record, fix = fake_vllm_site(tmp_path, monkeypatch, "0.27.0")
     p = plan(tmp_path, {"fix": fix}, experiment="mtp-100", pairs=2, levels=(1,), max_tokens=9)
     driver.run(p, lambda m: None, lambda: {}, lambda: {"gpu": "Fake", "date": "2026-11-28"},
                architectures=lambda where: {"Qwen3_5ForCausalLM"})
