@@ -185,6 +185,9 @@ def plan(
     """The calls; with `gpus` over 1, the releases' A/B queues go to GPUs 0, 1, ... in turn, so that
     queues on different GPUs run side by side."""
     calls, homes, seen_fa2, queues = [], {}, {}, []
+    # beside another GPU's queue, whose engine starts load the host's CPUs for minutes, each pair
+    # of arms is run AB then BA, so that a load that rises or falls over a pair weighs on both alike
+    order = "abba" if gpus > 1 else None
     named = [release for release, _ in runs]
     twice = sorted({r for r in named if named.count(r) > 1})
     if twice:  # two HOMEs would build the release's shared sites (/tmp/site-*-REL) under each other
@@ -209,10 +212,6 @@ def plan(
                 env = f"HOME={home} REL={release} GPU_TESTS=0 RELEASE_TESTS=0"
                 names = [p for p in proofs if not p.startswith(BENCH)] or ["none"]  # none: setup only
                 chain = f"{env} bash docs/runs/steps.sh chain {' '.join(names)}"
-                # beside another GPU's queue, whose engine starts load the host's CPUs for minutes,
-                # each pair of arms is run AB then BA, so that a load that rises or falls over a
-                # pair weighs on both arms alike
-                order = "abba" if gpus > 1 else None
                 mine = [bench_queue(p, profile, order) for p in proofs if p.startswith(BENCH)]
                 if len(mine) > 1:  # steps.sh keeps one queue a release and HOME
                     raise SystemExit(f"plan: {release}: one bench= a release; join its experiments with +")

@@ -520,8 +520,8 @@ PY
           # one A/B run a machine, over every HOME: a queue without GPU=N holds the machine lock
           # alone; queues with GPU=N share it, each holding the lock of its GPU alone as well (taken in
           # that order by all, so no two wait on each other)
-          exec 7> "${QUEUE_LOCK:-/tmp/bench-ab.lock}"
-          [ -z "${GPU:-}" ] || exec 5> "${QUEUE_LOCK:-/tmp/bench-ab.lock}.gpu$GPU"
+          lock=${QUEUE_LOCK:-/tmp/bench-ab.lock}
+          exec 7> "$lock"; [ -z "${GPU:-}" ] || exec 5> "$lock.gpu$GPU"
           busy() { # whether a verify, upstream-gpu run or A/B run shares this queue s GPU: with GPU=N,
             # one whose CUDA_VISIBLE_DEVICES names N or is unset (it sees every GPU); else any
             local p v; for p in $(pgrep -f "apply[.]py verify|steps[.]sh upstream-gpu|bench_ab[.]py run"); do

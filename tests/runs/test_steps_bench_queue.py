@@ -111,6 +111,15 @@ def trace(bench: Path) -> list[list[str]]:
     return [line.split() for line in (bench / "trace").read_text().splitlines()]
 
 
+def spans(*benches: Path) -> dict[str, tuple[float, float]]:
+    """Each run's start and end, by experiment, over the queues' folders."""
+    out: dict[str, list[float]] = {}
+    for bench in benches:
+        for e in trace(bench):
+            out.setdefault(e[1], []).append(float(e[2]))
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
 def test_experiments_run_in_order_one_at_a_time_and_a_failure_does_not_stop_the_rest(tree):
     root, env, bench = tree
     done = steps(
@@ -168,11 +177,7 @@ def test_queues_of_two_homes_never_run_at_once(tree, tmp_path):
     assert steps(root, other, "bench-ab", "queue", "tiny", "2", "resident", "ngram-90", "tq-mtp").returncode == 0
     wait_done(bench, env["REL"])
     wait_done(tmp_path / "home2" / "bench-ab", env["REL"])
-    spans = {}
-    for home in (bench, tmp_path / "home2" / "bench-ab"):
-        for e in trace(home):
-            spans.setdefault(e[1], []).append(float(e[2]))
-    runs = sorted(spans.values())
+    runs = sorted(spans(bench, tmp_path / "home2" / "bench-ab").values())
     assert len(runs) == 4
     assert all(a[1] <= b[0] for a, b in zip(runs, runs[1:], strict=False))  # each ends before the next starts
 
@@ -254,15 +259,6 @@ def test_a_queue_without_an_experiment_is_refused_and_writes_nothing(tree):
     assert done.returncode == 2 and "name at least one experiment" in done.stdout
     assert not (bench / f"queue-{env['REL']}.log").exists()
     assert not list(bench.glob(f"{env['REL']}-*"))
-
-
-def spans(*benches: Path) -> dict[str, tuple[float, float]]:
-    """Each run's start and end, by experiment, over the queues' folders."""
-    out: dict[str, list[float]] = {}
-    for bench in benches:
-        for e in trace(bench):
-            out.setdefault(e[1], []).append(float(e[2]))
-    return {k: (v[0], v[1]) for k, v in out.items()}
 
 
 def test_queues_on_two_gpus_run_side_by_side_each_on_its_own(tree, tmp_path):
