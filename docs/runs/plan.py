@@ -70,7 +70,11 @@ def tree_size(root: Path) -> int:
 BENCH = "bench="
 
 
-def bench_queue(token: str, profile: int | None = None, order: str | None = None) -> list[str]:
+# Sites that steps.sh builds from a kept alternative, and where: only for the releases it has a port for
+ALTERNATIVE_SITES = {"p65": ROOT / "benchmarks/alternatives/turboquant-cudagraph"}
+
+
+def bench_queue(token: str, release: str, profile: int | None = None, order: str | None = None) -> list[str]:
     """`bench=SHAPE/EXP+EXP...[/PAIRS[/LAYOUT]]` as the arguments of `steps.sh bench-ab queue`;
     `profile`: each engine ends with a profiled generate at that many requests; `order`: the
     pairs' order of arms (bench_ab.py's default, abab, when None)."""
@@ -85,6 +89,12 @@ def bench_queue(token: str, profile: int | None = None, order: str | None = None
     for e in exps:
         if e not in EXPERIMENTS:
             raise SystemExit(f"plan: unknown experiment {e} ({', '.join(EXPERIMENTS)})")
+        for site in EXPERIMENTS[e].sites():
+            ports = ALTERNATIVE_SITES.get(site)
+            if ports and not (ports / release).is_dir():
+                have = ", ".join(sorted(p.name for p in ports.iterdir() if p.is_dir()))
+                where = ports.relative_to(ROOT)
+                raise SystemExit(f"plan: {e} needs the {site} site, which {where} has for {have}, not {release}")
     if not pairs.isdigit() or int(pairs) < 1:
         raise SystemExit(f"plan: {token}: pairs must be a positive number, not {pairs}")
     if layout not in LAYOUTS:
@@ -192,6 +202,11 @@ def plan(
     twice = sorted({r for r in named if named.count(r) > 1})
     if twice:  # two HOMEs would build the release's shared sites (/tmp/site-*-REL) under each other
         raise SystemExit(f"plan: {twice[0]} named twice: give each release once, its proofs joined with commas")
+    # every queue is checked before any release's staging is looked at: a refused run stages nothing
+    queued = {
+        release: [bench_queue(p, release, profile, order) for p in proofs if p.startswith(BENCH)]
+        for release, proofs in runs
+    }
     for i, (release, proofs) in enumerate(runs, 1):
         home = f"/root/h{i}"
         homes[release] = home
@@ -212,7 +227,7 @@ def plan(
                 env = f"HOME={home} REL={release} GPU_TESTS=0 RELEASE_TESTS=0"
                 names = [p for p in proofs if not p.startswith(BENCH)] or ["none"]  # none: setup only
                 chain = f"{env} bash docs/runs/steps.sh chain {' '.join(names)}"
-                mine = [bench_queue(p, profile, order) for p in proofs if p.startswith(BENCH)]
+                mine = queued[release]
                 if len(mine) > 1:  # steps.sh keeps one queue a release and HOME
                     raise SystemExit(f"plan: {release}: one bench= a release; join its experiments with +")
                 on = f"GPU={len(queues) % gpus} " if gpus > 1 else ""

@@ -209,3 +209,14 @@ def test_a_release_named_twice_is_refused(tmp_path):
     stage(tmp_path, "0.26.0", [58], [52])
     with pytest.raises(SystemExit, match="0.26.0 named twice"):
         plan.plan(tmp_path, [("0.26.0", ["bench=qwen3_5-9b/mtp"]), ("0.26.0", ["gdn-ngram"])], 61 * MIB, gpus=2)
+
+
+def test_an_experiment_on_a_site_the_release_has_no_port_for_is_refused(tmp_path):
+    # P65 is kept for a few releases only (benchmarks/alternatives/turboquant-cudagraph); refused
+    # before the release's staging is looked at (0.28.0 has none here), so nothing is staged for it
+    refused = r"tq-mtp needs the p65 site, which .*turboquant-cudagraph has for .*0\.27\.0, not 0\.28\.0"
+    with pytest.raises(SystemExit, match=refused):
+        plan.plan(tmp_path, [("0.28.0", ["bench=qwen3_5-9b/nospec+tq-mtp"])], 61 * MIB)
+    stage(tmp_path, "0.27.0", [58], [52], sha="b")
+    last = plan.plan(tmp_path, [("0.27.0", ["bench=qwen3_5-9b/tq-mtp"])], 61 * MIB)[-1]["command"]
+    assert last.endswith("queue qwen3_5-9b 20 resident tq-mtp -- --prefill-backend triton")
