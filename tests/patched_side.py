@@ -1,6 +1,6 @@
 """One vLLM module of the installed release in three versions, loaded beside the installed
-original so that its imports resolve there: as released, with the release's series less
-turboquant-prefill-fastpath (vLLM #46460), and with the whole shipped series, that fix included.
+original so that its imports resolve there: as released, with the release's series up to
+turboquant-prefill-fastpath (vLLM #46460), and with the same series through that fix.
 Read from the installed file, which must be the release's pristine one (`not_pristine` decides
 what then happens: a skip, or a failure)."""
 
@@ -14,8 +14,9 @@ from pathlib import Path
 from vllm_backports.hunks import Mismatch, apply_file
 
 FIX = "turboquant-prefill-fastpath"
-# released: the pristine file; series: the shipped series less FIX, which is last in it (what its
-# users ran before FIX shipped); candidate: the shipped series
+# released: the pristine file; series: the shipped series up to FIX (what its users ran before FIX
+# shipped); candidate: the same with FIX. Later backports are written on FIX's lines and left out
+# of both (turboquant-decode-workspace on 0.21 .. 0.23).
 SIDES = ("released", "series", "candidate")
 
 
@@ -25,8 +26,8 @@ def source(path: str, side: str, catalogue, release, not_pristine: Callable[[str
     if hashlib.sha256(content).hexdigest() != release.files[path]:
         not_pristine(path)
     shipped = list(catalogue.series(release.series).patches)
-    assert shipped[-1].backport_id == FIX, f"{FIX} is not last in series {release.series}"
-    patches = {"released": [], "series": shipped[:-1], "candidate": shipped}[side]
+    at = [p.backport_id for p in shipped].index(FIX)
+    patches = {"released": [], "series": shipped[:at], "candidate": shipped[: at + 1]}[side]
     for patch in patches:
         for fpatch in patch.files:
             if fpatch.path == path:

@@ -322,6 +322,7 @@ def test_builder_matrix_runs_each_release_s_builder_tests_with_its_torch():
     kernel = "tests/release/test_turboquant_interpreted.py"
     shape = "tests/release/test_turboquant_kv_shape.py"
     fastpath = "tests/release/test_turboquant_prefill_fastpath.py"
+    workspace = "tests/release/test_turboquant_decode_workspace.py"
     assert rows["0.20.0"] == {
         "vllm": "0.20.0",
         "torch": "2.11.0",
@@ -331,7 +332,8 @@ def test_builder_matrix_runs_each_release_s_builder_tests_with_its_torch():
     assert rows["0.26.0"]["upstream_tests"] is True
     assert rows["0.21.0"]["upstream_tests"] is (REPO / "docs/upstream-tests/0.21.0.json").is_file()
     assert rows["0.19.0"]["tests"] == gdn  # no TurboQuant backend before 0.20.0
-    assert rows["0.21.0"]["tests"].split() == [gdn, tq, kernel, fastpath]
+    assert rows["0.21.0"]["tests"].split() == [gdn, tq, kernel, fastpath, workspace]
+    assert rows["0.24.0"]["tests"].split() == [gdn, tq, kernel, fastpath]  # reserves it upstream
     assert rows["0.26.0"]["tests"].split() == [gdn, tq, kernel, shape, fastpath]
     assert rows["0.33.0"]["tests"].split() == [tq, kernel, fastpath]  # upstream carries the GDN fix from 0.32.0
 

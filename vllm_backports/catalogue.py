@@ -78,6 +78,7 @@ SCENARIOS = {
     "gdn-ngram-flashinfer": "GDN, ngram, FlashInfer GDN prefill (Qwen3.5: heads of 128)",
     "mtp": "MTP without TurboQuant",
     "tq-mtp": "MTP + turboquant_k8v4, the released TurboQuant backend as control",
+    "qwen3_5-tq-mtp": "MTP + turboquant_k8v4, dense Qwen3.5, the series less turboquant-decode-workspace as control",
     "tq-mtp-b1": "MTP + turboquant_k8v4, 1 a batch, the released TurboQuant backend as control",
     "tq-mtp-4bit_nc": "MTP + turboquant_4bit_nc, the released TurboQuant backend as control",
     "tq-mtp-k3v4_nc": "MTP + turboquant_k3v4_nc, the released TurboQuant backend as control",

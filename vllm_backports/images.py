@@ -205,6 +205,7 @@ BUILDER_TESTS = {
     ),
     "turboquant-kv-shape": ("tests/release/test_turboquant_kv_shape.py",),
     "turboquant-prefill-fastpath": ("tests/release/test_turboquant_prefill_fastpath.py",),
+    "turboquant-decode-workspace": ("tests/release/test_turboquant_decode_workspace.py",),
 }
 
 

@@ -16,7 +16,8 @@
 # Sites, all of release $REL:
 #   fix  $HOME/vllm-site  the release's shipped series
 #   ctl  /tmp/site-ctl-$REL  the series without turboquant-spec-decode (and without
-#        turboquant-prefill-fastpath, which applies only after it): TurboQuant as released
+#        turboquant-prefill-fastpath and turboquant-decode-workspace, which apply only after
+#        it): TurboQuant as released
 #   p65  /tmp/site-p65-$REL  ctl plus P65, where benchmarks/alternatives/turboquant-cudagraph has it
 #   pc-hit  /tmp/site-pc-hit-$REL  the shipped series plus the candidate fix of vLLM #53912, where
 #        benchmarks/alternatives/prefix-cache-mtp-hit has it (0.20.0): TARGET=pc-hit bg ... runs it
@@ -24,7 +25,8 @@
 #   less-ID /tmp/site-less-ID-$REL  the shipped series less backport ID, for each ID in LESS that
 #        the series carries: the control that proves ID alone, the rest of the series being on
 #        both sides (not made where a later patch's hunks sit below ID's: spec-prefill-decode-graph
-#        on 0.25.0, 0.26.0, where turboquant-kv-shape follows it in the runner)
+#        on 0.25.0, 0.26.0, where turboquant-kv-shape follows it in the runner;
+#        turboquant-prefill-fastpath on 0.21.0 .. 0.23.0, where turboquant-decode-workspace does)
 # Several releases can share one machine: stage each with its parts under its own HOME
 # (`HOME=/root/h2 REL=X steps.sh put p0` a call, carrying .stage-X/p0, and so on; then `chain`;
 # docs/runs/plan.py prints those calls, packed under one call's carry)
@@ -53,14 +55,17 @@ RES=$HOME/verify-results
 # A marker a running chain, machine-wide: what a bench-ab queue waits for (chain, queue)
 CHAINS=${CHAINS_DIR:-/tmp/chains}
 declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl-$REL [p65]=/tmp/site-p65-$REL [raw]=/tmp/site-raw-$REL [pc-hit]=/tmp/site-pc-hit-$REL)
-# spec-prefill-decode-graph: vLLM #49918; turboquant-prefill-fastpath: vLLM #46460
-LESS=(spec-prefill-decode-graph turboquant-prefill-fastpath)
+# spec-prefill-decode-graph: vLLM #49918; turboquant-prefill-fastpath: vLLM #46460;
+# turboquant-decode-workspace: vLLM #42544
+LESS=(spec-prefill-decode-graph turboquant-prefill-fastpath turboquant-decode-workspace)
 for id in "${LESS[@]}"; do SITE[less-$id]=/tmp/site-less-$id-$REL; done
 # The release's series, as versions.toml names it (point releases share one; "" for none).
 SERIES=$(python3 -c 'import sys, tomllib; print(tomllib.load(open("versions.toml", "rb"))["releases"].get(sys.argv[1], {}).get("series", ""))' "$REL")
 carries() { [ -n "$SERIES" ] && grep -q -- "-$1.patch\$" "backports/$SERIES/series" 2>/dev/null; }
-# TurboQuant as released: turboquant-prefill-fastpath is written on turboquant-spec-decode's lines
+# TurboQuant as released: turboquant-prefill-fastpath is written on turboquant-spec-decode's lines,
+# turboquant-decode-workspace (0.21 .. 0.23) on both
 TQ_SKIP=(--skip turboquant-spec-decode); carries turboquant-prefill-fastpath && TQ_SKIP+=(--skip turboquant-prefill-fastpath)
+carries turboquant-decode-workspace && TQ_SKIP+=(--skip turboquant-decode-workspace)
 # Every file any patch here touches, read off the patches, so a new backport cannot leave a
 # site sharing a hard-linked file with the others.
 TOUCHED=$(grep -h '^+++ b/vllm/' backports/*/*.patch benchmarks/alternatives/*/*/*.patch | sed 's#^+++ b/vllm/##' | sort -u)

@@ -39,7 +39,9 @@ def served(backport: str):
     return torch, release
 
 
-def load(tmp_path: Path, release: Release, path: str, patched: bool):
+def load(tmp_path: Path, release: Release, path: str, patched: bool, skip: str | None = None):
+    """`path` of the installed release, pristine or patched; `skip`: a backport left out of the
+    series, as `apply.py --skip` leaves it (the control of that backport)."""
     import vllm
 
     package = Path(importlib.util.find_spec("vllm").submodule_search_locations[0])
@@ -51,11 +53,14 @@ def load(tmp_path: Path, release: Release, path: str, patched: bool):
         pytest.skip(message)
     if patched:
         for patch in CATALOGUE.series(release.series).patches:
+            if patch.backport_id == skip:
+                continue
             for fpatch in patch.files:
                 if fpatch.path == path:
                     content = apply_file(content, fpatch)
                     assert not isinstance(content, Mismatch), content
-    stem = f"{Path(path).stem}_{'patched' if patched else 'pristine'}"
+    less = f"_less_{skip.replace('-', '_')}" if skip else ""
+    stem = f"{Path(path).stem}_{'patched' if patched else 'pristine'}{less}"
     target = tmp_path / f"{stem}.py"
     target.write_bytes(content)
     # Named as a sibling of the original, so its relative imports resolve to the installed release.

@@ -47,6 +47,7 @@ def _p(options: str, control: str = "raw", smoke: bool = False, fix: str | None 
 
 SPEC_PREFILL = "less-spec-prefill-decode-graph"
 FASTPATH = "less-turboquant-prefill-fastpath"
+DECODE_WORKSPACE = "less-turboquant-decode-workspace"
 PROOFS = {
     "gdn-ngram": _p("--preset ngram", smoke=True, fix=GDN),
     "gdn-ngram-prefix": _p("--preset ngram --prompts shared-prefix --prefix-caching on", smoke=True, fix=GDN),
@@ -67,6 +68,9 @@ PROOFS = {
     "tq-mtp-4bit_nc": _p("--preset mtp --kv-cache turboquant_4bit_nc", "ctl"),
     "tq-mtp-k3v4_nc": _p("--preset mtp --kv-cache turboquant_k3v4_nc", "ctl"),
     "tq-mtp-3bit_nc": _p("--preset mtp --kv-cache turboquant_3bit_nc", "ctl"),
+    # a dense hybrid (no MoE kernels size the workspace in the profile run) with TurboQuant and
+    # MTP: the first draft step's decode asserts on 0.21 .. 0.23 without the reservation
+    "qwen3_5-tq-mtp": _p("--model-class qwen3_5 --preset mtp --kv-cache turboquant_k8v4", DECODE_WORKSPACE),
     "qwen3_5-gdn-ngram": _p("--model-class qwen3_5 --preset ngram", fix=GDN),
     "qwen3_5-mtp": _p("--model-class qwen3_5 --preset mtp", fix=GDN),
     "qwen3_5_moe-gdn-ngram": _p("--model-class qwen3_5_moe --preset ngram", fix=GDN),
