@@ -103,6 +103,13 @@ def main() -> None:
     "--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A checkpoint's own config.json."
 )
 @click.option("--profile", type=int, help="After the rounds, profile one generate per engine at this level.")
+@click.option(
+    "--ttft-samples",
+    type=click.IntRange(1, 50),
+    default=5,
+    show_default=True,
+    help="One-token generates timed each round at 1 request; TTFT is their median.",
+)
 @click.option("--lock-clocks", type=int, metavar="MHZ", help="Lock the SM clock for the run (root; own machines only).")
 def run(
     experiment,
@@ -121,6 +128,7 @@ def run(
     prefill_backend,
     config,
     profile,
+    ttft_samples,
     lock_clocks,
 ) -> None:
     """Run (or resume) one A/B run."""
@@ -143,6 +151,7 @@ def run(
         prefill_backend=prefill_backend,
         config=config,
         profile=profile,
+        ttft_samples=ttft_samples,
     )
     locked = clocks.lock(lock_clocks) if lock_clocks else None
     try:

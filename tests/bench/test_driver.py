@@ -82,6 +82,7 @@ def test_a_run_sends_each_engine_its_schedule_and_keeps_every_round(tmp_path, si
     assert "speculative" not in specs["a"] and specs["b"]["speculative"]["method"] == "ngram"
     assert specs["b"]["acceptance_schedule"][0] == [3, 3] and specs["a"]["sleep"] is True
     assert specs["a"]["prompts"] == specs["b"]["prompts"] and len(specs["a"]["prompts"]) == 5
+    assert specs["a"]["ttft_samples"] == specs["b"]["ttft_samples"] == 5  # the median of 5 at 1 request
     meta = json.loads((out / "run.json").read_text())
     assert meta["instances"][0]["clocks_before"] == {"clocks.sm": 1980} and "clocks_after" in meta["instances"][0]
     assert json.loads((out / "model/config.json").read_text())["model_type"] == "qwen3_5"

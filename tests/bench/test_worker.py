@@ -66,6 +66,26 @@ def test_a_round_times_first_token_and_full_generate_per_level():
     assert (out["2"]["drafts"], out["2"]["accepted"]) == (30, 27)
 
 
+def test_at_one_request_ttft_is_the_median_of_its_samples_and_elsewhere_one_timing():
+    clock = Clock()
+    llm = FakeLLM(clock)
+    jitter = iter([0.05, 0.0, 0.0, 0.3, 0.0])  # host stalls on two of five one-token generates
+    plain = llm.generate
+
+    def generate(batch, params, use_tqdm=False):
+        if params.max_tokens == 1 and len(batch) == 1:
+            clock.now += next(jitter)
+        return plain(batch, params, use_tqdm)
+
+    llm.generate = generate
+    bench = worker.Bench(llm, Params, {**spec(), "ttft_samples": 5}, clock=clock)
+    out = bench.round()["levels"]
+    assert llm.calls == [(1, 1)] * 5 + [(1, 11), (2, 1), (2, 11)]
+    assert out["1"]["ttft_samples_s"] == pytest.approx([0.06, 0.01, 0.01, 0.31, 0.01])
+    assert out["1"]["ttft_s"] == pytest.approx(0.01)  # the stalls do not move it
+    assert "ttft_samples_s" not in out["2"] and out["2"]["ttft_s"] == pytest.approx(0.01)
+
+
 def test_each_level_has_its_own_prompts():
     bench = worker.Bench(FakeLLM(Clock()), Params, spec((1, 16, 64)))
     firsts = [tuple(p["prompt_token_ids"][0] for p in bench.batch(lv)) for lv in ("1", "16", "64")]

@@ -83,3 +83,12 @@ def test_the_machine_record_names_the_gpu_the_run_computes_on(monkeypatch):
     monkeypatch.setattr(bench_ab.clocks, "read", lambda gpu=None: {"name": "NVIDIA H200"})
     got = bench_ab.ran_on()
     assert (got["gpu"], got["gpu_index"]) == ("NVIDIA H200", 0) and "no torch" in got["error"]
+
+
+def test_ttft_samples_below_one_are_refused_before_anything_runs(tmp_path):
+    r = CliRunner().invoke(
+        bench_ab.main,
+        ["run", "--experiment", "nospec", "--shape", "qwen3_5-9b", "--out", str(tmp_path / "o"),
+         "--site", f"raw={tmp_path}", "--site", f"fix={tmp_path}", "--ttft-samples", "0"],
+    )
+    assert r.exit_code == 2 and "--ttft-samples" in r.output and not (tmp_path / "o").exists()

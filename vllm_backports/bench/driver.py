@@ -49,6 +49,7 @@ class Plan:
     config: Path | None = None  # a checkpoint's own config.json instead of the shape's
     profile: int | None = None  # a concurrency level to profile each arm at, after the rounds
     profile_tokens: int = 16
+    ttft_samples: int = 5  # one-token generates timed a round at 1 request, their median kept
     extra: dict = field(default_factory=dict)
 
 
@@ -119,6 +120,7 @@ def engine_spec(plan: Plan, arm: experiments.Arm, model_dir: Path, vocab: int, t
         "sleep": plan.layout == "sleep",
         "vocab": vocab,
         "k": experiments.K,
+        "ttft_samples": plan.ttft_samples,
         **({"text_only": True} if text_only else {}),  # a multimodal layout (shapes.architecture_for)
         **plan.extra,
     }
