@@ -91,8 +91,9 @@ def bench_queue(token: str, release: str, profile: int | None = None, order: str
             raise SystemExit(f"plan: unknown experiment {e} ({', '.join(EXPERIMENTS)})")
         for site in EXPERIMENTS[e].sites():
             ports = ALTERNATIVE_SITES.get(site)
-            if ports and not (ports / release).is_dir():
-                have = ", ".join(sorted(p.name for p in ports.iterdir() if p.is_dir()))
+            patch = f"0001-{ports.name}.patch" if ports else ""  # what steps.sh's alt_site applies
+            if ports and not (ports / release / patch).is_file():
+                have = ", ".join(sorted(p.parent.name for p in ports.glob(f"*/{patch}")))
                 where = ports.relative_to(ROOT)
                 raise SystemExit(f"plan: {e} needs the {site} site, which {where} has for {have}, not {release}")
     if not pairs.isdigit() or int(pairs) < 1:

@@ -15,18 +15,17 @@
 #        back to back once the machine's chains and verifies have ended)
 # Sites, all of release $REL:
 #   fix  $HOME/vllm-site  the release's shipped series
-#   ctl  /tmp/site-ctl-$REL  the series without turboquant-spec-decode (and without
-#        turboquant-prefill-fastpath and turboquant-decode-workspace, which apply only after
-#        it): TurboQuant as released
+#   ctl  /tmp/site-ctl-$REL  the series without turboquant-spec-decode (and without what is
+#        written on its lines, WRITTEN_ON below): TurboQuant as released
 #   p65  /tmp/site-p65-$REL  ctl plus P65, where benchmarks/alternatives/turboquant-cudagraph has it
 #   pc-hit  /tmp/site-pc-hit-$REL  the shipped series plus the candidate fix of vLLM #53912, where
 #        benchmarks/alternatives/prefix-cache-mtp-hit has it (0.20.0): TARGET=pc-hit bg ... runs it
 #   raw  /tmp/site-raw-$REL  pristine: the GDN control
-#   less-ID /tmp/site-less-ID-$REL  the shipped series less backport ID, for each ID in LESS that
-#        the series carries: the control that proves ID alone, the rest of the series being on
-#        both sides (not made where a later patch's hunks sit below ID's: spec-prefill-decode-graph
-#        on 0.25.0, 0.26.0, where turboquant-kv-shape follows it in the runner;
-#        turboquant-prefill-fastpath on 0.21.0 .. 0.23.0, where turboquant-decode-workspace does)
+#   less-ID /tmp/site-less-ID-$REL  the shipped series less backport ID (and what is written on
+#        its lines, WRITTEN_ON below), for each ID in LESS that the series carries: the control
+#        that proves ID alone, the rest of the series being on both sides (not made where a later
+#        patch's hunks sit below ID's: spec-prefill-decode-graph on 0.25.0, 0.26.0, where
+#        turboquant-kv-shape follows it in the runner)
 # Several releases can share one machine: stage each with its parts under its own HOME
 # (`HOME=/root/h2 REL=X steps.sh put p0` a call, carrying .stage-X/p0, and so on; then `chain`;
 # docs/runs/plan.py prints those calls, packed under one call's carry)
@@ -62,10 +61,15 @@ for id in "${LESS[@]}"; do SITE[less-$id]=/tmp/site-less-$id-$REL; done
 # The release's series, as versions.toml names it (point releases share one; "" for none).
 SERIES=$(python3 -c 'import sys, tomllib; print(tomllib.load(open("versions.toml", "rb"))["releases"].get(sys.argv[1], {}).get("series", ""))' "$REL")
 carries() { [ -n "$SERIES" ] && grep -q -- "-$1.patch\$" "backports/$SERIES/series" 2>/dev/null; }
-# TurboQuant as released: turboquant-prefill-fastpath is written on turboquant-spec-decode's lines,
-# turboquant-decode-workspace (0.21 .. 0.23) on both
-TQ_SKIP=(--skip turboquant-spec-decode); carries turboquant-prefill-fastpath && TQ_SKIP+=(--skip turboquant-prefill-fastpath)
-carries turboquant-decode-workspace && TQ_SKIP+=(--skip turboquant-decode-workspace)
+# Backports written on another's lines, which leave the series with it (apply.py refuses them
+# alone): turboquant-prefill-fastpath on turboquant-spec-decode's, turboquant-decode-workspace
+# (0.21 .. 0.23) on both.
+declare -A WRITTEN_ON=([turboquant-spec-decode]="turboquant-prefill-fastpath turboquant-decode-workspace"
+  [turboquant-prefill-fastpath]=turboquant-decode-workspace)
+without() { # ID: apply.py's --skip for ID and for what this series carries that is written on it
+  local d; printf '%s\n' --skip "$1"; for d in ${WRITTEN_ON[$1]:-}; do carries "$d" && printf '%s\n' --skip "$d"; done; return 0; }
+# TurboQuant as released
+mapfile -t TQ_SKIP < <(without turboquant-spec-decode)
 # Every file any patch here touches, read off the patches, so a new backport cannot leave a
 # site sharing a hard-linked file with the others.
 TOUCHED=$(grep -h '^+++ b/vllm/' backports/*/*.patch benchmarks/alternatives/*/*/*.patch | sed 's#^+++ b/vllm/##' | sort -u)
@@ -153,7 +157,8 @@ case $step in
     for id in "${LESS[@]}"; do
       carries "$id" || continue
       site=${SITE[less-$id]}; site_copy "$site"
-      PYTHONPATH=$site python3 apply.py --vllm "$REL" --target "$site" --skip "$id" --json > "$out/apply-less-$id.json" \
+      mapfile -t skips < <(without "$id")
+      PYTHONPATH=$site python3 apply.py --vllm "$REL" --target "$site" "${skips[@]}" --json > "$out/apply-less-$id.json" \
         && echo "less-$id: exit 0" || { echo "less-$id: the series does not apply without $id here"; rm -rf "$site"; }
     done
     PYTHONPATH=${SITE[ctl]} python3 apply.py --vllm "$REL" --target "${SITE[ctl]}" "${TQ_SKIP[@]}" --json > "$out/apply-ctl.json"; echo "ctl: exit $?"

@@ -1,6 +1,7 @@
 """vLLM #46460 measured: one mixed batch through the TurboQuant backend's real forward(), as
 released ("released"), with the release's series up to turboquant-prefill-fastpath ("series": what
-its users ran before the fix shipped) and through it ("candidate": the fix on top), each loaded from the installed pristine file plus patches (tests/patched_side.py), as
+its users ran before the fix shipped) and through it ("candidate": the fix on top), each loaded
+from the installed pristine file plus patches (tests/patched_side.py), as
 tests/release/test_turboquant_prefill_fastpath.py loads them for its routing checks. Here nothing
 is stubbed but the attention layer: the real metadata builder, TurboQuant's store kernel filling
 the cache, its decode kernel for verify rows and continuation chunks, and FlashAttention for first

@@ -52,7 +52,9 @@ def load(tmp_path: Path, release: Release, path: str, patched: bool, skip: str |
             raise AssertionError(message)
         pytest.skip(message)
     if patched:
-        for patch in CATALOGUE.series(release.series).patches:
+        series = CATALOGUE.series(release.series)
+        assert skip is None or skip in {p.backport_id for p in series.patches}, f"{skip} is not in {series.name}"
+        for patch in series.patches:
             if patch.backport_id == skip:
                 continue
             for fpatch in patch.files:

@@ -21,14 +21,18 @@ import turboquant_case  # noqa: E402  (imports torch: after the skip)
 
 BACKEND = "vllm/v1/attention/backends/turboquant_attn.py"
 FIX = "turboquant-decode-workspace"
-HEADS, HEAD_SIZE, SPLITS, SEQS = 4, 64, 8, 6
+# Sizes no two of which coincide, and large enough that the workspace's 256-byte rounding of each
+# buffer does not hide a buffer of the wrong dtype
+HEADS, HEAD_SIZE, SPLITS, SEQS = 12, 64, 5, 8
 
 
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("tq-workspace")
-    return {"less": installed.load(tmp, RELEASE, BACKEND, True, skip=FIX),
-            "series": installed.load(tmp, RELEASE, BACKEND, True)}
+    return {
+        "less": installed.load(tmp, RELEASE, BACKEND, True, skip=FIX),
+        "series": installed.load(tmp, RELEASE, BACKEND, True),
+    }
 
 
 @pytest.fixture
@@ -46,28 +50,39 @@ def workspace(monkeypatch):
 def _builder(module):
     """A builder of a model of HEADS query heads of HEAD_SIZE, serving up to SEQS sequences, MTP."""
     config = SimpleNamespace(
-        speculative_config=SimpleNamespace(num_speculative_tokens=turboquant_case.K, method="mtp",
-                                           parallel_drafting=False),
+        speculative_config=SimpleNamespace(
+            num_speculative_tokens=turboquant_case.K, method="mtp", parallel_drafting=False
+        ),
         scheduler_config=SimpleNamespace(max_num_batched_tokens=64, max_num_seqs=SEQS),
         parallel_config=SimpleNamespace(decode_context_parallel_size=1),
         model_config=SimpleNamespace(dtype=torch.bfloat16, get_num_attention_heads=lambda parallel: HEADS),
         attention_config=SimpleNamespace(tq_max_kv_splits_for_cuda_graph=SPLITS),
     )
-    return module.TurboQuantMetadataBuilder(SimpleNamespace(head_size=HEAD_SIZE), ["layer"], config,
-                                            torch.device("cpu"))
+    return module.TurboQuantMetadataBuilder(
+        SimpleNamespace(head_size=HEAD_SIZE), ["layer"], config, torch.device("cpu")
+    )
 
 
 def _decode(module, monkeypatch, rows: int) -> dict:
     """The release's _decode_attention over `rows` single-token decodes; what the kernel got."""
     got = {}
     monkeypatch.setattr(module, "triton_turboquant_decode_attention", lambda **kw: got.update(kw) or kw["query"])
-    impl = SimpleNamespace(head_size=HEAD_SIZE, num_heads=HEADS, max_num_kv_splits=SPLITS, scale=0.125,
-                           _use_flydsl=False,
-                           tq_config=SimpleNamespace(key_mse_bits=3, key_packed_size=50, effective_value_quant_bits=4,
-                                                     key_fp8=False, norm_correction=False))
-    meta = SimpleNamespace(block_table=torch.zeros(rows, 4, dtype=torch.int32),
-                           seq_lens=torch.ones(rows, dtype=torch.int32), decode_token_rows=None,
-                           decode_token_seq_lens=None)
+    impl = SimpleNamespace(
+        head_size=HEAD_SIZE,
+        num_heads=HEADS,
+        max_num_kv_splits=SPLITS,
+        scale=0.125,
+        _use_flydsl=False,
+        tq_config=SimpleNamespace(
+            key_mse_bits=3, key_packed_size=50, effective_value_quant_bits=4, key_fp8=False, norm_correction=False
+        ),
+    )
+    meta = SimpleNamespace(
+        block_table=torch.zeros(rows, 4, dtype=torch.int32),
+        seq_lens=torch.ones(rows, dtype=torch.int32),
+        decode_token_rows=None,
+        decode_token_seq_lens=None,
+    )
     query = torch.zeros(rows, HEADS, HEAD_SIZE, dtype=torch.bfloat16)
     module.TurboQuantAttentionImpl._decode_attention(impl, query, None, meta, None, None, None, SimpleNamespace())
     return got
