@@ -85,14 +85,27 @@ class Case:
         return torch.cat(out)
 
 
-def builder(attn, device: str, max_num_batched_tokens: int = 256, max_num_seqs: int = 16):
-    """The release's TurboQuant metadata builder, configured for MTP with K drafts."""
+def builder(attn, device: str, max_num_batched_tokens: int = 256, max_num_seqs: int = 16, kv_cache_spec=None,
+            **configs):
+    """The release's TurboQuant metadata builder, configured for MTP with K drafts; `configs`: more
+    parts of the vLLM config (model_config=..., attention_config=...)."""
     config = SimpleNamespace(
         speculative_config=SimpleNamespace(num_speculative_tokens=K, method="mtp", parallel_drafting=False),
         scheduler_config=SimpleNamespace(max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs),
         parallel_config=SimpleNamespace(decode_context_parallel_size=1),
+        **configs,
     )
-    return attn.TurboQuantMetadataBuilder(object(), ["layer"], config, torch.device(device))
+    spec = object() if kv_cache_spec is None else kv_cache_spec
+    return attn.TurboQuantMetadataBuilder(spec, ["layer"], config, torch.device(device))
+
+
+def decode_impl(head_size: int, num_heads: int, max_num_kv_splits: int):
+    """What TurboQuantAttentionImpl._decode_attention reads of its impl, for calling it unbound
+    (the kernel replaced). _use_flydsl: ROCm's FlyDSL decode (0.29+), off on CUDA."""
+    return SimpleNamespace(head_size=head_size, num_heads=num_heads, max_num_kv_splits=max_num_kv_splits, scale=0.125,
+                           _use_flydsl=False,
+                           tq_config=SimpleNamespace(key_mse_bits=3, key_packed_size=50, effective_value_quant_bits=4,
+                                                     key_fp8=False, norm_correction=False))
 
 
 def rel(a, b) -> float:

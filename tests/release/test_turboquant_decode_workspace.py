@@ -49,17 +49,14 @@ def workspace(monkeypatch):
 
 def _builder(module):
     """A builder of a model of HEADS query heads of HEAD_SIZE, serving up to SEQS sequences, MTP."""
-    config = SimpleNamespace(
-        speculative_config=SimpleNamespace(
-            num_speculative_tokens=turboquant_case.K, method="mtp", parallel_drafting=False
-        ),
-        scheduler_config=SimpleNamespace(max_num_batched_tokens=64, max_num_seqs=SEQS),
-        parallel_config=SimpleNamespace(decode_context_parallel_size=1),
+    return turboquant_case.builder(
+        module,
+        "cpu",
+        max_num_batched_tokens=64,
+        max_num_seqs=SEQS,
+        kv_cache_spec=SimpleNamespace(head_size=HEAD_SIZE),
         model_config=SimpleNamespace(dtype=torch.bfloat16, get_num_attention_heads=lambda parallel: HEADS),
         attention_config=SimpleNamespace(tq_max_kv_splits_for_cuda_graph=SPLITS),
-    )
-    return module.TurboQuantMetadataBuilder(
-        SimpleNamespace(head_size=HEAD_SIZE), ["layer"], config, torch.device("cpu")
     )
 
 
@@ -67,16 +64,7 @@ def _decode(module, monkeypatch, rows: int) -> dict:
     """The release's _decode_attention over `rows` single-token decodes; what the kernel got."""
     got = {}
     monkeypatch.setattr(module, "triton_turboquant_decode_attention", lambda **kw: got.update(kw) or kw["query"])
-    impl = SimpleNamespace(
-        head_size=HEAD_SIZE,
-        num_heads=HEADS,
-        max_num_kv_splits=SPLITS,
-        scale=0.125,
-        _use_flydsl=False,
-        tq_config=SimpleNamespace(
-            key_mse_bits=3, key_packed_size=50, effective_value_quant_bits=4, key_fp8=False, norm_correction=False
-        ),
-    )
+    impl = turboquant_case.decode_impl(head_size=HEAD_SIZE, num_heads=HEADS, max_num_kv_splits=SPLITS)
     meta = SimpleNamespace(
         block_table=torch.zeros(rows, 4, dtype=torch.int32),
         seq_lens=torch.ones(rows, dtype=torch.int32),

@@ -137,10 +137,7 @@ def test_expanded_rows_get_no_scratch_buffer_sized_for_requests(modules, monkeyp
         manager = SimpleNamespace(get_simultaneous=lambda *specs: [scratch] * len(specs))
         monkeypatch.setattr(module, "current_workspace_manager", lambda: manager)
     layer = SimpleNamespace(_tq_mid_o_buf=scratch, _tq_output_buf=scratch, _tq_lse_buf=scratch)
-    # _use_flydsl: ROCm's FlyDSL decode (0.29+), off on CUDA.
-    impl = SimpleNamespace(head_size=64, num_heads=2, max_num_kv_splits=4, scale=0.125, _use_flydsl=False,
-                           tq_config=SimpleNamespace(key_mse_bits=3, key_packed_size=50, effective_value_quant_bits=4,
-                                                     key_fp8=False, norm_correction=False))
+    impl = turboquant_case.decode_impl(head_size=64, num_heads=2, max_num_kv_splits=4)
     for meta in metas:
         query = torch.zeros(meta.num_actual_tokens, 2, 64)
         module.TurboQuantAttentionImpl._decode_attention(impl, query, None, meta, None, None, None, layer)
