@@ -9,17 +9,25 @@ from pathlib import Path
 
 import pytest
 
+from cli_runner import run
+from vllm_backports.catalogue import Catalogue
+
 REPO = Path(__file__).resolve().parents[2]
+CATALOGUE = Catalogue(REPO)
 
 
-def without(release: str, backport: str) -> list[str]:
-    """`without BACKPORT` for `release`, with steps.sh's own SERIES, carries and WRITTEN_ON."""
+def _steps(release: str, command: str) -> list[str]:
+    """`command` run after steps.sh's own SERIES, carries, WRITTEN_ON and without, for `release`."""
     text = (REPO / "docs/runs/steps.sh").read_text()
     start = text.index("SERIES=$(")
     body = text[start : text.index("mapfile -t TQ_SKIP", start)]
-    script = f"REL={release}\n{body}\nwithout {backport}"
+    script = f"REL={release}\n{body}\n{command}"
     out = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=True)
     return out.stdout.split()
+
+
+def without(release: str, backport: str) -> list[str]:
+    return _steps(release, f"without {backport}")
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -44,3 +52,24 @@ def without(release: str, backport: str) -> list[str]:
 )
 def test_a_backport_leaves_with_what_is_written_on_it(release, backport, skips):
     assert without(release, backport) == [x for s in skips for x in ("--skip", s)]
+
+
+TQ_RELEASES = [v for v in CATALOGUE.versions if "turboquant-spec-decode" in CATALOGUE.releases[v].backports]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize("release", TQ_RELEASES)
+def test_written_on_is_what_apply_py_finds_stacked(release):
+    """The table is kept by hand; apply.py derives the same stacking by planning the series. Its
+    skips must be accepted there, and each backport the table adds must be one apply.py would
+    refuse to keep."""
+    for backport in _steps(release, 'echo "${!WRITTEN_ON[@]}"'):
+        if backport not in CATALOGUE.releases[release].backports:
+            continue
+        skips = without(release, backport)
+        done = run("check", "--vllm", release, "--fetch", *skips)
+        assert done.code == 0, (skips, done.err)
+        for kept in skips[3::2]:  # every --skip after the backport's own
+            fewer = [x for pair in zip(skips[::2], skips[1::2], strict=True) if pair[1] != kept for x in pair]
+            refused = run("check", "--vllm", release, "--fetch", *fewer)
+            assert refused.code == 2 and f"{kept} applies only on top of" in refused.err, (fewer, refused.err)
