@@ -16,6 +16,7 @@ bench-table --write). Plots: benchmarks/bench_ab_plot.py.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -60,7 +61,9 @@ def ran_on() -> dict:
             "error": f"{type(exc).__name__}: {exc}",
         }
     gpu = clocks.visible_gpu()  # an index as nvidia-smi counts, or a UUID
-    return {**record, "gpu_index": int(gpu) if gpu.isdigit() else gpu}
+    # the cores the run may use: a share of the host's where each GPU's run has its own
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {**record, "gpu_index": int(gpu) if gpu.isdigit() else gpu, "cores": cores}
 
 
 def parse_sites(values: tuple[str, ...]) -> dict[str, Path]:

@@ -8,10 +8,11 @@ with `steps.sh put`, the last call starting `steps.sh chain` with install.sh.
     python3 docs/runs/plan.py 0.26.0:bench=qwen3_5-9b/ngram-90+mtp   # setup only, then A/B runs
     python3 docs/runs/plan.py --gpus 2 0.26.0:bench=qwen3_5-9b/mtp 0.27.0:bench=qwen3_5-9b/mtp  # one GPU each
 
-`bench=SHAPE/EXPERIMENT+EXPERIMENT...[/PAIRS[/LAYOUT]]` (20 pairs, resident unless told) queues
-A/B runs of benchmarks/bench_ab.py on the Triton GDN prefill (`steps.sh bench-ab queue`, in the
-plan's last call, once every chain has started); they run once the machine's chains and verifies
-have ended, one at a time over every release. A release with only `bench=` gets no proofs, and
+`bench=SHAPE/EXPERIMENT+EXPERIMENT...[/PAIRS[/LAYOUT]]` (20 pairs, resident unless told; an
+EXPERIMENT=PAIRS its own) queues A/B runs of benchmarks/bench_ab.py on the Triton GDN prefill
+(`steps.sh bench-ab queue`, in the plan's last call, once every chain has started, or with
+--early in the release's own chain call); they run once the machine's chains and verifies
+have ended, one at a time over every release (one a GPU with --gpus). A release with only `bench=` gets no proofs, and
 one `bench=` at most. The machine goes back 30 s after a call ends: keep a `bench-ab poll` (or
 `collect`) call in flight meanwhile.
 
@@ -86,7 +87,10 @@ def bench_queue(token: str, release: str, profile: int | None = None, order: str
     layout = fields[3] if len(fields) > 3 else "resident"
     if shape not in SHAPES:
         raise SystemExit(f"plan: unknown shape {shape} ({', '.join(SHAPES)})")
-    for e in exps:
+    for token_e in exps:
+        e, has_own, own = token_e.partition("=")  # EXP=PAIRS: its own number of pairs
+        if has_own and not (own.isdigit() and int(own) >= 1):
+            raise SystemExit(f"plan: {token_e}: write EXPERIMENT=PAIRS, PAIRS a positive number")
         if e not in EXPERIMENTS:
             raise SystemExit(f"plan: unknown experiment {e} ({', '.join(EXPERIMENTS)})")
         for site in EXPERIMENTS[e].sites():
@@ -191,10 +195,16 @@ def fa2_sha(root: Path, release: str) -> str | None:
 
 
 def plan(
-    root: Path, runs: list[tuple[str, list[str]]], room: int, gpus: int = 1, profile: int | None = None
+    root: Path,
+    runs: list[tuple[str, list[str]]],
+    room: int,
+    gpus: int = 1,
+    profile: int | None = None,
+    early: bool = False,
 ) -> list[dict]:
     """The calls; with `gpus` over 1, the releases' A/B queues go to GPUs 0, 1, ... in turn, so that
-    queues on different GPUs run side by side."""
+    queues on different GPUs run side by side; `early`: each queue in its own release's chain call,
+    not the last call."""
     calls, homes, seen_fa2, queues = [], {}, {}, []
     # beside another GPU's queue, whose engine starts load the host's CPUs for minutes, each pair
     # of arms is run AB then BA, so that a load that rises or falls over a pair weighs on both alike
@@ -236,6 +246,8 @@ def plan(
                     f"{on}HOME={home} REL={release} bash docs/runs/steps.sh bench-ab queue {' '.join(q)}" for q in mine
                 ]
                 command = f"{put} && {chain}" if put else chain
+                if early:
+                    command += "".join(f" && {q}" for q in queues[len(queues) - len(mine) :])
             calls.append(
                 {
                     "release": release,
@@ -247,7 +259,7 @@ def plan(
             )
     # every queue in the last call, after every chain has marked itself: an A/B run must not
     # start while a later release installs and sets up beside it
-    if queues:
+    if queues and not early:
         calls[-1]["command"] += "".join(f" && {q}" for q in queues)
     return calls
 
@@ -258,6 +270,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="one JSON object a call")
     parser.add_argument(
         "--gpus", type=int, default=1, help="GPUs of the machine: the A/B queues go to them in turn, side by side"
+    )
+    parser.add_argument(
+        "--early",
+        action="store_true",
+        help="each A/B queue in its release's chain call, so its runs begin while later releases are carried "
+        "(their setup then runs beside them: for experiments a busy host does not move)",
     )
     parser.add_argument(
         "--bench-profile",
@@ -278,7 +296,7 @@ def main(argv: list[str]) -> int:
         parser.error(f"--gpus {args.gpus}: at least 1")
     if args.bench_profile is not None and args.bench_profile < 1:
         parser.error(f"--bench-profile {args.bench_profile}: at least 1 request")
-    calls = plan(root, runs, room, args.gpus, args.bench_profile)
+    calls = plan(root, runs, room, args.gpus, args.bench_profile, args.early)
     for c in calls:
         print(json.dumps(c) if args.json else f"[{c['mib']:5.1f} MiB] carry={json.dumps(c['carry'])}\n  {c['command']}")
     print(

@@ -49,6 +49,15 @@ if [ -n "${GPU:-}" ]; then
   [[ $GPU =~ ^[0-9]+$ ]] || { echo "GPU=$GPU: give one GPU's index, as nvidia-smi numbers them"; exit 2; }
   export CUDA_VISIBLE_DEVICES=$GPU CUDA_DEVICE_ORDER=PCI_BUS_ID
 fi
+gpu_cores() { # with GPU=N: the Nth of as many equal shares of the host's cores as it has GPUs, so
+  # that engines starting on one GPU (they compile on every core they may) leave the cores of a
+  # host-bound run on another alone; nothing without GPU=N or taskset
+  [ -n "${GPU:-}" ] && command -v taskset > /dev/null || return 1
+  local n; n=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU'); [ "$n" -gt 1 ] || return 1
+  python3 -c 'import os, sys
+n, g = map(int, sys.argv[1:]); c = sorted(os.sched_getaffinity(0)); s = len(c) // n
+sys.exit(1) if not s or g >= n else print(",".join(map(str, c[g * s : (g + 1) * s])))' "$n" "$GPU"
+}
 step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
 RES=$HOME/verify-results
 # A marker a running chain, machine-wide: what a bench-ab queue waits for (chain, queue)
@@ -458,7 +467,7 @@ PY
     python3 benchmarks/bench_gdn_decode.py --site raw="${SITE[raw]}" --site fix="${SITE[fix]}" --passes "${1:-2}" \
       --rounds "${2:-5}" --mode "${3:-eager}" ${4:-} --prefill-backend triton --out "$out/bench-gdn-${3:-eager}.json" 2>&1 | tail -40 ;;
   bench-ab) # start EXPERIMENT SHAPE PAIRS [LAYOUT [bench_ab.py run OPTIONS...]] | queue SHAPE PAIRS LAYOUT
-      # EXPERIMENT... [-- OPTIONS...] | poll SECONDS [NAME...] | profiles NAME
+      # EXPERIMENT[=PAIRS]... [-- OPTIONS...] | poll SECONDS [NAME...] | profiles NAME
       # start: one A/B run of benchmarks/bench_ab.py in a process session of its own (it outlives
       # the call), in $HOME/bench-ab/$REL-EXPERIMENT-SHAPE; started again with more PAIRS it
       # resumes there with new engines. Sites: every one of raw, fix, p65 this release has.
@@ -474,7 +483,8 @@ PY
         sites=(); for s in raw fix p65; do [ -d "${SITE[$s]}" ] && sites+=(--site "$s=${SITE[$s]}"); done
         src=/tmp/vb-bench-$name && tool_copy "$src"
         nvidia-smi -q -d CLOCK,PERFORMANCE ${GPU:+-i "$GPU"} > "$dir/clocks-$(date +%s).txt" 2>&1
-        (cd "$src" && setsid nohup bash -c 'python3 benchmarks/bench_ab.py run --experiment "$0" --shape "$1" --pairs "$2" --layout "$3" --out "$4" "${@:5}" >> "$4/run.out" 2>> "$4/run.err"; echo $? > "$4/run.rc"' \
+        pin=(); cores=$(gpu_cores) && pin=(taskset -c "$cores") && echo "cores $cores" >> "$dir/run.err"
+        (cd "$src" && setsid nohup "${pin[@]}" bash -c 'python3 benchmarks/bench_ab.py run --experiment "$0" --shape "$1" --pairs "$2" --layout "$3" --out "$4" "${@:5}" >> "$4/run.out" 2>> "$4/run.err"; echo $? > "$4/run.rc"' \
           "$exp" "$shape" "$pairs" "$layout" "$dir" "${sites[@]}" "$@" < /dev/null > /dev/null 2>&1 &)
         echo "started $name: $exp on $shape, $pairs pairs in all, layout $layout, sites ${sites[*]} $*" ;;
       poll)
@@ -495,7 +505,7 @@ PY
         done
         # the profiles' tables come back, their Chrome traces (tens of MiB) only through `profiles`
         (cd "$root" && tar -czf "$out/bench-ab.tgz" $(for n in "${names[@]}"; do ls -d "$n"/*.json "$n"/*.jsonl "$n"/*.tail "$n"/*.txt "$n"/run.* 2>/dev/null | grep -v '[.]trace[.]json$'; done)); true ;;
-      queue) # SHAPE PAIRS LAYOUT EXPERIMENT... [-- OPTIONS...]: the experiments one after another,
+      queue) # SHAPE PAIRS LAYOUT EXPERIMENT[=PAIRS]... [-- OPTIONS...]: the experiments one after another,
           # each as `start` runs it, from one detached job, so that no gap between two calls
           # leaves the GPU idle. An A/B run needs the GPU to itself: each run waits until no chain,
           # verify, upstream-gpu run or other A/B run is left on the machine (queues of several
@@ -505,11 +515,14 @@ PY
         shape=${1:?bench-ab queue: SHAPE PAIRS LAYOUT EXPERIMENT...}; pairs=${2:?}; layout=${3:?}; shift 3
         exps=(); while [ $# -gt 0 ] && [ "$1" != -- ]; do exps+=("$1"); shift; done; [ $# -gt 0 ] && shift
         [ ${#exps[@]} -gt 0 ] || { echo "bench-ab queue: name at least one experiment"; exit 2; }
+        # EXPERIMENT=PAIRS: that experiment's own number of pairs
+        for e in "${exps[@]}"; do [[ $e != *=* || ${e#*=} =~ ^[1-9][0-9]*$ ]] \
+          || { echo "bench-ab queue: $e: write EXPERIMENT=PAIRS, PAIRS a positive number"; exit 2; }; done
         # one queue a release and HOME: a second would take the first one's folders from under it
         exec 6> "$root/queue-$REL.lock"
         flock -n 6 || { echo "bench-ab queue: a queue of $REL still runs under $HOME ($root/queue-$REL.log): poll it"; exit 2; }
         # poll counts a queued run as running: its folder exists, without run.rc
-        for e in "${exps[@]}"; do d=$root/$REL-$e-$shape; mkdir -p "$d"; rm -f "$d/run.rc"; echo "queued at $(date +%T)" >> "$d/run.err"; done
+        for e in "${exps[@]}"; do d=$root/$REL-${e%%=*}-$shape; mkdir -p "$d"; rm -f "$d/run.rc"; echo "queued at $(date +%T)" >> "$d/run.err"; done
         src=$root/queue-$REL && tool_copy "$src"
         # the subshell's own output goes to the log too: a caller reading this step's output
         # (a pipe) would otherwise wait for the whole queue. The job keeps descriptor 6 (the
@@ -518,7 +531,7 @@ PY
           shape=$1 pairs=$2 layout=$3 n=$4; shift 4; exps=("${@:1:$n}"); shift "$n"
           every=${QUEUE_EVERY:-10}
           stop() { # REASON STATUS: every run not run yet ends with STATUS, saying why
-            local e d; for e in "${exps[@]}"; do d=$HOME/bench-ab/$REL-$e-$shape
+            local e d; for e in "${exps[@]}"; do d=$HOME/bench-ab/$REL-${e%%=*}-$shape
               [ -f "$d/run.rc" ] || { echo "not run: $1" >> "$d/run.err"; echo "$2" > "$d/run.rc"; }; done
             echo "$(date +%T) stopped: $1"; exit "$2"
           }
@@ -542,6 +555,7 @@ PY
             done; return 1
           }
           for e in "${exps[@]}"; do
+            p=$pairs; [[ $e == *=* ]] && p=${e#*=}; e=${e%%=*}
             d=$HOME/bench-ab/$REL-$e-$shape
             flock ${GPU:+-s} 7; [ -z "${GPU:-}" ] || flock 5
             # chains leave a marker while they run (one whose chain died is passed over), and
@@ -556,7 +570,7 @@ PY
               | python3 -c "import json, sys; sys.exit(0 if json.load(sys.stdin).get(\"applied\") else 1)" \
               || stop "the fix site $HOME/vllm-site carries no backport" 3
             echo "$(date +%T) $e"
-            bash docs/runs/steps.sh bench-ab start "$e" "$shape" "$pairs" "$layout" "$@" 5>&- 6>&- 7>&- \
+            bash docs/runs/steps.sh bench-ab start "$e" "$shape" "$p" "$layout" "$@" 5>&- 6>&- 7>&- \
               || { echo "not run: bench-ab start failed" >> "$d/run.err"; echo 2 > "$d/run.rc"; }
             until [ -f "$d/run.rc" ]; do
               # a run gone without a status (killed with its wrapper) ends here, not in a wait forever

@@ -71,7 +71,8 @@ def test_summarize_makes_the_result_of_the_rounds_so_far_and_copies_it(tmp_path)
 def test_the_machine_record_names_the_gpu_the_run_computes_on(monkeypatch):
     monkeypatch.setattr(bench_ab, "machine", lambda: {"gpu": "NVIDIA H200", "gpus": 1})
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
-    assert bench_ab.ran_on() == {"gpu": "NVIDIA H200", "gpus": 1, "gpu_index": 1}
+    monkeypatch.setattr(bench_ab.os, "sched_getaffinity", lambda pid: {16, 17, 18})
+    assert bench_ab.ran_on() == {"gpu": "NVIDIA H200", "gpus": 1, "gpu_index": 1, "cores": 3}
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-5f0c")
     assert bench_ab.ran_on()["gpu_index"] == "GPU-5f0c"
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")

@@ -175,6 +175,22 @@ def test_with_two_gpus_the_queues_go_to_each_in_turn(tmp_path, monkeypatch, caps
     assert "--gpus 0: at least 1" in capsys.readouterr().err
 
 
+def test_early_queues_go_out_with_their_own_chain_on_their_gpus(tmp_path):
+    for rel, sha in (("0.26.0", "a"), ("0.27.0", "b")):
+        stage(tmp_path, rel, [58], [52], sha=sha)
+    runs = [("0.26.0", ["bench=qwen3_5-9b/tq-mtp=8+nospec/24"]), ("0.27.0", ["bench=qwen3_5-9b/mtp"])]
+    calls = plan.plan(tmp_path, runs, 61 * MIB, gpus=2, early=True)
+    chains = [c["command"] for c in calls if "chain none" in c["command"]]
+    assert len(chains) == 2 and chains[-1] == calls[-1]["command"]
+    assert chains[0].endswith(
+        "GPU=0 HOME=/root/h1 REL=0.26.0 bash docs/runs/steps.sh bench-ab queue qwen3_5-9b "
+        "24 resident tq-mtp=8 nospec -- --prefill-backend triton --order abba"
+    )
+    assert "REL=0.26.0 bash docs/runs/steps.sh bench-ab" not in chains[1]
+    assert "GPU=1 HOME=/root/h2 REL=0.27.0 bash docs/runs/steps.sh bench-ab queue" in chains[1]
+    assert sum(c["command"].count("bench-ab queue") for c in calls) == 2
+
+
 @pytest.mark.parametrize(
     "token, message",
     [
@@ -184,6 +200,9 @@ def test_with_two_gpus_the_queues_go_to_each_in_turn(tmp_path, monkeypatch, caps
         ("bench=qwen3_5-9b/ngram-9", "unknown experiment ngram-9"),
         ("bench=qwen3_5-9b/mtp/0", "pairs must be a positive number, not 0"),
         ("bench=qwen3_5-9b/mtp/20/resdent", "unknown layout resdent"),
+        ("bench=qwen3_5-9b/nospec+mtp=0", "mtp=0: write EXPERIMENT=PAIRS"),
+        ("bench=qwen3_5-9b/mtp=x", "mtp=x: write EXPERIMENT=PAIRS"),
+        ("bench=qwen3_5-9b/mtpp=8", "unknown experiment mtpp"),
     ],
 )
 def test_a_bad_bench_token_is_refused(tmp_path, token, message):

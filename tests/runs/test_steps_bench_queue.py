@@ -30,6 +30,8 @@ with open(trace, "a") as f:
     f.write(f"start {exp} {time.time()} {' '.join(args)}\\n")
 with open(out + "/gpu", "w") as f:  # the GPUs the run was given, and in which order they count
     f.write(f"{os.environ.get('CUDA_VISIBLE_DEVICES')} {os.environ.get('CUDA_DEVICE_ORDER')}")
+with open(out + "/cores", "w") as f:  # the cores it may run on
+    f.write(",".join(map(str, sorted(os.sched_getaffinity(0)))))
 meet = os.environ.get("STAND_IN_MEET")  # runs that should overlap wait here for each other
 if meet:
     open(os.path.join(meet, exp), "w").close()
@@ -147,6 +149,23 @@ def test_experiments_run_in_order_one_at_a_time_and_a_failure_does_not_stop_the_
     assert start[start.index("--shape") + 1] == "tiny" and start[start.index("--pairs") + 1] == "4"
     assert start[start.index("--layout") + 1] == "resident" and start[-2:] == ["--x", "1"]
     assert rcs(bench, env, "ngram-90", "ngram-0", "mtp") == {"ngram-90": "0", "ngram-0": "3", "mtp": "0"}
+
+
+def test_an_experiment_can_have_its_own_number_of_pairs(tree):
+    root, env, bench = tree
+    assert steps(root, env, "bench-ab", "queue", "tiny", "4", "resident", "tq-mtp=2", "nospec").returncode == 0
+    wait_done(bench, env["REL"])
+    pairs = {e[1]: e[e.index("--pairs") + 1] for e in trace(bench) if e[0] == "start"}
+    assert pairs == {"tq-mtp": "2", "nospec": "4"}
+    assert (bench / f"{env['REL']}-tq-mtp-tiny/run.rc").read_text().strip() == "0"
+
+
+@pytest.mark.parametrize("token", ["tq-mtp=", "tq-mtp=0", "tq-mtp=x"])
+def test_pairs_that_are_not_a_positive_number_are_refused_and_write_nothing(tree, token):
+    root, env, bench = tree
+    done = steps(root, env, "bench-ab", "queue", "tiny", "4", "resident", "nospec", token)
+    assert done.returncode == 2 and "EXPERIMENT=PAIRS" in done.stdout
+    assert not list(bench.glob(f"{env['REL']}-*")) and not (bench / f"queue-{env['REL']}.log").exists()
 
 
 @pytest.mark.parametrize(
@@ -275,6 +294,32 @@ def test_queues_on_two_gpus_run_side_by_side_each_on_its_own(tree, tmp_path):
     assert got["nospec"][0] < got["mtp"][1] and got["mtp"][0] < got["nospec"][1]  # they overlap
     assert (bench / f"{env['REL']}-nospec-tiny/gpu").read_text() == "0 PCI_BUS_ID"
     assert (bench2 / f"{env['REL']}-mtp-tiny/gpu").read_text() == "1 PCI_BUS_ID"
+
+
+@pytest.mark.skipif(
+    shutil.which("taskset") is None or len(os.sched_getaffinity(0)) < 2, reason="needs taskset and 2 cores"
+)
+def test_runs_on_two_gpus_each_get_their_share_of_the_cores(tree, tmp_path):
+    root, env, bench = tree
+    shim = tmp_path / "smi"
+    shim.mkdir()
+    smi = shim / "nvidia-smi"  # a host of two GPUs
+    smi.write_text('#!/bin/sh\n[ "$1" = -L ] && printf "GPU 0: H200\\nGPU 1: H200\\n"\n')
+    smi.chmod(0o755)
+    env = {**env, "PATH": f"{shim}{os.pathsep}{env['PATH']}"}
+    mine = sorted(os.sched_getaffinity(0))
+    other, bench2 = {**env, "HOME": str(tmp_path / "home2")}, tmp_path / "home2" / "bench-ab"
+    assert steps(root, {**env, "GPU": "0"}, "bench-ab", "queue", "tiny", "2", "resident", "nospec").returncode == 0
+    assert steps(root, {**other, "GPU": "1"}, "bench-ab", "queue", "tiny", "2", "resident", "mtp").returncode == 0
+    wait_done(bench, env["REL"])
+    wait_done(bench2, env["REL"])
+    share = len(mine) // 2
+    assert (bench / f"{env['REL']}-nospec-tiny/cores").read_text() == ",".join(map(str, mine[:share]))
+    assert (bench2 / f"{env['REL']}-mtp-tiny/cores").read_text() == ",".join(map(str, mine[share : 2 * share]))
+    # without GPU=N a run keeps every core
+    assert steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", "ngram-90").returncode == 0
+    wait_done(bench, env["REL"])
+    assert (bench / f"{env['REL']}-ngram-90-tiny/cores").read_text() == ",".join(map(str, mine))
 
 
 @pytest.mark.parametrize(
