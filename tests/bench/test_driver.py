@@ -278,6 +278,13 @@ def test_mtp_100_asks_both_engines_for_constant_logits_and_only_b_for_mtp(tmp_pa
     assert "constant_logits" not in json.loads((tmp_path / "run2" / "b-0.spec.json").read_text())
 
 
+def test_fixcost_ngram_sparse_sends_both_sites_ngram_with_mostly_draft_free_steps(tmp_path, sites):
+    go(plan(tmp_path, sites, experiment="fixcost-ngram-sparse", pairs=2))
+    specs = {arm: json.loads((tmp_path / "run" / f"{arm}-0.spec.json").read_text()) for arm in "ab"}
+    assert specs["a"]["speculative"] == specs["b"]["speculative"] and specs["b"]["speculative"]["method"] == "ngram"
+    assert specs["a"]["acceptance_schedule"] == specs["b"]["acceptance_schedule"] == [[3, 3]] + [[0, 0]] * 9
+
+
 def test_the_real_worker_zeroes_the_lm_head_for_constant_logits_and_says_so(tmp_path, monkeypatch):
     record, fix = fake_vllm_site(tmp_path, monkeypatch, "0.27.0")
     p = plan(tmp_path, {"fix": fix}, experiment="mtp-100", pairs=2, levels=(1,), max_tokens=9)

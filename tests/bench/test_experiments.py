@@ -1,4 +1,4 @@
-"""What each A/B run compares, and the scripted acceptance levels."""
+"""What each A/B run compares, and the scripted ngram drafts."""
 
 from __future__ import annotations
 
@@ -7,24 +7,32 @@ from pathlib import Path
 
 import pytest
 
-from vllm_backports.bench.experiments import ACCEPTANCE, EXPERIMENTS, K, scripted_fraction
+from vllm_backports.bench.experiments import EXPERIMENTS, SCRIPTS, K, script_text, scripted_fraction
 from vllm_backports.verify.scenarios import PRESETS
 
 STEPS = Path(__file__).resolve().parents[2] / "docs/runs/steps.sh"
 
 
-@pytest.mark.parametrize("level", sorted(ACCEPTANCE))
+@pytest.mark.parametrize("level", [n for n in SCRIPTS if n.isdigit()])
 def test_each_level_scripts_that_fraction_of_right_drafts(level):
-    schedule = ACCEPTANCE[level]
-    assert scripted_fraction(schedule) == pytest.approx(level / 100)
+    schedule = SCRIPTS[level]
+    assert scripted_fraction(schedule) == pytest.approx(int(level) / 100)
     assert all(offered == K and 0 <= right <= offered for offered, right in schedule)
+
+
+def test_sparse_drafts_on_one_step_in_ten_and_leaves_the_rest_draft_free():
+    schedule = SCRIPTS["sparse"]
+    assert [o for o, _ in schedule].count(0) == 9 and len(schedule) == 10
+    assert scripted_fraction(schedule) == 1.0
+    assert script_text("sparse") == "drafts 1 step in 10, 100% scripted"
+    assert script_text("90") == "90% scripted"
 
 
 def test_arms_name_presets_that_exist_and_scripted_acceptance_is_ngram_only():
     for e in EXPERIMENTS.values():
         for arm in (e.a, e.b):
             assert arm.speculative is None or arm.speculative in PRESETS
-            assert arm.acceptance is None or (arm.speculative == "ngram" and arm.acceptance in ACCEPTANCE)
+            assert arm.script is None or (arm.speculative == "ngram" and arm.script in SCRIPTS)
             assert PRESETS.get(arm.speculative or "ngram")["num_speculative_tokens"] == K
 
 
@@ -55,9 +63,11 @@ def test_mtp_100_runs_both_arms_with_every_logit_zero_and_only_b_speculates():
     assert not any(arm.constant_logits for name, x in EXPERIMENTS.items() if name != "mtp-100" for arm in (x.a, x.b))
 
 
-@pytest.mark.parametrize(("name", "preset"), [("fixcost-ngram-90", "ngram"), ("fixcost-mtp", "mtp")])
+@pytest.mark.parametrize(
+    ("name", "preset"), [("fixcost-ngram-90", "ngram"), ("fixcost-ngram-sparse", "ngram"), ("fixcost-mtp", "mtp")]
+)
 def test_fixcost_runs_the_same_speculation_on_the_pristine_and_the_fixed_site(name, preset):
     e = EXPERIMENTS[name]
     assert e.sites() == ("raw", "fix")
-    assert (e.a.speculative, e.a.acceptance) == (e.b.speculative, e.b.acceptance)
+    assert (e.a.speculative, e.a.script) == (e.b.speculative, e.b.script)
     assert e.b.speculative == preset and e.at_least is None

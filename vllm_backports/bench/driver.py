@@ -126,8 +126,8 @@ def engine_spec(plan: Plan, arm: experiments.Arm, model_dir: Path, vocab: int, t
     }
     if arm.speculative:
         spec["speculative"] = scenarios.PRESETS[arm.speculative]
-    if arm.acceptance is not None:
-        spec["acceptance_schedule"] = [list(x) for x in experiments.ACCEPTANCE[arm.acceptance]]
+    if arm.script is not None:
+        spec["acceptance_schedule"] = [list(x) for x in experiments.SCRIPTS[arm.script]]
     if arm.kv_cache != "auto":
         spec["kv_cache_dtype"] = arm.kv_cache
     if arm.constant_logits:

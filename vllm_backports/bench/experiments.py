@@ -14,13 +14,17 @@ from dataclasses import dataclass
 
 K = 3  # draft tokens a step, ngram and MTP alike (verify.scenarios.PRESETS)
 
-# Scripted ngram drafts per acceptance level, as (drafts offered, of which right) per step, which
-# verify.drafts.Script runs per request at staggered phases. Every step offers K drafts; the
-# right ones come first (a wrong draft ends acceptance), so accepted / offered is the level.
-ACCEPTANCE: dict[int, tuple[tuple[int, int], ...]] = {
-    0: ((K, 0),),
-    50: ((K, 2), (K, 1)),
-    90: ((K, K),) * 8 + ((K, 2), (K, 1)),
+# Scripted ngram drafts, as (drafts offered, of which right) per step, which verify.drafts.Script
+# runs per request at staggered phases. "0", "50", "90": every step offers K drafts and that
+# percentage of them is right (the right ones come first: a wrong draft ends acceptance).
+# "sparse": K right drafts one step in ten and none on the other nine, so most rows of a batch
+# are draft-free, the rows the series routes differently from the pristine release (pristine:
+# the plain path from a stale state slot; fixed: the speculative path), where the fix's own cost is.
+SCRIPTS: dict[str, tuple[tuple[int, int], ...]] = {
+    "0": ((K, 0),),
+    "50": ((K, 2), (K, 1)),
+    "90": ((K, K),) * 8 + ((K, 2), (K, 1)),
+    "sparse": ((K, K),) + ((0, 0),) * 9,
 }
 
 
@@ -29,11 +33,19 @@ def scripted_fraction(schedule: tuple[tuple[int, int], ...]) -> float:
     return sum(c for _, c in schedule) / sum(o for o, _ in schedule)
 
 
+def script_text(name: str) -> str:
+    """What a script drafts, in words, from its schedule."""
+    schedule = SCRIPTS[name]
+    right = f"{round(100 * scripted_fraction(schedule))}% scripted"
+    drafting = sum(1 for offered, _ in schedule if offered)
+    return right if drafting == len(schedule) else f"drafts {drafting} step in {len(schedule)}, {right}"
+
+
 @dataclass(frozen=True)
 class Arm:
     site: str
     speculative: str | None = None  # verify.scenarios.PRESETS name
-    acceptance: int | None = None  # ACCEPTANCE level, scripted ngram only
+    script: str | None = None  # SCRIPTS name, scripted ngram only
     kv_cache: str = "auto"
     # every lm_head zeroed after load (bench.worker.zero_lm_heads): every logit 0, so greedy
     # decoding and the MTP drafter's argmax both pick token 0 and every draft is right; the
@@ -42,8 +54,8 @@ class Arm:
 
     def describe(self) -> str:
         spec = self.speculative or "no speculation"
-        if self.acceptance is not None:
-            spec += f" ({self.acceptance}% scripted)"
+        if self.script is not None:
+            spec += f" ({script_text(self.script)})"
         kv = "" if self.kv_cache == "auto" else f", {self.kv_cache}"
         logits = ", logits all 0" if self.constant_logits else ""
         return f"{self.site}, {spec}{kv}{logits}"
@@ -61,8 +73,8 @@ class Experiment:
         return tuple(dict.fromkeys((self.a.site, self.b.site)))
 
 
-def _ngram(level: int) -> Experiment:
-    return Experiment(f"ngram-{level}", Arm("fix"), Arm("fix", "ngram", level), None)
+def _ngram(script: str) -> Experiment:
+    return Experiment(f"ngram-{script}", Arm("fix"), Arm("fix", "ngram", script), None)
 
 
 EXPERIMENTS: dict[str, Experiment] = {
@@ -70,7 +82,7 @@ EXPERIMENTS: dict[str, Experiment] = {
     for e in (
         # the fix must cost nothing without speculation: its lines do not run there
         Experiment("nospec", Arm("raw"), Arm("fix"), at_least=0.99, half_width=0.005),
-        *(_ngram(level) for level in ACCEPTANCE),
+        *(_ngram(name) for name in SCRIPTS if name.isdigit()),
         # MTP's dummy layer never drafts the dummy model's token: acceptance 0, the cost floor
         Experiment("mtp", Arm("fix"), Arm("fix", "mtp"), None),
         # ... and with every logit 0 on both arms, every draft right: the ceiling
@@ -78,7 +90,8 @@ EXPERIMENTS: dict[str, Experiment] = {
         # what the fix itself costs where its lines run, speculation on both arms (the pristine
         # arm decodes wrongly, the bug this series fixes; the acceptance read back says whether
         # its drafts still landed as scripted)
-        Experiment("fixcost-ngram-90", Arm("raw", "ngram", 90), Arm("fix", "ngram", 90), None),
+        Experiment("fixcost-ngram-90", Arm("raw", "ngram", "90"), Arm("fix", "ngram", "90"), None),
+        Experiment("fixcost-ngram-sparse", Arm("raw", "ngram", "sparse"), Arm("fix", "ngram", "sparse"), None),
         Experiment("fixcost-mtp", Arm("raw", "mtp"), Arm("fix", "mtp"), None),
         # issue 4's aim: verify batches inside full graphs, twice P65's speed
         Experiment(
