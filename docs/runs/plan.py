@@ -11,9 +11,9 @@ with `steps.sh put`, the last call starting `steps.sh chain` with install.sh.
 `bench=SHAPE/EXPERIMENT+EXPERIMENT...[/PAIRS[/LAYOUT]]` (20 pairs, resident unless told; an
 EXPERIMENT=PAIRS its own) queues A/B runs of benchmarks/bench_ab.py on the Triton GDN prefill
 (`steps.sh bench-ab queue`, in the plan's last call, once every chain has started, or with
---early in the release's own chain call); they run once the machine's chains and verifies
-have ended, one at a time over every release (one a GPU with --gpus). A release with only `bench=` gets no proofs, and
-one `bench=` at most. The machine goes back 30 s after a call ends: keep a `bench-ab poll` (or
+--early in the release's own chain call); they run once the machine's chains and verifies have
+ended, one at a time over every release (one a GPU with --gpus). A release with only `bench=`
+gets no proofs, and one `bench=` at most. The machine goes back 30 s after a call ends: keep a `bench-ab poll` (or
 `collect`) call in flight meanwhile.
 
 Run after ../shared/gpu/stage-vllm.sh REL (from the project root), docs/runs/stage-fa2.sh REL and
