@@ -12,6 +12,7 @@ import pytest
 
 from benchmarks.alternatives.created import MIGRATE_PATCH
 from cli_runner import run
+from steps_sh import skipped
 from vllm_backports.hunks import Mismatch, apply_file
 from vllm_backports.patchfile import parse
 
@@ -20,11 +21,24 @@ def test_gdn_state_migrate_applies_after_the_0_20_0_series_without_gdn_spec_stat
     site = tmp_path / "site"
     # spec-prefill-decode-graph's hunk sits below gdn-spec-state's in the runner, at the line
     # numbers gdn-spec-state leaves: it goes too
-    applied = run("--vllm", "0.20.0", "--fetch", "--target", str(site), "--skip", "gdn-spec-state",
-                  "--skip", "spec-prefill-decode-graph", "--json")
+    applied = run(
+        "--vllm",
+        "0.20.0",
+        "--fetch",
+        "--target",
+        str(site),
+        "--skip",
+        "gdn-spec-state",
+        "--skip",
+        "spec-prefill-decode-graph",
+        "--json",
+    )
     assert applied.code == 0, applied.out + applied.err
     assert [b["id"] for b in applied.json["backports"] if b["state"] == "applied"] == [
-        "turboquant-spec-decode", "gdn-mixed-batch-gates", "turboquant-prefill-fastpath"]
+        "turboquant-spec-decode",
+        "gdn-mixed-batch-gates",
+        "turboquant-prefill-fastpath",
+    ]
     patch = parse(MIGRATE_PATCH.read_bytes(), MIGRATE_PATCH.name)
     assert patch.header["Origin"].startswith("other, https://github.com/vllm-project/vllm/pull/40738")
     for fpatch in patch.files:
@@ -36,7 +50,6 @@ def test_gdn_state_migrate_applies_after_the_0_20_0_series_without_gdn_spec_stat
         tree = ast.parse(after)  # the result is valid Python
         if fpatch.path.endswith("gdn_linear_attn.py"):
             assert "migrate_gdn_state" in {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-
 
 
 PREFIX_HIT_PATCH = Path(__file__).resolve().parents[2] / (
@@ -57,8 +70,13 @@ def _hybrid_hit(source: bytes) -> tuple[int, int]:
     tree = ast.parse(source)
     (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "HybridKVCacheCoordinator"]
     (fn,) = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "find_longest_cache_hit"]
-    code = compile(ast.Module(body=[fn], type_ignores=[]), COORDINATOR, "exec",
-                   flags=__future__.annotations.compiler_flag, dont_inherit=True)
+    code = compile(
+        ast.Module(body=[fn], type_ignores=[]),
+        COORDINATOR,
+        "exec",
+        flags=__future__.annotations.compiler_flag,
+        dont_inherit=True,
+    )
     full, mamba = type("FullAttentionSpec", (), {}), type("MambaSpec", (), {})
     namespace = {"FullAttentionSpec": full, "MambaSpec": mamba, "BlockHashListWithBlockSize": None}
     exec(code, namespace)
@@ -66,8 +84,9 @@ def _hybrid_hit(source: bytes) -> tuple[int, int]:
 
     class FullAttention:
         @staticmethod
-        def find_longest_cache_hit(block_hashes, max_length, kv_cache_group_ids, block_pool, kv_cache_spec,
-                                   use_eagle, alignment_tokens):
+        def find_longest_cache_hit(
+            block_hashes, max_length, kv_cache_group_ids, block_pool, kv_cache_spec, use_eagle, alignment_tokens
+        ):
             blocks = ["kv"] * min(max_length // 160, cached_blocks)
             if use_eagle and blocks:
                 blocks.pop()
@@ -75,8 +94,9 @@ def _hybrid_hit(source: bytes) -> tuple[int, int]:
 
     class Mamba:
         @staticmethod
-        def find_longest_cache_hit(block_hashes, max_length, kv_cache_group_ids, block_pool, kv_cache_spec,
-                                   use_eagle, alignment_tokens):
+        def find_longest_cache_hit(
+            block_hashes, max_length, kv_cache_group_ids, block_pool, kv_cache_spec, use_eagle, alignment_tokens
+        ):
             n = min(max_length // 160, cached_blocks)  # a state at every cached block boundary
             return ([None] * (n - 1) + ["state"] if n else [],)
 
@@ -88,7 +108,10 @@ def _hybrid_hit(source: bytes) -> tuple[int, int]:
     coordinator = SimpleNamespace(
         kv_cache_config=SimpleNamespace(kv_cache_groups=[0, 1]),
         attention_groups=[(spec(full), [0], FullAttention), (spec(mamba), [1], Mamba)],
-        eagle_attn_group_indices={0, 1}, hash_block_size=160, lcm_block_size=160, block_pool=None,
+        eagle_attn_group_indices={0, 1},
+        hash_block_size=160,
+        lcm_block_size=160,
+        block_pool=None,
     )
     (attention, _), hit = namespace["find_longest_cache_hit"](coordinator, ["h0", "h1"], 341)
     return hit, len(attention)
@@ -113,8 +136,6 @@ def test_prefix_cache_mtp_hit_candidate_keeps_the_hit_where_full_attention_has_b
 
 P65 = Path(__file__).resolve().parents[2] / "benchmarks/alternatives/turboquant-cudagraph"
 BACKEND = "vllm/v1/attention/backends/turboquant_attn.py"
-# the shipped fixes P65 stands in for: the p65 site is the series less these (docs/runs/steps.sh)
-P65_SKIPS = {"turboquant-spec-decode", "turboquant-prefill-fastpath", "turboquant-decode-workspace"}
 
 
 @pytest.mark.parametrize("version", sorted(p.name for p in P65.iterdir() if p.is_dir()))
@@ -125,9 +146,9 @@ def test_p65_fits_turboquant_as_released_and_keeps_verify_batches_out_of_full_gr
     catalogue = Catalogue(Path(__file__).resolve().parents[2])
     release = catalogue.releases[version]
     series = catalogue.series(release.series)
-    # on the p65 site the backend is as released: only the skipped fixes touch it
+    # on the p65 site the backend is as released: only the fixes steps.sh leaves out there touch it
     touching = {p.backport_id for p in series.patches if BACKEND in p.paths}
-    assert touching <= P65_SKIPS, touching
+    assert touching <= skipped(version, "turboquant-spec-decode"), touching
     patch_path = P65 / version / "0001-turboquant-cudagraph.patch"
     patch = parse(patch_path.read_bytes(), patch_path.name)
     assert patch.header["Bug"] == "https://github.com/vllm-project/vllm/issues/40880"
@@ -136,12 +157,20 @@ def test_p65_fits_turboquant_as_released_and_keeps_verify_batches_out_of_full_gr
     pristine = fetch(release, [BACKEND]).files[BACKEND]
     patched = apply_file(pristine, fpatch)
     assert not isinstance(patched, Mismatch), patched
-    cls = next(n for n in ast.parse(patched).body
-               if isinstance(n, ast.ClassDef) and n.name == "TurboQuantMetadataBuilder")
-    support = [ast.unparse(s.value) for s in cls.body
-               if isinstance(s, ast.AnnAssign) and ast.unparse(s.target) == "_cudagraph_support"]
+    cls = next(
+        n for n in ast.parse(patched).body if isinstance(n, ast.ClassDef) and n.name == "TurboQuantMetadataBuilder"
+    )
+    support = [
+        ast.unparse(s.value)
+        for s in cls.body
+        if isinstance(s, ast.AnnAssign) and ast.unparse(s.target) == "_cudagraph_support"
+    ]
     assert support == ["AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE"]
-    spec_as_decode = [ast.unparse(k.value) for n in ast.walk(cls) if isinstance(n, ast.Call)
-                      and ast.unparse(n.func) == "self._init_reorder_batch_threshold"
-                      for k in n.keywords if k.arg == "supports_spec_as_decode"]
+    spec_as_decode = [
+        ast.unparse(k.value)
+        for n in ast.walk(cls)
+        if isinstance(n, ast.Call) and ast.unparse(n.func) == "self._init_reorder_batch_threshold"
+        for k in n.keywords
+        if k.arg == "supports_spec_as_decode"
+    ]
     assert spec_as_decode == ["False"]  # verify rows stay prefills: the graphs P65 keeps them out of

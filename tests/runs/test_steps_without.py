@@ -4,30 +4,15 @@ series together with what is written on its lines (the ctl and less-ID control s
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from cli_runner import run
+from steps_sh import steps, without
 from vllm_backports.catalogue import Catalogue
 
-REPO = Path(__file__).resolve().parents[2]
-CATALOGUE = Catalogue(REPO)
-
-
-def _steps(release: str, command: str) -> list[str]:
-    """`command` run after steps.sh's own SERIES, carries, WRITTEN_ON and without, for `release`."""
-    text = (REPO / "docs/runs/steps.sh").read_text()
-    start = text.index("SERIES=$(")
-    body = text[start : text.index("mapfile -t TQ_SKIP", start)]
-    script = f"REL={release}\n{body}\n{command}"
-    out = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=True)
-    return out.stdout.split()
-
-
-def without(release: str, backport: str) -> list[str]:
-    return _steps(release, f"without {backport}")
+CATALOGUE = Catalogue(Path(__file__).resolve().parents[2])
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -63,7 +48,7 @@ def test_written_on_is_what_apply_py_finds_stacked(release):
     """The table is kept by hand; apply.py derives the same stacking by planning the series. Its
     skips must be accepted there, and each backport the table adds must be one apply.py would
     refuse to keep."""
-    for backport in _steps(release, 'echo "${!WRITTEN_ON[@]}"'):
+    for backport in steps(release, 'echo "${!WRITTEN_ON[@]}"'):
         if backport not in CATALOGUE.releases[release].backports:
             continue
         skips = without(release, backport)

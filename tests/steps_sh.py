@@ -1,0 +1,29 @@
+"""docs/runs/steps.sh's release tables, read by running its own lines: SERIES, carries,
+WRITTEN_ON and `without` (the --skip options that leave a backport out with what is written on
+its lines), for the tests that check them against apply.py and the kept alternatives."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def steps(release: str, command: str) -> list[str]:
+    """`command` run after steps.sh's own SERIES, carries, WRITTEN_ON and without, for `release`."""
+    text = (REPO / "docs/runs/steps.sh").read_text()
+    start = text.index("SERIES=$(")
+    body = text[start : text.index("mapfile -t TQ_SKIP", start)]
+    script = f"REL={release}\n{body}\n{command}"
+    out = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def without(release: str, backport: str) -> list[str]:
+    return steps(release, f"without {backport}")
+
+
+def skipped(release: str, backport: str) -> set[str]:
+    """The backports `without` leaves out: the one named and what is written on it."""
+    return set(without(release, backport)[1::2])
