@@ -75,6 +75,10 @@ BENCH = "bench="
 ALTERNATIVE_SITES = {"p65": ROOT / "benchmarks/alternatives/turboquant-cudagraph"}
 
 
+def _positive(text: str) -> bool:
+    return text.isdigit() and int(text) >= 1
+
+
 def bench_queue(token: str, release: str, profile: int | None = None, order: str | None = None) -> list[str]:
     """`bench=SHAPE/EXP+EXP...[/PAIRS[/LAYOUT]]` as the arguments of `steps.sh bench-ab queue`;
     `profile`: each engine ends with a profiled generate at that many requests; `order`: the
@@ -89,7 +93,7 @@ def bench_queue(token: str, release: str, profile: int | None = None, order: str
         raise SystemExit(f"plan: unknown shape {shape} ({', '.join(SHAPES)})")
     for token_e in exps:
         e, has_own, own = token_e.partition("=")  # EXP=PAIRS: its own number of pairs
-        if has_own and not (own.isdigit() and int(own) >= 1):
+        if has_own and not _positive(own):
             raise SystemExit(f"plan: {token_e}: write EXPERIMENT=PAIRS, PAIRS a positive number")
         if e not in EXPERIMENTS:
             raise SystemExit(f"plan: unknown experiment {e} ({', '.join(EXPERIMENTS)})")
@@ -100,7 +104,7 @@ def bench_queue(token: str, release: str, profile: int | None = None, order: str
                 have = ", ".join(sorted(p.parent.name for p in ports.glob(f"*/{patch}")))
                 where = ports.relative_to(ROOT)
                 raise SystemExit(f"plan: {e} needs the {site} site, which {where} has for {have}, not {release}")
-    if not pairs.isdigit() or int(pairs) < 1:
+    if not _positive(pairs):
         raise SystemExit(f"plan: {token}: pairs must be a positive number, not {pairs}")
     if layout not in LAYOUTS:
         raise SystemExit(f"plan: unknown layout {layout} ({', '.join(LAYOUTS)})")
