@@ -43,6 +43,11 @@ def brief(result: dict) -> str:
             f"B/A {c['ratio']:.4f}{ci}"
         )
     lines.append(f"  acceptance {result['acceptance']}; target {result.get('target')}: {result.get('target_met')}")
+    for arm, seen in (result.get("gpu_during_rounds") or {}).items():
+        lines.append(
+            f"  during {arm}'s rounds ({seen['sampled']} of {seen['rounds']} sampled): "
+            f"SM clock {seen['sm_mhz']}, rounds held back {seen['reasons'] or 'by nothing'}"
+        )
     return "\n".join(lines)
 
 
@@ -158,7 +163,7 @@ def run(
     )
     locked = clocks.lock(lock_clocks) if lock_clocks else None
     try:
-        result = driver.run(plan, lambda m: click.echo(m, err=True), clocks.read, ran_on)
+        result = driver.run(plan, lambda m: click.echo(m, err=True), clocks.read, ran_on, sampler=clocks.Sampler)
     except BackportError as exc:
         raise click.ClickException(str(exc)) from None
     finally:

@@ -43,7 +43,9 @@ def plan(tmp_path, sites, **kw):
     return driver.Plan(**{**base, **kw})
 
 
-def go(p, clock_reads=None, registered=frozenset({"Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration"})):
+def go(
+    p, clock_reads=None, registered=frozenset({"Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration"}), sampler=None
+):
     reads = clock_reads if clock_reads is not None else []
 
     def clocks():
@@ -57,7 +59,26 @@ def go(p, clock_reads=None, registered=frozenset({"Qwen3_5ForCausalLM", "Qwen3_5
         lambda: {"gpu": "Fake GPU", "date": "2026-11-25T10:00:00Z"},
         module="fake_bench_worker",
         architectures=lambda where: registered,
+        sampler=sampler,
     )
+
+
+class FakeSampler:
+    """A clocks.Sampler that saw the power cap hold back every other window."""
+
+    def __init__(self, path):
+        self.path, self.events, self.windows = path, [], []
+
+    def start(self):
+        self.events.append("start")
+
+    def stop(self):
+        self.events.append("stop")
+
+    def window(self, t0, t1):
+        self.windows.append((t0, t1))
+        capped = len(self.windows) % 2 == 0
+        return {"samples": 3, "sm_mhz": [1890, 1980], "reasons": ["sw_power_cap"] if capped else []}
 
 
 def test_a_run_sends_each_engine_its_schedule_and_keeps_every_round(tmp_path, sites):
@@ -258,8 +279,15 @@ def test_a_site_whose_vllm_cannot_list_its_models_stops_the_run_before_anything_
 
 def test_a_given_multimodal_config_starts_text_only_and_a_finished_run_asks_no_site(tmp_path, sites):
     own = tmp_path / "config.json"
-    own.write_text(json.dumps({"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
-                               "text_config": {"vocab_size": 5000}}))
+    own.write_text(
+        json.dumps(
+            {
+                "architectures": ["Qwen3_5ForConditionalGeneration"],
+                "model_type": "qwen3_5",
+                "text_config": {"vocab_size": 5000},
+            }
+        )
+    )
     p = plan(tmp_path, sites, pairs=1, config=own)
     go(p, registered=None)  # a config of the checkpoint's own: no site is asked
     assert all(json.loads((p.out / f"{e}-0.spec.json").read_text())["text_only"] for e in "ab")
@@ -288,8 +316,13 @@ def test_fixcost_ngram_sparse_sends_both_sites_ngram_with_mostly_draft_free_step
 def test_the_real_worker_zeroes_the_lm_head_for_constant_logits_and_says_so(tmp_path, monkeypatch):
     record, fix = fake_vllm_site(tmp_path, monkeypatch, "0.27.0")
     p = plan(tmp_path, {"fix": fix}, experiment="mtp-100", pairs=2, levels=(1,), max_tokens=9)
-    driver.run(p, lambda m: None, lambda: {}, lambda: {"gpu": "Fake", "date": "2026-11-28"},
-               architectures=lambda where: {"Qwen3_5ForCausalLM"})
+    driver.run(
+        p,
+        lambda m: None,
+        lambda: {},
+        lambda: {"gpu": "Fake", "date": "2026-11-28"},
+        architectures=lambda where: {"Qwen3_5ForCausalLM"},
+    )
     lines = [json.loads(x) for x in record.read_text().splitlines()]
     engines, zeroed = [x for x in lines if "kwargs" in x], [x["zeroed"] for x in lines if "zeroed" in x]
     # both arms: the model's head zeroed and nothing else; B's MTP head as well
@@ -303,3 +336,35 @@ def test_the_real_worker_zeroes_the_lm_head_for_constant_logits_and_says_so(tmp_
         ["model:lm_head.weight"],
         ["drafter:lm_head.weight", "model:lm_head.weight"],
     ]
+
+
+def test_each_round_records_what_the_sampler_saw_while_it_was_timed(tmp_path, sites):
+    made = []
+
+    def sampler(path):
+        made.append(FakeSampler(path))
+        return made[-1]
+
+    result = go(plan(tmp_path, sites, pairs=2), sampler=sampler)
+    (s,) = made
+    assert s.path == tmp_path / "run" / "gpu-0.csv" and s.events == ["start", "stop"]
+    lines = [json.loads(x) for x in (tmp_path / "run" / "progress.jsonl").read_text().splitlines()]
+    # one window a timed round (warm-ups are not asked), from the round's start to its end
+    assert [(x["t0"], x["t"]) for x in lines] == s.windows
+    assert all(t0 < t1 for t0, t1 in s.windows)
+    assert [x["gpu"]["reasons"] for x in lines] == [[], ["sw_power_cap"]] * 2
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["instances"][0]["gpu_samples"] == "gpu-0.csv"
+    # a round ordered a, b: b's rounds were held back by the power cap
+    assert result["gpu_during_rounds"]["b"] == {
+        "rounds": 2,
+        "sampled": 2,
+        "sm_mhz": {"min": 1890, "max": 1980},
+        "reasons": {"sw_power_cap": 2},
+    }
+    assert result["gpu_during_rounds"]["a"]["reasons"] == {}
+
+
+def test_a_run_without_a_sampler_has_no_gpu_record(tmp_path, sites):
+    result = go(plan(tmp_path, sites, pairs=1))
+    assert result["gpu_during_rounds"] is None

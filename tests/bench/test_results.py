@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_backports.bench.results import acceptance, figures, pairs, summarise, target_met
+from vllm_backports.bench.results import acceptance, during, figures, pairs, summarise, target_met
 
 
 def level(decode_s, ttft_s=0.1, requests=16, max_tokens=101, drafts=None, accepted=None):
@@ -87,3 +87,19 @@ def test_the_headline_is_16_requests_or_else_the_most_measured():
         x["levels"] = {"1": x["levels"]["16"], "4": x["levels"]["16"]}
     r = summarise({}, lines)
     assert r["headline"]["concurrency"] == 4 and r["ratio"] == pytest.approx(0.5)
+
+
+def test_during_counts_the_rounds_each_reason_held_back_and_leaves_unsampled_ones_out():
+    rows = [
+        {**line("a", 0), "gpu": {"samples": 4, "sm_mhz": [1905, 1980], "reasons": ["sw_power_cap"]}},
+        {**line("a", 1), "gpu": {"samples": 3, "sm_mhz": [1875, 1950], "reasons": ["sw_power_cap", "hw_slowdown"]}},
+        {**line("a", 2), "gpu": {"samples": 0, "error": "the sampler exited 127"}},
+        line("a", 3),  # a round from before the sampler
+    ]
+    assert during(rows) == {
+        "rounds": 4,
+        "sampled": 2,
+        "sm_mhz": {"min": 1875, "max": 1980},
+        "reasons": {"hw_slowdown": 1, "sw_power_cap": 2},
+    }
+    assert during([line("a", 0)]) == {"rounds": 1, "sampled": 0, "sm_mhz": None, "reasons": {}}

@@ -68,6 +68,30 @@ def test_summarize_makes_the_result_of_the_rounds_so_far_and_copies_it(tmp_path)
     assert json.loads(copy.read_text()) == json.loads((run / "result.json").read_text())
 
 
+def test_summarize_tells_what_held_each_arms_rounds_back(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    meta = {"experiment": "nospec", "shape": "qwen3_6-27b", "vllm": "0.27.0", "a": "raw", "b": "fix", "layout": "sleep"}
+    (run / "run.json").write_text(json.dumps({**meta, "target": None}))
+    level = {"requests": 1, "max_tokens": 128, "ttft_s": 0.08, "decode_s": 2.0}
+    capped = {"samples": 9, "sm_mhz": [1875, 1965], "reasons": ["sw_power_cap"]}
+    free = {"samples": 9, "sm_mhz": [1965, 1980], "reasons": []}
+    lines = [
+        {"arm": arm, "round": i, "instance": 0, "levels": {"1": level}, "gpu": gpu}
+        for i in range(2)
+        for arm, gpu in (("a", free), ("b", capped))
+    ]
+    (run / "progress.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    r = CliRunner().invoke(bench_ab.main, ["summarize", str(run), "--resamples", "100"])
+    assert r.exit_code == 0, r.output
+    assert (
+        "during a's rounds (2 of 2 sampled): SM clock {'min': 1965, 'max': 1980}, rounds held back by nothing"
+        in r.output
+    )
+    assert "during b's rounds (2 of 2 sampled): SM clock {'min': 1875, 'max': 1965}" in r.output
+    assert "rounds held back {'sw_power_cap': 2}" in r.output
+
+
 def test_the_machine_record_names_the_gpu_the_run_computes_on(monkeypatch):
     monkeypatch.setattr(bench_ab, "machine", lambda: {"gpu": "NVIDIA H200", "gpus": 1})
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
@@ -89,7 +113,20 @@ def test_the_machine_record_names_the_gpu_the_run_computes_on(monkeypatch):
 def test_ttft_samples_below_one_are_refused_before_anything_runs(tmp_path):
     r = CliRunner().invoke(
         bench_ab.main,
-        ["run", "--experiment", "nospec", "--shape", "qwen3_5-9b", "--out", str(tmp_path / "o"),
-         "--site", f"raw={tmp_path}", "--site", f"fix={tmp_path}", "--ttft-samples", "0"],
+        [
+            "run",
+            "--experiment",
+            "nospec",
+            "--shape",
+            "qwen3_5-9b",
+            "--out",
+            str(tmp_path / "o"),
+            "--site",
+            f"raw={tmp_path}",
+            "--site",
+            f"fix={tmp_path}",
+            "--ttft-samples",
+            "0",
+        ],
     )
     assert r.exit_code == 2 and "--ttft-samples" in r.output and not (tmp_path / "o").exists()

@@ -1,12 +1,16 @@
 """The GPU's clock state, read with nvidia-smi, for each A/B run's record: what the SM and memory
 clocks were at each start and end and in each round, their limits, whether application clocks
-or a lock are set, and why the clocks were held back at that moment (power, thermal)."""
+or a lock are set, and why the clocks were held back at that moment (power, thermal); and,
+sampled all through a run, what the clock and its limits did while each round was timed."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
 
 FIELDS = (
     "name",
@@ -22,6 +26,20 @@ FIELDS = (
     "temperature.gpu",
     "clocks_throttle_reasons.active",
 )
+# What Sampler reads: a reading after a round sees the GPU idle, not what slowed the round
+SAMPLED = ("timestamp", "clocks.sm", "power.draw", "temperature.gpu", "clocks_throttle_reasons.active")
+# The bits of clocks_throttle_reasons.active, as NVML names them (nvmlClocksThrottleReason*)
+REASONS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
 
 
 def parse(fields: tuple[str, ...], line: str) -> dict:
@@ -43,6 +61,15 @@ def parse(fields: tuple[str, ...], line: str) -> dict:
             except ValueError:
                 out[name] = v
     return out
+
+
+def reasons(mask: int | None) -> list[str]:
+    """The names of the bits set in a clocks_throttle_reasons.active mask (unknown bits by value)."""
+    if not mask:
+        return []
+    named = [name for bit, name in REASONS.items() if mask & bit]
+    rest = mask & ~sum(REASONS)
+    return named + ([hex(rest)] if rest else [])
 
 
 def visible_gpu(environ: Mapping[str, str] = os.environ) -> str:
@@ -93,3 +120,79 @@ def _smi(args: list[str]) -> dict:
     except (OSError, subprocess.SubprocessError) as exc:
         return {"args": args, "error": str(exc)}
     return {"args": args, "rc": done.returncode, "output": (done.stdout + done.stderr).strip()[:300]}
+
+
+class Sampler:
+    """nvidia-smi's own loop (`-lms`), one process for a run, writing SAMPLED to a CSV file every
+    `every_ms`; window() tells what the samples taken between two moments saw. A machine without
+    nvidia-smi gets windows that say so, never a stopped run."""
+
+    def __init__(self, path: Path, gpu: int | str | None = None, every_ms: int = 200):
+        self.path, self.gpu, self.every_ms = path, visible_gpu() if gpu is None else gpu, every_ms
+        self.proc: subprocess.Popen | None = None
+        self.error: str | None = None
+        self._read = 0  # bytes of the file parsed so far
+        self._samples: list[dict] = []
+
+    def start(self) -> None:
+        query = [f"--id={self.gpu}", f"--query-gpu={','.join(SAMPLED)}", "--format=csv,noheader,nounits"]
+        # line-buffered, so that a round's samples are in the file when it ends
+        command = (["stdbuf", "-oL"] if shutil.which("stdbuf") else []) + ["nvidia-smi", *query]
+        command.append(f"--loop-ms={self.every_ms}")
+        try:
+            with open(self.path, "w") as out:
+                self.proc = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL)
+        except OSError as exc:
+            self.error = str(exc)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def _update(self) -> None:
+        if not self.path.exists():
+            return
+        with open(self.path, "rb") as f:
+            f.seek(self._read)
+            data = f.read()
+        complete = data[: data.rfind(b"\n") + 1]  # a line still being written waits for the next call
+        self._read += len(complete)
+        for line in complete.decode(errors="replace").splitlines():
+            try:
+                got = parse(SAMPLED, line)
+                got["t"] = datetime.strptime(str(got["timestamp"]), "%Y/%m/%d %H:%M:%S.%f").timestamp()
+            except (ValueError, TypeError):
+                continue  # nvidia-smi's own complaints, in place of a reading
+            self._samples.append(got)
+
+    def window(self, t0: float, t1: float) -> dict:
+        """What the samples from t0 to t1 (time.time()) saw: their number, the SM clock's least
+        and most, the most power and temperature, and every throttle reason met but the GPU being
+        idle (a round's host-side gaps)."""
+        if self.error is not None:
+            return {"samples": 0, "error": self.error}
+        self._update()
+        got = [x for x in self._samples if t0 <= x["t"] <= t1]
+        if not got:
+            ended = self.proc.poll() if self.proc is not None else None
+            return {"samples": 0} if ended is None else {"samples": 0, "error": f"the sampler exited {ended}"}
+
+        def values(name: str) -> list:
+            return [x[name] for x in got if isinstance(x[name], int | float)]
+
+        sm, power, temp = values("clocks.sm"), values("power.draw"), values("temperature.gpu")
+        mask = 0
+        for m in values("clocks_throttle_reasons.active"):
+            mask |= int(m)
+        return {
+            "samples": len(got),
+            "sm_mhz": [min(sm), max(sm)] if sm else None,
+            "power_w_max": max(power) if power else None,
+            "temperature_max": max(temp) if temp else None,
+            "reasons": [r for r in reasons(mask) if r != "gpu_idle"],
+        }

@@ -25,6 +25,7 @@ from ..verify import scenarios
 from ..verify.model import is_multimodal
 from ..verify.run import engine_env, site_version
 from . import experiments, results, schedule, shapes
+from .clocks import Sampler
 
 WORKER = "vllm_backports.bench.worker"
 LEVELS = (1, 16, 64)
@@ -201,9 +202,12 @@ def run(
     machine: Callable[[], dict],
     module: str = WORKER,
     architectures: Callable[[Path], set[str]] = site_architectures,
+    sampler: Callable[[Path], Sampler] | None = None,
 ) -> dict:
     """Run the pairs still owed and return the run's result (also written to result.json).
-    `architectures`: what a site's vLLM registers, asked only for a shape with a multimodal twin."""
+    `architectures`: what a site's vLLM registers, asked only for a shape with a multimodal twin.
+    `sampler`: a clocks.Sampler writing to the path given, to record what the GPU's clock did
+    while each round was timed (the round's "gpu" in progress.jsonl)."""
     release = check(plan)
     exp = experiments.EXPERIMENTS[plan.experiment]
     shape = shapes.SHAPES[plan.shape]
@@ -256,11 +260,16 @@ def run(
         "clocks_before": clocks(),
         "engines": {},
     }
+    sampling = sampler(plan.out / f"gpu-{instance}.csv") if sampler else None
+    if sampling is not None:
+        record["gpu_samples"] = sampling.path.name
     meta["instances"].append(record)
     meta_path.write_text(json.dumps(meta, indent=2) + "\n")
     workers: dict[str, Worker] = {}
     arms = {"a": exp.a, "b": exp.b}
     try:
+        if sampling is not None:
+            sampling.start()
         steps = schedule.steps(plan.layout, owed, plan.warmup, plan.order, first, profile=plan.profile is not None)
         for n, (op, arm, i) in enumerate(steps):
             progress(f"[{n + 1}/{len(steps)}] {op} {arm}" + ("" if i is None else f" round {i}"))
@@ -272,15 +281,19 @@ def run(
             elif op == "stop":
                 workers.pop(arm).stop()
             elif op in ("warmup", "round"):
+                t0 = time.time()
                 reply = workers[arm].ask("round")
                 if op == "round":
+                    t1 = time.time()
                     line = {
                         "arm": arm,
                         "round": i,
                         "instance": instance,
                         "levels": reply["levels"],
                         "sm_clock_mhz": clocks().get("clocks.sm"),
-                        "t": time.time(),
+                        "t0": t0,
+                        "t": t1,
+                        **({"gpu": sampling.window(t0, t1)} if sampling is not None else {}),
                     }
                     with open(progress_path, "a") as f:
                         f.write(json.dumps(line) + "\n")
@@ -292,6 +305,8 @@ def run(
     finally:
         for w in workers.values():
             w.stop()
+        if sampling is not None:
+            sampling.stop()
         record["clocks_after"] = clocks()
         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
     return write_result(plan.out)

@@ -3,9 +3,10 @@ it is still going (poll) and again after it is resumed.
 
 A progress line is one arm's round: {"arm": "a"|"b", "round": i, "instance": n, "levels":
 {"16": {"ttft_s", "decode_s", "max_tokens", "requests", "drafts", "accepted"}, ...},
-"sm_clock_mhz": ...}. Per concurrency level: TTFT is the time to the first token of every
-request (a generate of one token), TPOT the rest of a full generate over its remaining tokens,
-and decode tokens/s the level's requests over TPOT.
+"sm_clock_mhz": ..., "t0", "t", "gpu": clocks.Sampler.window(t0, t) where sampled}. Per
+concurrency level: TTFT is the time to the first token of every request (a generate of one
+token), TPOT the rest of a full generate over its remaining tokens, and decode tokens/s the
+level's requests over TPOT.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ def summarise(meta: dict, lines: list[dict], resamples: int = 4000) -> dict:
     headline = {"figure": HEADLINE["figure"], "concurrency": at}
     head = next((c for c in comparisons if c["figure"] == headline["figure"] and c["concurrency"] == at), None)
     clocks = [x["sm_clock_mhz"] for x in lines if x.get("sm_clock_mhz")]
+    sampled = any("gpu" in x for x in lines)  # runs from before the sampler have none
     return {
         "schema": SCHEMA,
         **meta,
@@ -91,7 +93,25 @@ def summarise(meta: dict, lines: list[dict], resamples: int = 4000) -> dict:
         "target_met": target_met(meta.get("target"), comparisons),
         "acceptance": {arm: {lv: acceptance(rows, lv) for lv in levels} for arm, rows in by_arm.items()},
         "sm_clock_mhz": {"min": min(clocks), "max": max(clocks)} if clocks else None,
+        "gpu_during_rounds": {arm: during(rows) for arm, rows in by_arm.items()} if sampled else None,
         "comparisons": comparisons,
+    }
+
+
+def during(lines: list[dict]) -> dict:
+    """What the clock did over an arm's timed rounds, from their samples: the SM clock's least and
+    most, the rounds sampled, and per throttle reason the rounds it held back."""
+    windows = [x["gpu"] for x in lines if x.get("gpu", {}).get("samples")]
+    sm = [mhz for w in windows if w.get("sm_mhz") for mhz in w["sm_mhz"]]
+    held: dict[str, int] = {}
+    for w in windows:
+        for reason in w.get("reasons", []):
+            held[reason] = held.get(reason, 0) + 1
+    return {
+        "rounds": len(lines),
+        "sampled": len(windows),
+        "sm_mhz": {"min": min(sm), "max": max(sm)} if sm else None,
+        "reasons": dict(sorted(held.items())),
     }
 
 
