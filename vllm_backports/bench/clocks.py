@@ -80,10 +80,15 @@ def visible_gpu(environ: Mapping[str, str] = os.environ) -> str:
     return first or "0"
 
 
+def chosen(gpu: int | str | None) -> int | str:
+    """`gpu` where one is named, else the one this process computes on (visible_gpu)."""
+    return visible_gpu() if gpu is None else gpu
+
+
 def read(gpu: int | str | None = None) -> dict:
     """The state of GPU `gpu` (default: the visible one) now; {"error": ...} where nvidia-smi
     cannot tell (a record, never a reason to stop a run)."""
-    gpu = visible_gpu() if gpu is None else gpu
+    gpu = chosen(gpu)
     try:
         done = subprocess.run(
             ["nvidia-smi", f"--id={gpu}", f"--query-gpu={','.join(FIELDS)}", "--format=csv,noheader,nounits"],
@@ -104,13 +109,13 @@ def read(gpu: int | str | None = None) -> dict:
 def lock(mhz: int, gpu: int | str | None = None) -> dict:
     """Lock the SM clock at `mhz` (nvidia-smi -lgc; needs root, and is left undone on a machine
     whose settings are not ours to change). The exit status and output are the record."""
-    gpu = visible_gpu() if gpu is None else gpu
+    gpu = chosen(gpu)
     return _smi(["-i", str(gpu), "-lgc", f"{mhz},{mhz}"])
 
 
 def unlock(gpu: int | str | None = None) -> dict:
     """Undo lock (nvidia-smi -rgc)."""
-    gpu = visible_gpu() if gpu is None else gpu
+    gpu = chosen(gpu)
     return _smi(["-i", str(gpu), "-rgc"])
 
 
@@ -128,7 +133,7 @@ class Sampler:
     nvidia-smi gets windows that say so, never a stopped run."""
 
     def __init__(self, path: Path, gpu: int | str | None = None, every_ms: int = 200):
-        self.path, self.gpu, self.every_ms = path, visible_gpu() if gpu is None else gpu, every_ms
+        self.path, self.gpu, self.every_ms = path, chosen(gpu), every_ms
         self.proc: subprocess.Popen | None = None
         self.error: str | None = None
         self._read = 0  # bytes of the file parsed so far
