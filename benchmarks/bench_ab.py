@@ -5,6 +5,7 @@ figure a ratio B/A with a 95% bootstrap interval.
     python benchmarks/bench_ab.py run --experiment nospec --shape qwen3_5-9b \\
         --site raw=DIR --site fix=DIR2 --out RUN_DIR --pairs 20 --layout resident
     python benchmarks/bench_ab.py summarize RUN_DIR [--copy docs/runs/bench-ab/NAME.json]
+    python benchmarks/bench_ab.py profile-diff RUN_DIR        # after a run with --profile LEVEL
 
 `run` writes RUN_DIR/progress.jsonl a round at a time and RUN_DIR/result.json at the end; run
 again with the same RUN_DIR and a larger --pairs, it resumes with new engines. `summarize` makes
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -24,7 +26,7 @@ import click
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vllm_backports.bench import clocks, driver, experiments, schedule, shapes
+from vllm_backports.bench import clocks, driver, experiments, profiles, schedule, shapes
 from vllm_backports.errors import BackportError
 from vllm_backports.verify.run import machine
 
@@ -187,6 +189,51 @@ def summarize(run_dir, copy, resamples) -> None:
         copy.parent.mkdir(parents=True, exist_ok=True)
         copy.write_text(json.dumps(result, indent=2) + "\n")
     click.echo(brief(result))
+
+
+@main.command("profile-diff")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--instance", type=click.IntRange(0), default=0, show_default=True, help="The engines' start.")
+@click.option("--level", type=click.IntRange(1), help="The level profiled (default: the one the files name).")
+@click.option("--top", type=click.IntRange(1), default=15, show_default=True, help="Ops listed.")
+@click.option("--json", "as_json", is_flag=True, help="Totals and every op as JSON.")
+def profile_diff(run_dir, instance, level, top, as_json) -> None:
+    """Arm A's profile beside arm B's (run with --profile LEVEL): the own device and host time of
+    each, then the ops whose own time differs most, with their launches."""
+    if level is None:
+        files = run_dir.glob(f"profile-a-{instance}-c*")
+        named = {m.group(1) for f in files if (m := re.search(r"-c(\d+)[.]", f.name))}
+        if len(named) != 1:
+            found = ", ".join(sorted(named)) or "none"
+            raise click.UsageError(f"{run_dir}: instance {instance} has profiles at levels {found}: pick with --level")
+        level = int(named.pop())
+    try:
+        (ops_a, tot_a), (ops_b, tot_b) = (profiles.read(run_dir / f"profile-{arm}-{instance}-c{level}") for arm in "ab")
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    rows = profiles.compare(ops_a, ops_b)
+    if as_json:
+        click.echo(json.dumps({"level": level, "instance": instance, "totals": {"a": tot_a, "b": tot_b}, "ops": rows}))
+        return
+    meta_path = run_dir / "run.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    click.echo(f"A = {meta.get('a', 'arm a')}; B = {meta.get('b', 'arm b')}; {level} requests, instance {instance}")
+    for key, what in (("self_device_us", "device"), ("self_cpu_us", "host")):
+        a, b = tot_a.get(key), tot_b.get(key)
+        if a is not None and b is not None:
+            ratio = f"  B/A {b / a:.3f}" if a else ""
+            click.echo(f"  {what} time, in all: A {a / 1e3:10.1f} ms  B {b / 1e3:10.1f} ms{ratio}")
+    cells = "  {:<56} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9}"
+    click.echo(cells.format("op", "calls A", "calls B", "dev A ms", "dev B ms", "host A ms", "host B ms"))
+    for r in rows[:top]:
+        ms = ["-" if us is None else f"{us / 1e3:.2f}" for us in (*r["self_device_us"], *r["self_cpu_us"])]
+        calls = ["-" if n is None else n for n in r["calls"]]
+        click.echo(cells.format(r["name"][:56], *calls, *ms))
+    more = sum(1 for r in rows[top:] if r["calls"][0] != r["calls"][1])
+    if more:
+        click.echo(f"  {more} more op(s) launched a different number of times, or in one profile only (--top)")
+    if any(None in r["calls"] for r in rows):
+        click.echo("  -: not in that profile's table (60 rows at most, from the runs before JSON profiles)")
 
 
 if __name__ == "__main__":

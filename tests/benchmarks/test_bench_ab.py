@@ -130,3 +130,52 @@ def test_ttft_samples_below_one_are_refused_before_anything_runs(tmp_path):
         ],
     )
     assert r.exit_code == 2 and "--ttft-samples" in r.output and not (tmp_path / "o").exists()
+
+
+def profile_run(tmp_path, levels=(16,)):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"a": "p65, mtp", "b": "fix, mtp"}))
+    for level in levels:
+        for arm, calls, host in (("a", 240, 372520.0), ("b", 60, 11750.0)):
+            rows = [
+                {
+                    "name": "vllm::unified_attention",
+                    "on": "host",
+                    "calls": calls,
+                    "self_device_us": 0.0,
+                    "self_cpu_us": host,
+                },
+                {
+                    "name": "_tq_decode_stage1",
+                    "on": "device",
+                    "calls": calls * 13,
+                    "self_device_us": 4e4,
+                    "self_cpu_us": 0.0,
+                },
+            ]
+            (run / f"profile-{arm}-0-c{level}.json").write_text(json.dumps(rows))
+    return run
+
+
+def test_profile_diff_sets_the_arms_side_by_side(tmp_path):
+    run = profile_run(tmp_path)
+    r = CliRunner().invoke(bench_ab.main, ["profile-diff", str(run)])
+    assert r.exit_code == 0, r.output
+    assert "A = p65, mtp; B = fix, mtp; 16 requests, instance 0" in r.output
+    assert "host time, in all: A      372.5 ms  B       11.8 ms  B/A 0.032" in r.output
+    first = r.output.splitlines()[4].split()
+    assert first == ["vllm::unified_attention", "240", "60", "0.00", "0.00", "372.52", "11.75"]
+    r = CliRunner().invoke(bench_ab.main, ["profile-diff", str(run), "--json"])
+    got = json.loads(r.output)
+    assert got["totals"]["a"]["self_device_us"] == 4e4 and got["ops"][1]["calls"] == [3120, 780]
+
+
+def test_profile_diff_asks_for_a_level_where_it_cannot_tell(tmp_path):
+    run = profile_run(tmp_path, levels=(1, 16))
+    r = CliRunner().invoke(bench_ab.main, ["profile-diff", str(run)])
+    assert r.exit_code == 2 and "profiles at levels 1, 16: pick with --level" in r.output
+    r = CliRunner().invoke(bench_ab.main, ["profile-diff", str(run), "--instance", "3"])
+    assert r.exit_code == 2 and "levels none" in r.output
+    r = CliRunner().invoke(bench_ab.main, ["profile-diff", str(run), "--level", "64"])
+    assert r.exit_code == 1 and "no profile profile-a-0-c64.json or profile-a-0-c64.txt" in r.output
