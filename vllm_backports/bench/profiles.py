@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# torch's table: the header's column names, then rows split on runs of 2+ spaces
-_TOTAL = re.compile(r"Self (CPU|CUDA|Device|XPU) time total: ([\d.]+)(us|ms|s)")
+# the lines under torch's table: "Self CPU time total: 852.471ms", "Self CUDA time total: ..."
+_TOTAL = re.compile(r"Self (CPU|CUDA|Device|XPU) time total: (\S+)")
 _UNITS = {"us": 1.0, "ms": 1e3, "s": 1e6}
 
 
@@ -72,7 +72,7 @@ def parse_table(text: str) -> dict[str, Op]:
     if device is None or "Self CPU" not in col or "# of Calls" not in col:
         raise ValueError(f"the profile's columns are not torch's: {names}")
     ops: dict[str, Op] = {}
-    for line in lines[header + 2 :]:
+    for line in lines[header + 2 :]:  # rows, their cells parted by runs of 2+ spaces
         if line.startswith("-") or not line.strip():
             continue
         cells = re.split(r"\s{2,}", line.strip())
@@ -100,8 +100,8 @@ def read(stem: Path) -> tuple[dict[str, Op], dict[str, float]]:
         raise FileNotFoundError(f"no profile {js.name} or {txt.name} in {stem.parent}")
     text = txt.read_text()
     totals = {}
-    for kind, value, unit in _TOTAL.findall(text):
-        totals["self_cpu_us" if kind == "CPU" else "self_device_us"] = float(value) * _UNITS[unit]
+    for kind, value in _TOTAL.findall(text):
+        totals["self_cpu_us" if kind == "CPU" else "self_device_us"] = _us(value)
     return parse_table(text), totals
 
 
