@@ -18,23 +18,15 @@ def test_sites_must_be_label_and_existing_directory(tmp_path):
     assert r.exit_code == 2 and "LABEL=DIR" in r.output
 
 
+def run_nospec(tmp_path, *options: str):
+    """`run` of nospec into tmp_path/o, both sites tmp_path (which holds no vLLM)."""
+    out, site = str(tmp_path / "o"), str(tmp_path)
+    args = ["run", "--experiment", "nospec", "--shape", "qwen3_5-9b", "--out", out, "--site", f"raw={site}"]
+    return CliRunner().invoke(bench_ab.main, [*args, "--site", f"fix={site}", *options])
+
+
 def test_a_site_without_vllm_is_refused_in_one_line(tmp_path):
-    r = CliRunner().invoke(
-        bench_ab.main,
-        [
-            "run",
-            "--experiment",
-            "nospec",
-            "--shape",
-            "qwen3_5-9b",
-            "--out",
-            str(tmp_path / "o"),
-            "--site",
-            f"raw={tmp_path}",
-            "--site",
-            f"fix={tmp_path}",
-        ],
-    )
+    r = run_nospec(tmp_path)
     assert r.exit_code == 1 and "no vLLM installed there" in r.output and not (tmp_path / "o").exists()
 
 
@@ -111,24 +103,7 @@ def test_the_machine_record_names_the_gpu_the_run_computes_on(monkeypatch):
 
 
 def test_ttft_samples_below_one_are_refused_before_anything_runs(tmp_path):
-    r = CliRunner().invoke(
-        bench_ab.main,
-        [
-            "run",
-            "--experiment",
-            "nospec",
-            "--shape",
-            "qwen3_5-9b",
-            "--out",
-            str(tmp_path / "o"),
-            "--site",
-            f"raw={tmp_path}",
-            "--site",
-            f"fix={tmp_path}",
-            "--ttft-samples",
-            "0",
-        ],
-    )
+    r = run_nospec(tmp_path, "--ttft-samples", "0")
     assert r.exit_code == 2 and "--ttft-samples" in r.output and not (tmp_path / "o").exists()
 
 
