@@ -1,0 +1,145 @@
+"""The candidate benchmarks/alternatives/gdn-draft-free-plain fits vLLM 0.26.0's runner after the
+whole shipped series, and routes steps as its header says: a step without drafts takes the plain
+GDN path only when no request of it verified drafts at its last scheduled step. The runner's two
+methods are run as the patched file defines them, on stand-ins for the runner's buffers."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from vllm_backports.hunks import Mismatch, apply_file
+from vllm_backports.patchfile import parse
+
+# numpy comes with torch: CI runs this in its vLLM 0.26.0 venv (.ci/run), where it cannot skip
+np = pytest.importorskip("numpy")
+
+ROOT = Path(__file__).resolve().parents[2]
+PATCH = ROOT / "benchmarks/alternatives/gdn-draft-free-plain/0.26.0/0001-gdn-draft-free-plain.patch"
+RUNNER = "vllm/v1/worker/gpu_model_runner.py"
+METHODS = ("_drafted_before", "_set_decode_draft_tokens")
+
+
+@pytest.fixture(scope="module")
+def sources() -> dict[str, bytes]:
+    """The runner with the series (what ships) and with the series and the candidate."""
+    from vllm_backports.catalogue import Catalogue
+    from vllm_backports.pypi import fetch
+
+    catalogue = Catalogue(ROOT)
+    release = catalogue.releases["0.26.0"]
+    content = fetch(release, [RUNNER]).files[RUNNER]
+    for patch in catalogue.series(release.series).patches:
+        for fpatch in patch.files:
+            if fpatch.path == RUNNER:
+                content = apply_file(content, fpatch)
+                assert not isinstance(content, Mismatch), content
+    candidate = parse(PATCH.read_bytes(), PATCH.name)
+    assert candidate.header["Bug"] == "https://github.com/vllm-project/vllm/issues/39273"
+    (fpatch,) = candidate.files
+    assert fpatch.path == RUNNER
+    patched = apply_file(content, fpatch)
+    assert not isinstance(patched, Mismatch), patched
+    return {"series": content, "candidate": patched}
+
+
+def runner_class(source: bytes) -> ast.ClassDef:
+    return next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "GPUModelRunner")
+
+
+class Runner:
+    """The two methods as `source` defines them, on a runner of `max_reqs` rows whose requests
+    are all past their prompts (every row of one token is a decode)."""
+
+    def __init__(self, source: bytes, max_reqs: int = 4):
+        import __future__
+
+        fns = [n for n in runner_class(source).body if isinstance(n, ast.FunctionDef) and n.name in METHODS]
+        namespace: dict = {"np": np}
+        code = compile(
+            ast.Module(body=fns, type_ignores=[]),
+            RUNNER,
+            "exec",
+            flags=__future__.annotations.compiler_flag,
+            dont_inherit=True,
+        )
+        exec(code, namespace)
+        self.methods = {n.name: namespace[n.name] for n in fns}
+        buffer = np.full(max_reqs, 99, dtype=np.int32)
+        self.state = SimpleNamespace(
+            _drafted_last=set(),
+            num_decode_draft_tokens=SimpleNamespace(np=buffer, copy_to_gpu=lambda *a: None),
+            input_batch=SimpleNamespace(
+                num_computed_tokens_cpu=np.full(max_reqs, 100), num_prompt_tokens=np.full(max_reqs, 10)
+            ),
+        )
+        for name, fn in self.methods.items():
+            setattr(self.state, name, fn.__get__(self.state))
+
+    def step(self, scheduled: dict[str, int], drafts: dict[str, int], finished=()) -> list[int]:
+        """One step as _prepare_inputs runs it, requests in row order: the builder's draft counts
+        a row (-1: the plain path; 0 or more: the speculative path)."""
+        out = SimpleNamespace(
+            num_scheduled_tokens=scheduled,
+            scheduled_spec_decode_tokens={r: [7] * k for r, k in drafts.items()},
+            finished_req_ids=set(finished),
+        )
+        reqs = list(scheduled)
+        num_scheduled = np.array([scheduled[r] for r in reqs], dtype=np.int32)
+        decode = np.array([drafts.get(r, -1) for r in reqs], dtype=np.int32)
+        s = self.state
+        if "_drafted_before" not in self.methods:
+            s._set_decode_draft_tokens(decode if drafts else np.full(len(reqs), -1, dtype=np.int32), num_scheduled)
+        elif drafts:
+            s._drafted_before(out)
+            s._set_decode_draft_tokens(decode, num_scheduled)
+        else:
+            s._set_decode_draft_tokens(np.full(len(reqs), -1, dtype=np.int32), num_scheduled, s._drafted_before(out))
+        return s.num_decode_draft_tokens.np[: len(reqs)].tolist()
+
+
+def test_the_candidate_calls_the_check_in_both_branches_of_prepare_inputs(sources):
+    (prepare,) = [
+        n
+        for n in runner_class(sources["candidate"]).body
+        if isinstance(n, ast.FunctionDef) and n.name == "_prepare_inputs"
+    ]
+    calls = [n for n in ast.walk(prepare) if isinstance(n, ast.Call) and ast.unparse(n.func) == "self._drafted_before"]
+    assert [ast.unparse(c.args[0]) for c in calls] == ["scheduler_output", "scheduler_output"]
+    # the series alone has no such check: every draft-free decode row is speculative there
+    assert "_drafted_before" not in sources["series"].decode()
+
+
+def test_one_request_drafting_one_step_in_ten(sources):
+    """fixcost-ngram-sparse at 1 request: 3 drafts, then nine steps without."""
+    steps = [({"r0": 4}, {"r0": 3})] + [({"r0": 1}, {})] * 9
+    series, candidate = Runner(sources["series"]), Runner(sources["candidate"])
+    assert [series.step(*s) for s in steps] == [[3]] + [[0]] * 9
+    # the step after the drafts reads slot k-1: speculative; the next eight are plain
+    assert [candidate.step(*s) for s in steps] == [[3], [0]] + [[-1]] * 8
+
+
+def test_a_request_left_out_of_a_step_keeps_its_drafted_mark(sources):
+    runner = Runner(sources["candidate"])
+    assert runner.step({"r0": 4, "r1": 1}, {"r0": 3}) == [3, 0]
+    assert runner.step({"r1": 1}, {}) == [-1]  # r0 not scheduled: r1's state is in slot 0
+    assert runner.step({"r0": 1, "r1": 1}, {}) == [0, 0]  # r0's first step since its drafts
+    assert runner.step({"r0": 1, "r1": 1}, {}) == [-1, -1]
+
+
+def test_a_step_with_drafts_or_a_prompt_chunk_is_built_as_the_series_builds_it(sources):
+    runner = Runner(sources["candidate"])
+    runner.state.input_batch.num_computed_tokens_cpu[1] = 0  # r1: a prompt chunk
+    assert runner.step({"r0": 1, "r1": 5, "r2": 3}, {"r2": 2}) == [0, -1, 2]
+    assert runner.step({"r0": 1, "r1": 5, "r2": 1}, {}) == [0, -1, 0]  # r2 drafted last step
+    assert runner.step({"r0": 1, "r1": 5, "r2": 1}, {}) == [-1, -1, -1]
+
+
+def test_finished_requests_leave_the_set(sources):
+    runner = Runner(sources["candidate"])
+    runner.step({"r0": 4}, {"r0": 3})
+    runner.step({"r1": 1}, {}, finished=["r0"])
+    assert runner.state._drafted_last == set()
