@@ -7,6 +7,7 @@ with `steps.sh put`, the last call starting `steps.sh chain` with install.sh.
     python3 docs/runs/plan.py --json 0.33.0:tq-continuation    # one object a call: command, carry
     python3 docs/runs/plan.py 0.26.0:bench=qwen3_5-9b/ngram-90+mtp   # setup only, then A/B runs
     python3 docs/runs/plan.py --gpus 2 0.26.0:bench=qwen3_5-9b/mtp 0.27.0:bench=qwen3_5-9b/mtp  # one GPU each
+    python3 docs/runs/plan.py 0.26.0:dfp@gdn-ngram-b1   # a proof of an alternative's site (steps.sh dfp)
 
 `bench=SHAPE/EXPERIMENT+EXPERIMENT...[/PAIRS[/LAYOUT]]` (20 pairs, resident unless told; an
 EXPERIMENT=PAIRS its own) queues A/B runs of benchmarks/bench_ab.py on the Triton GDN prefill
@@ -72,7 +73,10 @@ BENCH = "bench="
 
 
 # Sites that steps.sh builds from a kept alternative, and where: only for the releases it has a port for
-ALTERNATIVE_SITES = {"p65": ROOT / "benchmarks/alternatives/turboquant-cudagraph"}
+ALTERNATIVE_SITES = {
+    "p65": ROOT / "benchmarks/alternatives/turboquant-cudagraph",
+    "dfp": ROOT / "benchmarks/alternatives/gdn-draft-free-plain",
+}
 
 
 def _positive(text: str) -> bool:
@@ -113,17 +117,37 @@ def bench_queue(token: str, release: str, profile: int | None = None, order: str
     return [shape, pairs, layout, *exps, "--", *options]
 
 
+def proof_of(token: str) -> str:
+    """The proof a token names: SITE@PROOF runs PROOF on an alternative's site (steps.sh proofs)."""
+    return token.partition("@")[2] or token
+
+
+def check_site(token: str, release: str) -> None:
+    """SITE@PROOF: refused unless SITE is an alternative's site with a port for `release`."""
+    site, at, _ = token.partition("@")
+    if not at:
+        return
+    ports = ALTERNATIVE_SITES.get(site)
+    if ports is None:
+        raise SystemExit(f"plan: {token}: {site} is no alternative's site ({', '.join(ALTERNATIVE_SITES)})")
+    if not (ports / release / f"0001-{ports.name}.patch").is_file():
+        raise SystemExit(f"plan: {token}: {ports.relative_to(ROOT)} has no port for {release}")
+
+
 def gpus_needed(proof: str) -> int:
     """The GPUs a proof's engines take: its tensor-parallel size (tp2: two)."""
-    return 1 if proof == UPSTREAM or proof.startswith(BENCH) else int(option(PROOFS[proof].options, "--tp") or 1)
+    if proof == UPSTREAM or proof.startswith(BENCH):
+        return 1
+    return int(option(PROOFS[proof_of(proof)].options, "--tp") or 1)
 
 
 def wants_flashinfer(proofs: list[str]) -> bool:
     """Whether a proof named runs FlashInfer's GDN prefill (its pieces are carried only then)."""
-    unknown = [p for p in proofs if p not in PROOFS and p != UPSTREAM and not p.startswith(BENCH)]
+    named = [proof_of(p) for p in proofs if p != UPSTREAM and not p.startswith(BENCH)]
+    unknown = [p for p in named if p not in PROOFS]
     if unknown:
         raise SystemExit(f"plan: unknown proof {unknown[0]} (vllm_backports/verify/proofs.py, or {UPSTREAM})")
-    return any("flashinfer" in PROOFS[p].options for p in proofs if p in PROOFS)
+    return any("flashinfer" in PROOFS[p].options for p in named)
 
 
 def pieces(
@@ -222,6 +246,9 @@ def plan(
         release: [bench_queue(p, release, profile, order) for p in proofs if p.startswith(BENCH)]
         for release, proofs in runs
     }
+    for release, proofs in runs:
+        for p in proofs:
+            check_site(p, release)
     for i, (release, proofs) in enumerate(runs, 1):
         home = f"/root/h{i}"
         homes[release] = home

@@ -20,6 +20,9 @@
 #   p65  /tmp/site-p65-$REL  ctl plus P65, where benchmarks/alternatives/turboquant-cudagraph has it
 #   pc-hit  /tmp/site-pc-hit-$REL  the shipped series plus the candidate fix of vLLM #53912, where
 #        benchmarks/alternatives/prefix-cache-mtp-hit has it (0.20.0): TARGET=pc-hit bg ... runs it
+#   dfp  /tmp/site-dfp-$REL  the shipped series plus the candidate that keeps draft-free steps
+#        after draft-free steps on the plain GDN path, where benchmarks/alternatives/
+#        gdn-draft-free-plain has it (0.26.0): the A/B experiment dfp-ngram-sparse, TARGET=dfp bg
 #   raw  /tmp/site-raw-$REL  pristine: the GDN control
 #   less-ID /tmp/site-less-ID-$REL  the shipped series less backport ID (and what is written on
 #        its lines, WRITTEN_ON below), for each ID in LESS that the series carries: the control
@@ -62,7 +65,7 @@ step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
 RES=$HOME/verify-results
 # A marker a running chain, machine-wide: what a bench-ab queue waits for (chain, queue)
 CHAINS=${CHAINS_DIR:-/tmp/chains}
-declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl-$REL [p65]=/tmp/site-p65-$REL [raw]=/tmp/site-raw-$REL [pc-hit]=/tmp/site-pc-hit-$REL)
+declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl-$REL [p65]=/tmp/site-p65-$REL [raw]=/tmp/site-raw-$REL [pc-hit]=/tmp/site-pc-hit-$REL [dfp]=/tmp/site-dfp-$REL)
 # spec-prefill-decode-graph: vLLM #49918; turboquant-prefill-fastpath: vLLM #46460;
 # turboquant-decode-workspace: vLLM #42544
 LESS=(spec-prefill-decode-graph turboquant-prefill-fastpath turboquant-decode-workspace)
@@ -173,6 +176,7 @@ case $step in
     PYTHONPATH=${SITE[ctl]} python3 apply.py --vllm "$REL" --target "${SITE[ctl]}" "${TQ_SKIP[@]}" --json > "$out/apply-ctl.json"; echo "ctl: exit $?"
     alt_site p65 turboquant-cudagraph "${TQ_SKIP[@]}"
     alt_site pc-hit prefix-cache-mtp-hit
+    alt_site dfp gdn-draft-free-plain
     PYTHONPATH=${SITE[fix]} python3 apply.py --vllm "$REL" --json > "$out/apply-fix.json"; echo "fix: exit $?"
     PYTHONPATH=${SITE[fix]} python3 apply.py status --vllm "$REL" --json > "$out/status-fix.json"; echo "status: exit $?"
     [ "${GPU_TESTS:-1}" = 0 ] || PYTHONPATH=${SITE[fix]}:.gpu-pytest python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_turboquant_spec_decode.py 2>&1 | tail -15
@@ -328,19 +332,21 @@ print('flashinfer', flashinfer.__version__, 'importable; cutlass dsl:', dsl, '; 
     done ;;
   proofs) # [NAME...]: the proof set, each a verify of the fix site with its control, all at once
       # on one GPU (fixed KV size each); names from vllm_backports/verify/proofs.py, default the GDN and TurboQuant
-      # set; a proof whose control site this release lacks is left out, saying so
+      # set; a proof whose control site this release lacks is left out, saying so. SITE@NAME: the
+      # same proof of another site (a candidate's: dfp@gdn-ngram), its result tagged SITE-NAME
     common=(--gpu-memory-utilization 0.08)
     # The proofs, their control sites and options (16 a batch, graphs unless they say otherwise):
     # vllm_backports/verify/proofs.py
     for name in ${@:-gdn-ngram tq-mtp gdn-ngram-prefix gdn-ngram-kp1 mtp}; do
+      target=fix tag=$name; [[ $name == *@* ]] && target=${name%%@*} name=${name#*@} tag=$target-$name
       read -r kind opts < <(python3 -m vllm_backports.verify.proofs "$name") || { echo "unknown proof $name"; continue; }
       control=${SITE[$kind]:-}
-      [ -d "${SITE[fix]}" ] || { echo "$name: no fix site for $REL"; continue; }
+      [ -n "${SITE[$target]:-}" ] && [ -d "${SITE[$target]}" ] || { echo "$tag: no $target site for $REL"; continue; }
       [ -n "$control" ] && [ -d "$control" ] || { echo "$name: no control site ${control:-for it} for $REL"; continue; }
       prefill=(--prefill-backend "${PREFILL:-triton}"); [[ " $opts " == *" --prefill-backend "* ]] && prefill=()
       kv=(--kv-cache-gib 2); [[ " $opts " == *" --kv-cache-gib "* ]] && kv=()
       # shellcheck disable=SC2086
-      bash "$0" bg "$name" $opts --control "$control" "${prefill[@]}" "${kv[@]}" "${common[@]}"
+      TARGET=$target bash "$0" bg "$tag" $opts --control "$control" "${prefill[@]}" "${kv[@]}" "${common[@]}"
     done ;;
   poll) # SECONDS: wait until every verify started by bg has ended, or SECONDS; bring back what there is
     deadline=$((SECONDS + ${1:-500}))
@@ -480,7 +486,7 @@ PY
       start)
         exp=$1 shape=$2 pairs=$3 layout=${4:-sleep}; shift 3; [ $# -gt 0 ] && shift
         name=$REL-$exp-$shape dir=$root/$REL-$exp-$shape; mkdir -p "$dir"; rm -f "$dir/run.rc"
-        sites=(); for s in raw fix p65; do [ -d "${SITE[$s]}" ] && sites+=(--site "$s=${SITE[$s]}"); done
+        sites=(); for s in raw fix p65 dfp; do [ -d "${SITE[$s]}" ] && sites+=(--site "$s=${SITE[$s]}"); done
         src=/tmp/vb-bench-$name && tool_copy "$src"
         nvidia-smi -q -d CLOCK,PERFORMANCE ${GPU:+-i "$GPU"} > "$dir/clocks-$(date +%s).txt" 2>&1
         pin=(); cores=$(gpu_cores) && pin=(taskset -c "$cores") && echo "cores $cores" >> "$dir/run.err"

@@ -239,3 +239,30 @@ def test_an_experiment_on_a_site_the_release_has_no_port_for_is_refused(tmp_path
     stage(tmp_path, "0.27.0", [58], [52], sha="b")
     last = plan.plan(tmp_path, [("0.27.0", ["bench=qwen3_5-9b/tq-mtp"])], 61 * MIB)[-1]["command"]
     assert last.endswith("queue qwen3_5-9b 20 resident tq-mtp -- --prefill-backend triton")
+
+
+def test_a_proof_of_an_alternatives_site_goes_to_the_chain_as_site_at_proof(tmp_path):
+    # steps.sh proofs runs SITE@PROOF as PROOF's verify of SITE's install against PROOF's control
+    stage(tmp_path, "0.26.0", [58], [52])
+    last = plan.plan(tmp_path, [("0.26.0", ["dfp@gdn-ngram-b1", "gdn-ngram"])], 61 * MIB)[-1]["command"]
+    assert last.endswith("steps.sh chain dfp@gdn-ngram-b1 gdn-ngram")
+    assert plan.gpus_needed("dfp@gdn-ngram") == 1
+
+
+@pytest.mark.parametrize(
+    "token, message",
+    [
+        ("xx@gdn-ngram", r"xx is no alternative's site \(p65, dfp\)"),
+        ("dfp@nope", "unknown proof nope"),
+    ],
+)
+def test_a_proof_of_an_unknown_site_or_proof_is_refused(tmp_path, token, message):
+    stage(tmp_path, "0.26.0", [58], [52])
+    with pytest.raises(SystemExit, match=message):
+        plan.plan(tmp_path, [("0.26.0", [token])], 61 * MIB)
+
+
+def test_a_proof_of_a_site_the_release_has_no_port_for_is_refused_before_staging(tmp_path):
+    # nothing is staged for 0.21.0 here: the refusal comes first
+    with pytest.raises(SystemExit, match="gdn-draft-free-plain has no port for 0.21.0"):
+        plan.plan(tmp_path, [("0.21.0", ["dfp@gdn-ngram"])], 61 * MIB)

@@ -2,10 +2,11 @@
 the ratio B/A of decode tokens/s is held to.
 
 Sites are labels the run is given directories for (docs/runs/steps.sh: raw = pristine, fix = the
-shipped series, p65 = TurboQuant's P65 alternative). Dummy weights make ngram and MTP proposals
-meaningless, so ngram's drafts are scripted (verify.drafts) to a set fraction of right draft
-tokens; MTP runs vLLM's own drafter on its dummy layer and its acceptance is read back and
-reported: next to none as drawn (`mtp`), all with every logit zeroed on both arms (`mtp-100`).
+shipped series, p65 = TurboQuant's P65 alternative, dfp = the series plus a candidate kept in
+benchmarks/alternatives). Dummy weights make ngram and MTP proposals meaningless, so ngram's
+drafts are scripted (verify.drafts) to a set fraction of right draft tokens; MTP runs vLLM's own
+drafter on its dummy layer and its acceptance is read back and reported: next to none as drawn
+(`mtp`), all with every logit zeroed on both arms (`mtp-100`).
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ EXPERIMENTS: dict[str, Experiment] = {
         Experiment("fixcost-ngram-90", Arm("raw", "ngram", "90"), Arm("fix", "ngram", "90"), None),
         Experiment("fixcost-ngram-sparse", Arm("raw", "ngram", "sparse"), Arm("fix", "ngram", "sparse"), None),
         Experiment("fixcost-mtp", Arm("raw", "mtp"), Arm("fix", "mtp"), None),
+        # what the candidate benchmarks/alternatives/gdn-draft-free-plain saves the series where
+        # its cost is: draft-free steps after draft-free steps run the plain path again
+        Experiment("dfp-ngram-sparse", Arm("fix", "ngram", "sparse"), Arm("dfp", "ngram", "sparse"), None),
         # issue 4's aim: verify batches inside full graphs, twice P65's speed
         Experiment(
             "tq-mtp",
