@@ -1,5 +1,5 @@
-"""The candidate benchmarks/alternatives/gdn-draft-free-plain fits vLLM 0.26.0's runner after the
-whole shipped series, and routes steps as its header says: a step without drafts takes the plain
+"""The candidate benchmarks/alternatives/gdn-draft-free-plain fits the runner of each release it is
+ported to, after the whole shipped series, and routes steps as its header says: a step without drafts takes the plain
 GDN path only when no request of it verified drafts at its last scheduled step. The runner's two
 methods are run as the patched file defines them, on stand-ins for the runner's buffers."""
 
@@ -15,29 +15,31 @@ from vllm_backports.hunks import Mismatch, apply_file
 from vllm_backports.patchfile import parse
 
 # numpy comes with torch: CI runs this in its vLLM 0.26.0 venv (.ci/run), where it cannot skip
+# (it reads the runner from PyPI's wheels, not from the venv's vLLM)
 np = pytest.importorskip("numpy")
 
 ROOT = Path(__file__).resolve().parents[2]
-PATCH = ROOT / "benchmarks/alternatives/gdn-draft-free-plain/0.26.0/0001-gdn-draft-free-plain.patch"
+PORTS = ROOT / "benchmarks/alternatives/gdn-draft-free-plain"
 RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 METHODS = ("_drafted_before", "_set_decode_draft_tokens")
 
 
-@pytest.fixture(scope="module")
-def sources() -> dict[str, bytes]:
+@pytest.fixture(scope="module", params=sorted(p.name for p in PORTS.iterdir() if p.is_dir()))
+def sources(request) -> dict[str, bytes]:
     """The runner with the series (what ships) and with the series and the candidate."""
     from vllm_backports.catalogue import Catalogue
     from vllm_backports.pypi import fetch
 
     catalogue = Catalogue(ROOT)
-    release = catalogue.releases["0.26.0"]
+    release = catalogue.releases[request.param]
     content = fetch(release, [RUNNER]).files[RUNNER]
     for patch in catalogue.series(release.series).patches:
         for fpatch in patch.files:
             if fpatch.path == RUNNER:
                 content = apply_file(content, fpatch)
                 assert not isinstance(content, Mismatch), content
-    candidate = parse(PATCH.read_bytes(), PATCH.name)
+    patch_path = PORTS / request.param / "0001-gdn-draft-free-plain.patch"
+    candidate = parse(patch_path.read_bytes(), patch_path.name)
     assert candidate.header["Bug"] == "https://github.com/vllm-project/vllm/issues/39273"
     (fpatch,) = candidate.files
     assert fpatch.path == RUNNER
