@@ -263,6 +263,6 @@ def test_a_proof_of_an_unknown_site_or_proof_is_refused(tmp_path, token, message
 
 
 def test_a_proof_of_a_site_the_release_has_no_port_for_is_refused_before_staging(tmp_path):
-    # nothing is staged for 0.27.0 here: the refusal comes first
-    with pytest.raises(SystemExit, match="gdn-draft-free-plain has no port for 0.27.0"):
-        plan.plan(tmp_path, [("0.27.0", ["dfp@gdn-ngram"])], 61 * MIB)
+    # nothing is staged for 0.28.0 here: the refusal comes first
+    with pytest.raises(SystemExit, match="gdn-draft-free-plain has no port for 0.28.0"):
+        plan.plan(tmp_path, [("0.28.0", ["dfp@gdn-ngram"])], 61 * MIB)
