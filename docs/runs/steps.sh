@@ -22,7 +22,8 @@
 #        benchmarks/alternatives/prefix-cache-mtp-hit has it (0.20.0): TARGET=pc-hit bg ... runs it
 #   dfp  /tmp/site-dfp-$REL  the shipped series plus the candidate that keeps draft-free steps
 #        after draft-free steps on the plain GDN path, where benchmarks/alternatives/
-#        gdn-draft-free-plain has it (0.26.0): the A/B experiment dfp-ngram-sparse, TARGET=dfp bg
+#        gdn-draft-free-plain has it (0.21.0, 0.26.0, 0.27.0): the A/B experiment
+#        dfp-ngram-sparse; `proofs dfp@NAME` runs a proof on it
 #   raw  /tmp/site-raw-$REL  pristine: the GDN control
 #   less-ID /tmp/site-less-ID-$REL  the shipped series less backport ID (and what is written on
 #        its lines, WRITTEN_ON below), for each ID in LESS that the series carries: the control
