@@ -71,3 +71,14 @@ def test_fixcost_runs_the_same_speculation_on_the_pristine_and_the_fixed_site(na
     assert e.sites() == ("raw", "fix")
     assert (e.a.speculative, e.a.script) == (e.b.speculative, e.b.script)
     assert e.b.speculative == preset and e.at_least is None
+
+
+@pytest.mark.parametrize(
+    ("name", "sites"), [("dfp-ngram-sparse", ("fix", "dfp")), ("dfpcost-ngram-sparse", ("raw", "dfp"))]
+)
+def test_the_candidates_runs_set_its_site_against_the_series_and_the_pristine_release(name, sites):
+    # the same sparse ngram on both arms, where the candidate changes which GDN path a step takes
+    e = EXPERIMENTS[name]
+    assert e.sites() == sites
+    assert (e.a.speculative, e.a.script) == (e.b.speculative, e.b.script) == ("ngram", "sparse")
+    assert e.at_least is None

@@ -94,9 +94,11 @@ EXPERIMENTS: dict[str, Experiment] = {
         Experiment("fixcost-ngram-90", Arm("raw", "ngram", "90"), Arm("fix", "ngram", "90"), None),
         Experiment("fixcost-ngram-sparse", Arm("raw", "ngram", "sparse"), Arm("fix", "ngram", "sparse"), None),
         Experiment("fixcost-mtp", Arm("raw", "mtp"), Arm("fix", "mtp"), None),
-        # what the candidate benchmarks/alternatives/gdn-draft-free-plain saves the series where
-        # its cost is: draft-free steps after draft-free steps run the plain path again
+        # the candidate benchmarks/alternatives/gdn-draft-free-plain where the series' cost is
+        # (draft-free steps after draft-free steps run the plain path again): what it saves the
+        # series, and what would be left against the pristine release if it shipped
         Experiment("dfp-ngram-sparse", Arm("fix", "ngram", "sparse"), Arm("dfp", "ngram", "sparse"), None),
+        Experiment("dfpcost-ngram-sparse", Arm("raw", "ngram", "sparse"), Arm("dfp", "ngram", "sparse"), None),
         # issue 4's aim: verify batches inside full graphs, twice P65's speed
         Experiment(
             "tq-mtp",
