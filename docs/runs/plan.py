@@ -79,6 +79,16 @@ ALTERNATIVE_SITES = {
 }
 
 
+def alternative_patch(ports: Path, release: str) -> Path:
+    """The patch of the alternative kept at `ports` that steps.sh's alt_site applies for `release`."""
+    return ports / release / f"0001-{ports.name}.patch"
+
+
+def ported(ports: Path) -> str:
+    """The releases the alternative kept at `ports` has a patch for, as a refusal names them."""
+    return ", ".join(sorted(d.name for d in ports.iterdir() if alternative_patch(ports, d.name).is_file()))
+
+
 def _positive(text: str) -> bool:
     return text.isdigit() and int(text) >= 1
 
@@ -103,10 +113,8 @@ def bench_queue(token: str, release: str, profile: int | None = None, order: str
             raise SystemExit(f"plan: unknown experiment {e} ({', '.join(EXPERIMENTS)})")
         for site in EXPERIMENTS[e].sites():
             ports = ALTERNATIVE_SITES.get(site)
-            patch = f"0001-{ports.name}.patch" if ports else ""  # what steps.sh's alt_site applies
-            if ports and not (ports / release / patch).is_file():
-                have = ", ".join(sorted(p.parent.name for p in ports.glob(f"*/{patch}")))
-                where = ports.relative_to(ROOT)
+            if ports and not alternative_patch(ports, release).is_file():
+                where, have = ports.relative_to(ROOT), ported(ports)
                 raise SystemExit(f"plan: {e} needs the {site} site, which {where} has for {have}, not {release}")
     if not _positive(pairs):
         raise SystemExit(f"plan: {token}: pairs must be a positive number, not {pairs}")
@@ -130,7 +138,7 @@ def check_site(token: str, release: str) -> None:
     ports = ALTERNATIVE_SITES.get(site)
     if ports is None:
         raise SystemExit(f"plan: {token}: {site} is no alternative's site ({', '.join(ALTERNATIVE_SITES)})")
-    if not (ports / release / f"0001-{ports.name}.patch").is_file():
+    if not alternative_patch(ports, release).is_file():
         raise SystemExit(f"plan: {token}: {ports.relative_to(ROOT)} has no port for {release}")
 
 
