@@ -39,16 +39,19 @@ def verify_json(release: str = "0.31.0", *, target_errors: int = 0, control_erro
                 baseline_errors: int = 0, noise: float = 0.209, preset: str = "ngram",
                 control_backports: list[str] | None = None, prompts: str = "random",
                 prefix_caching: bool = False, hits: int | None = None, gpu: str = "NVIDIA H100 80GB HBM3",
-                date: str = "2026-11-25T09:14:03Z", control_crashed: bool = False) -> dict:
+                date: str = "2026-11-25T09:14:03Z", control_crashed: bool = False,
+                target_backports: list[str] | None = None) -> dict:
     """One verify run at 16 a batch under graphs; control_errors None: no --control;
-    control_crashed: the control's engine died (run.crashed_row)."""
+    control_crashed: the control's engine died (run.crashed_row); target_backports: what the
+    target's engines carried (FIX unless given)."""
     plan = Plan(batches=(16,), modes=("graphs",), presets=(preset,), tp=1, threshold=None, work=Path("/tmp/v-gdn"),
                 additional_config={"gdn_prefill_backend": "triton"}, prompt_set=prompts,
                 control=None if control_errors is None else Path("/root/stage/raw"),
                 gpu_memory_utilization=0.08, kv_cache_gib=2.0)
     on = dict(prefix_caching=prefix_caching)
-    rows = [row("baseline", "target", baseline_errors, engine(release, FIX, None, **on)),
-            row(preset, "target", target_errors, engine(release, FIX, preset, hits=hits, **on))]
+    fix = FIX if target_backports is None else target_backports
+    rows = [row("baseline", "target", baseline_errors, engine(release, fix, None, **on)),
+            row(preset, "target", target_errors, engine(release, fix, preset, hits=hits, **on))]
     if control_crashed:
         rows.append({k: v for k, v in crashed_row({"scenario": preset, "site": "control", "batch": 16, "mode": "graphs",
                                                     "prompts": [[2]] * SEQUENCES, "crashed": "exit -6",

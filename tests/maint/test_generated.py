@@ -211,6 +211,16 @@ def _small_home(tmp_path: Path, monkeypatch, own: dict[str, tuple[list[str], lis
     return home
 
 
+# what backports/0.22.0/series carries, by backport id
+SERIES_0_22 = [
+    "turboquant-spec-decode",
+    "gdn-spec-state",
+    "gdn-mixed-batch-gates",
+    "spec-prefill-decode-graph",
+    "turboquant-prefill-fastpath",
+    "turboquant-decode-workspace",
+]
+
 OWN = {
     "0.22.0": (["tq-continuation", "tq-mtp-4bit_nc"], ["2026-11-22: a kernel test passes"]),
     "0.22.1": (["tp2"], []),
@@ -271,13 +281,24 @@ def test_a_scenario_owed_and_in_the_evidence_is_refused_in_one_line(tmp_path, mo
     from evidence_case import verify_json, write
 
     home = _small_home(tmp_path, monkeypatch, {"0.22.0": (["gdn-ngram"], [])})
-    write(home, "0.22.0", "gdn-ngram", verify_json("0.22.0"))
+    write(home, "0.22.0", "gdn-ngram", verify_json("0.22.0", target_backports=SERIES_0_22))
     r = CliRunner().invoke(maint.main, ["matrix", "--write"])
     assert r.exit_code == 1 and str(r.exception) == (
         "versions.toml: [releases.\"0.22.0\"]: owes 'gdn-ngram', but docs/evidence/0.22.0/gdn-ngram.json ran it; "
         "remove it from owed"
     )
     assert (home / "README.md").read_text() == README and not (home / "docs/SUPPORT.md").exists()
+
+
+def test_a_scenario_run_before_a_backport_joined_the_series_may_be_owed_again(tmp_path, monkeypatch):
+    from evidence_case import verify_json, write
+
+    home = _small_home(tmp_path, monkeypatch, {"0.22.0": (["gdn-ngram"], [])})
+    older = [b for b in SERIES_0_22 if b != "turboquant-decode-workspace"]
+    write(home, "0.22.0", "gdn-ngram", verify_json("0.22.0", target_backports=older))
+    assert CliRunner().invoke(maint.main, ["matrix", "--write"]).exit_code == 0
+    cells = {v: row.rsplit(" | ", 1)[1] for v, row in _matrix_rows((home / "README.md").read_text()).items()}
+    assert f"[owed: 1 run]({OWED})" in cells["0.22.0"] and "1 proof" in cells["0.22.0"]
 
 
 def test_bench_table_is_generated_from_the_run_jsons_and_links_their_plots(tmp_path, monkeypatch):
