@@ -517,7 +517,10 @@ def markdown(reports: list[dict], gpu_reports: list[dict] | None = None) -> str:
             "",
             f"Series {data['series']}, patching {', '.join(f'`{p}`' for p in data['patched_files'])}"
             + (
-                f"; its {len(data['patches'])} patches as they ship (sha256 recorded)."
+                f"; its {len(data['patches'])} patches as they were then (sha256 recorded). **Stale:** the"
+                f" series has changed since ({', '.join(data['stale'])}); a run of it as it ships is owed."
+                if data.get("stale")
+                else f"; its {len(data['patches'])} patches as they ship (sha256 recorded)."
                 if "patches" in data
                 else " (run before tables recorded the patches' sha256)."
             ),

@@ -378,6 +378,27 @@ def test_an_upstream_table_run_before_its_series_changed_fails_the_doc_check(tmp
     )
 
 
+def test_a_gpu_upstream_table_run_before_its_series_changed_stays_marked_stale(tmp_path, monkeypatch):
+    # a GPU table waits for device time, where a CPU one fails the check (above)
+    from vllm_backports.catalogue import Catalogue
+    from vllm_backports.upstream_tests import series_patches
+
+    home = copy_checkout(tmp_path, monkeypatch)
+    current = series_patches(Catalogue(home), "0.28.0")
+    first = next(iter(current))
+    data = json.loads((REPO / "docs/upstream-tests/gpu/0.28.0.json").read_text())
+    table = home / "docs/upstream-tests/gpu/0.28.0.json"
+    table.parent.mkdir(parents=True)
+    table.write_text(json.dumps({**data, "patches": {**current, first: "0" * 64}}))
+    assert CliRunner().invoke(maint.main, ["upstream-tests-doc", "--write"]).exit_code == 0
+    text = (home / "docs" / "UPSTREAM-TESTS.md").read_text()
+    section = text[text.index("## vLLM 0.28.0 on a GPU") :]
+    assert section.split("\n")[2].endswith(
+        f"its {len(current)} patches as they were then (sha256 recorded). **Stale:** the series has changed since"
+        f" ({first}); a run of it as it ships is owed."
+    )
+
+
 def test_an_upstream_table_without_patch_hashes_says_so(tmp_path, monkeypatch):
     home = copy_checkout(tmp_path, monkeypatch)
     _upstream_table(home, "0.26.0", None)

@@ -271,7 +271,7 @@ def upstream_tests_doc(home: Path, write: bool) -> None:
 
     cat = Catalogue(home)
 
-    def read(folder: Path) -> list[dict]:
+    def read(folder: Path, *, gpu: bool = False) -> list[dict]:
         reports = []
         for f in sorted(folder.glob("*.json"), key=lambda p: Version(p.stem)):
             where = f"docs/upstream-tests/{f.relative_to(root).as_posix()}"
@@ -288,6 +288,10 @@ def upstream_tests_doc(home: Path, write: bool) -> None:
                     f"run `{data['command']}` again"
                 )
             if "patches" in data and (changed := stale_patches(data["patches"], series_patches(cat, data["series"]))):
+                # a GPU table waits for device time: it stays, marked as of the series before
+                if gpu:
+                    reports.append({**data, "stale": changed})
+                    continue
                 raise BackportError(
                     f"{where}: series {data['series']} has changed since it ran ({', '.join(changed)}); "
                     f"run `{data['command']}` again"
@@ -296,7 +300,7 @@ def upstream_tests_doc(home: Path, write: bool) -> None:
         return reports
 
     path = home / "docs" / "UPSTREAM-TESTS.md"
-    text = markdown(read(root), read(root / "gpu"))
+    text = markdown(read(root), read(root / "gpu", gpu=True))
     write_or_diff(path, current_text(path), text, write, "upstream test results are current")
 
 
