@@ -7,7 +7,7 @@ with `steps.sh put`, the last call starting `steps.sh chain` with install.sh.
     python3 docs/runs/plan.py --json 0.33.0:tq-continuation    # one object a call: command, carry
     python3 docs/runs/plan.py 0.26.0:bench=qwen3_5-9b/ngram-90+mtp   # setup only, then A/B runs
     python3 docs/runs/plan.py --gpus 2 0.26.0:bench=qwen3_5-9b/mtp 0.27.0:bench=qwen3_5-9b/mtp  # one GPU each
-    python3 docs/runs/plan.py 0.26.0:dfp@gdn-ngram-b1   # a proof of an alternative's site (steps.sh dfp)
+    python3 docs/runs/plan.py 0.26.0:p65@tq-mtp   # a proof of an alternative's site (steps.sh p65)
 
 `bench=SHAPE/EXPERIMENT+EXPERIMENT...[/PAIRS[/LAYOUT]]` (20 pairs, resident unless told; an
 EXPERIMENT=PAIRS its own) queues A/B runs of benchmarks/bench_ab.py on the Triton GDN prefill
@@ -37,6 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: its .stage-* folders and its package
 sys.path.insert(0, str(ROOT))
 from vllm_backports.bench.experiments import EXPERIMENTS  # noqa: E402  (after the path, as a script)
+from vllm_backports.catalogue import Catalogue  # noqa: E402
 from vllm_backports.bench.schedule import LAYOUTS  # noqa: E402
 from vllm_backports.bench.shapes import SHAPES  # noqa: E402
 from vllm_backports.verify.proofs import PROOFS, option  # noqa: E402
@@ -75,8 +76,8 @@ BENCH = "bench="
 # Sites that steps.sh builds from a kept alternative, and where: only for the releases it has a port for
 ALTERNATIVE_SITES = {
     "p65": ROOT / "benchmarks/alternatives/turboquant-cudagraph",
-    "dfp": ROOT / "benchmarks/alternatives/gdn-draft-free-plain",
 }
+LESS = "less-"  # steps.sh's site of the series less one backport: only where the series carries it
 
 
 def alternative_patch(ports: Path, release: str) -> Path:
@@ -116,6 +117,9 @@ def bench_queue(token: str, release: str, profile: int | None = None, order: str
             if ports and not alternative_patch(ports, release).is_file():
                 where, have = ports.relative_to(ROOT), ported(ports)
                 raise SystemExit(f"plan: {e} needs the {site} site, which {where} has for {have}, not {release}")
+            less = site.removeprefix(LESS)
+            if less != site and less not in Catalogue(ROOT).releases[release].backports:
+                raise SystemExit(f"plan: {e} needs the {site} site: the series of {release} does not carry {less}")
     if not _positive(pairs):
         raise SystemExit(f"plan: {token}: pairs must be a positive number, not {pairs}")
     if layout not in LAYOUTS:

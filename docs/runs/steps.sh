@@ -20,10 +20,6 @@
 #   p65  /tmp/site-p65-$REL  ctl plus P65, where benchmarks/alternatives/turboquant-cudagraph has it
 #   pc-hit  /tmp/site-pc-hit-$REL  the shipped series plus the candidate fix of vLLM #53912, where
 #        benchmarks/alternatives/prefix-cache-mtp-hit has it (0.20.0): TARGET=pc-hit bg ... runs it
-#   dfp  /tmp/site-dfp-$REL  the shipped series plus the candidate that keeps draft-free steps
-#        after draft-free steps on the plain GDN path, where benchmarks/alternatives/
-#        gdn-draft-free-plain has it (0.21.0, 0.26.0, 0.27.0): the A/B experiment
-#        dfp-ngram-sparse; `proofs dfp@NAME` runs a proof on it
 #   raw  /tmp/site-raw-$REL  pristine: the GDN control
 #   less-ID /tmp/site-less-ID-$REL  the shipped series less backport ID (and what is written on
 #        its lines, WRITTEN_ON below), for each ID in LESS that the series carries: the control
@@ -66,10 +62,10 @@ step=$1; shift; out=${OUT:-/tmp/out}; mkdir -p "$out"
 RES=$HOME/verify-results
 # A marker a running chain, machine-wide: what a bench-ab queue waits for (chain, queue)
 CHAINS=${CHAINS_DIR:-/tmp/chains}
-declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl-$REL [p65]=/tmp/site-p65-$REL [raw]=/tmp/site-raw-$REL [pc-hit]=/tmp/site-pc-hit-$REL [dfp]=/tmp/site-dfp-$REL)
+declare -A SITE=([fix]=$HOME/vllm-site [ctl]=/tmp/site-ctl-$REL [p65]=/tmp/site-p65-$REL [raw]=/tmp/site-raw-$REL [pc-hit]=/tmp/site-pc-hit-$REL)
 # spec-prefill-decode-graph: vLLM #49918; turboquant-prefill-fastpath: vLLM #46460;
-# turboquant-decode-workspace: vLLM #42544
-LESS=(spec-prefill-decode-graph turboquant-prefill-fastpath turboquant-decode-workspace)
+# turboquant-decode-workspace: vLLM #42544; gdn-draft-free-plain: the A/B arm of what it saves
+LESS=(spec-prefill-decode-graph turboquant-prefill-fastpath turboquant-decode-workspace gdn-draft-free-plain)
 for id in "${LESS[@]}"; do SITE[less-$id]=/tmp/site-less-$id-$REL; done
 # The release's series, as versions.toml names it (point releases share one; "" for none).
 SERIES=$(python3 -c 'import sys, tomllib; print(tomllib.load(open("versions.toml", "rb"))["releases"].get(sys.argv[1], {}).get("series", ""))' "$REL")
@@ -177,7 +173,6 @@ case $step in
     PYTHONPATH=${SITE[ctl]} python3 apply.py --vllm "$REL" --target "${SITE[ctl]}" "${TQ_SKIP[@]}" --json > "$out/apply-ctl.json"; echo "ctl: exit $?"
     alt_site p65 turboquant-cudagraph "${TQ_SKIP[@]}"
     alt_site pc-hit prefix-cache-mtp-hit
-    alt_site dfp gdn-draft-free-plain
     PYTHONPATH=${SITE[fix]} python3 apply.py --vllm "$REL" --json > "$out/apply-fix.json"; echo "fix: exit $?"
     PYTHONPATH=${SITE[fix]} python3 apply.py status --vllm "$REL" --json > "$out/status-fix.json"; echo "status: exit $?"
     [ "${GPU_TESTS:-1}" = 0 ] || PYTHONPATH=${SITE[fix]}:.gpu-pytest python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_turboquant_spec_decode.py 2>&1 | tail -15
@@ -334,7 +329,7 @@ print('flashinfer', flashinfer.__version__, 'importable; cutlass dsl:', dsl, '; 
   proofs) # [NAME...]: the proof set, each a verify of the fix site with its control, all at once
       # on one GPU (fixed KV size each); names from vllm_backports/verify/proofs.py, default the GDN and TurboQuant
       # set; a proof whose control site this release lacks is left out, saying so. SITE@NAME: the
-      # same proof of another site (a candidate's: dfp@gdn-ngram), its result tagged SITE-NAME
+      # same proof of another site (a candidate's: pc-hit@pc-mtp), its result tagged SITE-NAME
     common=(--gpu-memory-utilization 0.08)
     # The proofs, their control sites and options (16 a batch, graphs unless they say otherwise):
     # vllm_backports/verify/proofs.py
@@ -487,7 +482,7 @@ PY
       start)
         exp=$1 shape=$2 pairs=$3 layout=${4:-sleep}; shift 3; [ $# -gt 0 ] && shift
         name=$REL-$exp-$shape dir=$root/$REL-$exp-$shape; mkdir -p "$dir"; rm -f "$dir/run.rc"
-        sites=(); for s in raw fix p65 dfp; do [ -d "${SITE[$s]}" ] && sites+=(--site "$s=${SITE[$s]}"); done
+        sites=(); for s in raw fix p65 less-gdn-draft-free-plain; do [ -d "${SITE[$s]}" ] && sites+=(--site "$s=${SITE[$s]}"); done
         src=/tmp/vb-bench-$name && tool_copy "$src"
         nvidia-smi -q -d CLOCK,PERFORMANCE ${GPU:+-i "$GPU"} > "$dir/clocks-$(date +%s).txt" 2>&1
         pin=(); cores=$(gpu_cores) && pin=(taskset -c "$cores") && echo "cores $cores" >> "$dir/run.err"

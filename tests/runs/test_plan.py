@@ -244,16 +244,16 @@ def test_an_experiment_on_a_site_the_release_has_no_port_for_is_refused(tmp_path
 def test_a_proof_of_an_alternatives_site_goes_to_the_chain_as_site_at_proof(tmp_path):
     # steps.sh proofs runs SITE@PROOF as PROOF's verify of SITE's install against PROOF's control
     stage(tmp_path, "0.26.0", [58], [52])
-    last = plan.plan(tmp_path, [("0.26.0", ["dfp@gdn-ngram-b1", "gdn-ngram"])], 61 * MIB)[-1]["command"]
-    assert last.endswith("steps.sh chain dfp@gdn-ngram-b1 gdn-ngram")
-    assert plan.gpus_needed("dfp@gdn-ngram") == 1
+    last = plan.plan(tmp_path, [("0.26.0", ["p65@tq-mtp", "gdn-ngram"])], 61 * MIB)[-1]["command"]
+    assert last.endswith("steps.sh chain p65@tq-mtp gdn-ngram")
+    assert plan.gpus_needed("p65@tq-mtp") == 1
 
 
 @pytest.mark.parametrize(
     "token, message",
     [
-        ("xx@gdn-ngram", r"xx is no alternative's site \(p65, dfp\)"),
-        ("dfp@nope", "unknown proof nope"),
+        ("xx@gdn-ngram", r"xx is no alternative's site \(p65\)"),
+        ("p65@nope", "unknown proof nope"),
     ],
 )
 def test_a_proof_of_an_unknown_site_or_proof_is_refused(tmp_path, token, message):
@@ -264,5 +264,13 @@ def test_a_proof_of_an_unknown_site_or_proof_is_refused(tmp_path, token, message
 
 def test_a_proof_of_a_site_the_release_has_no_port_for_is_refused_before_staging(tmp_path):
     # nothing is staged for 0.28.0 here: the refusal comes first
-    with pytest.raises(SystemExit, match="gdn-draft-free-plain has no port for 0.28.0"):
-        plan.plan(tmp_path, [("0.28.0", ["dfp@gdn-ngram"])], 61 * MIB)
+    with pytest.raises(SystemExit, match="turboquant-cudagraph has no port for 0.28.0"):
+        plan.plan(tmp_path, [("0.28.0", ["p65@tq-mtp"])], 61 * MIB)
+
+
+def test_a_run_of_the_series_less_a_backport_it_does_not_carry_is_refused_before_staging(tmp_path):
+    with pytest.raises(SystemExit, match="the series of 0.28.0 does not carry gdn-draft-free-plain"):
+        plan.plan(tmp_path, [("0.28.0", ["bench=qwen3_5-9b/dfp-ngram-sparse"])], 61 * MIB)
+    stage(tmp_path, "0.26.0", [58], [52])
+    last = plan.plan(tmp_path, [("0.26.0", ["bench=qwen3_5-9b/dfp-ngram-sparse"])], 61 * MIB)[-1]["command"]
+    assert last.endswith("queue qwen3_5-9b 20 resident dfp-ngram-sparse -- --prefill-backend triton")

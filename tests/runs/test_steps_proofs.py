@@ -60,23 +60,23 @@ def proofs(env: dict, *names: str) -> subprocess.CompletedProcess:
 
 def test_site_at_proof_verifies_that_site_against_the_proofs_own_control(machine):
     env, site, log = machine
-    for name in ("fix", "raw", "dfp"):
+    for name in ("fix", "raw", "pc-hit"):
         site(name)
-    done = proofs(env, "gdn-ngram-b1", "dfp@gdn-ngram-b1")
+    done = proofs(env, "gdn-ngram-b1", "pc-hit@gdn-ngram-b1")
     assert done.returncode == 0, done.stderr
-    fix, dfp = log.read_text().splitlines()
+    fix, other = log.read_text().splitlines()
     control = f"--control /tmp/site-raw-{env['REL']}"
     assert fix.startswith("TARGET=fix gdn-ngram-b1 --preset ngram --batch 1 ") and control in fix
     # the same options and control; its own tag, so that the fix site's result is not overwritten
-    assert dfp == fix.replace("TARGET=fix gdn-ngram-b1 ", "TARGET=dfp dfp-gdn-ngram-b1 ")
+    assert other == fix.replace("TARGET=fix gdn-ngram-b1 ", "TARGET=pc-hit pc-hit-gdn-ngram-b1 ")
 
 
 def test_a_site_this_release_lacks_or_an_unknown_one_starts_nothing_and_says_so(machine):
     env, site, log = machine
     for name in ("fix", "raw"):
         site(name)
-    done = proofs(env, "dfp@gdn-ngram", "nosuch@gdn-ngram")
+    done = proofs(env, "pc-hit@gdn-ngram", "nosuch@gdn-ngram")
     assert done.returncode == 0, done.stderr
-    assert f"dfp-gdn-ngram: no dfp site for {env['REL']}" in done.stdout
+    assert f"pc-hit-gdn-ngram: no pc-hit site for {env['REL']}" in done.stdout
     assert f"nosuch-gdn-ngram: no nosuch site for {env['REL']}" in done.stdout
     assert not log.exists()

@@ -2,11 +2,11 @@
 the ratio B/A of decode tokens/s is held to.
 
 Sites are labels the run is given directories for (docs/runs/steps.sh: raw = pristine, fix = the
-shipped series, p65 = TurboQuant's P65 alternative, dfp = the series plus a candidate kept in
-benchmarks/alternatives). Dummy weights make ngram and MTP proposals meaningless, so ngram's
-drafts are scripted (verify.drafts) to a set fraction of right draft tokens; MTP runs vLLM's own
-drafter on its dummy layer and its acceptance is read back and reported: next to none as drawn
-(`mtp`), all with every logit zeroed on both arms (`mtp-100`).
+shipped series, p65 = TurboQuant's P65 alternative, less-ID = the shipped series less backport
+ID). Dummy weights make ngram and MTP proposals meaningless, so ngram's drafts are scripted
+(verify.drafts) to a set fraction of right draft tokens; MTP runs vLLM's own drafter on its dummy
+layer and its acceptance is read back and reported: next to none as drawn (`mtp`), all with every
+logit zeroed on both arms (`mtp-100`).
 """
 
 from __future__ import annotations
@@ -94,11 +94,14 @@ EXPERIMENTS: dict[str, Experiment] = {
         Experiment("fixcost-ngram-90", Arm("raw", "ngram", "90"), Arm("fix", "ngram", "90"), None),
         Experiment("fixcost-ngram-sparse", Arm("raw", "ngram", "sparse"), Arm("fix", "ngram", "sparse"), None),
         Experiment("fixcost-mtp", Arm("raw", "mtp"), Arm("fix", "mtp"), None),
-        # the candidate benchmarks/alternatives/gdn-draft-free-plain where the series' cost is
-        # (draft-free steps after draft-free steps run the plain path again): what it saves the
-        # series, and what would be left against the pristine release if it shipped
-        Experiment("dfp-ngram-sparse", Arm("fix", "ngram", "sparse"), Arm("dfp", "ngram", "sparse"), None),
-        Experiment("dfpcost-ngram-sparse", Arm("raw", "ngram", "sparse"), Arm("dfp", "ngram", "sparse"), None),
+        # what gdn-draft-free-plain saves where gdn-spec-state's cost is (draft-free steps after
+        # draft-free steps run the plain path again); fixcost-ngram-sparse gives what is left
+        Experiment(
+            "dfp-ngram-sparse",
+            Arm("less-gdn-draft-free-plain", "ngram", "sparse"),
+            Arm("fix", "ngram", "sparse"),
+            None,
+        ),
         # issue 4's aim: verify batches inside full graphs, twice P65's speed
         Experiment(
             "tq-mtp",

@@ -1,7 +1,7 @@
-"""The candidate benchmarks/alternatives/gdn-draft-free-plain fits the runner of each release it is
-ported to, after the whole shipped series, and routes steps as its header says: a step without drafts takes the plain
-GDN path only when no request of it verified drafts at its last scheduled step. The runner's two
-methods are run as the patched file defines them, on stand-ins for the runner's buffers."""
+"""gdn-draft-free-plain fits the runner of each series that carries it, after the patches before
+it, and routes steps as its header says: a step without drafts takes the plain GDN path only when
+no request of it verified drafts at its last scheduled step. The runner's two methods are run as
+the patched file defines them, on stand-ins for the runner's buffers."""
 
 from __future__ import annotations
 
@@ -11,41 +11,43 @@ from types import SimpleNamespace
 
 import pytest
 
+from vllm_backports.catalogue import Catalogue
 from vllm_backports.hunks import Mismatch, apply_file
-from vllm_backports.patchfile import parse
 
 # numpy comes with torch: CI runs this in its vLLM 0.26.0 venv (.ci/run), where it cannot skip
 # (it reads the runner from PyPI's wheels, not from the venv's vLLM)
 np = pytest.importorskip("numpy")
 
 ROOT = Path(__file__).resolve().parents[2]
-PORTS = ROOT / "benchmarks/alternatives/gdn-draft-free-plain"
+BACKPORT = "gdn-draft-free-plain"
 RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 METHODS = ("_drafted_before", "_set_decode_draft_tokens")
+CATALOGUE = Catalogue(ROOT)
+CARRIERS = [n for n in CATALOGUE.series_names() if any(p.backport_id == BACKPORT for p in CATALOGUE.series(n).patches)]
 
 
-@pytest.fixture(scope="module", params=sorted(p.name for p in PORTS.iterdir() if p.is_dir()))
+def test_a_series_carries_it():  # else every test below would be left out, silently
+    assert CARRIERS
+
+
+@pytest.fixture(scope="module", params=CARRIERS)
 def sources(request) -> dict[str, bytes]:
-    """The runner with the series (what ships) and with the series and the candidate."""
-    from vllm_backports.catalogue import Catalogue
+    """The runner of the series' first release with the patches before this one, and with this one."""
     from vllm_backports.pypi import fetch
 
-    catalogue = Catalogue(ROOT)
-    release = catalogue.releases[request.param]
-    content = fetch(release, [RUNNER]).files[RUNNER]
-    for patch in catalogue.series(release.series).patches:
+    series = CATALOGUE.series(request.param)
+    content = fetch(CATALOGUE.releases[series.releases[0]], [RUNNER]).files[RUNNER]
+    out = {}
+    for patch in series.patches:
+        if patch.backport_id == BACKPORT:
+            assert patch.header["Bug"] == "https://github.com/vllm-project/vllm/issues/39273"
+            assert [f.path for f in patch.files] == [RUNNER]
+            out["without"] = content
         for fpatch in patch.files:
             if fpatch.path == RUNNER:
                 content = apply_file(content, fpatch)
                 assert not isinstance(content, Mismatch), content
-    patch_path = PORTS / request.param / "0001-gdn-draft-free-plain.patch"
-    candidate = parse(patch_path.read_bytes(), patch_path.name)
-    assert candidate.header["Bug"] == "https://github.com/vllm-project/vllm/issues/39273"
-    (fpatch,) = candidate.files
-    assert fpatch.path == RUNNER
-    patched = apply_file(content, fpatch)
-    assert not isinstance(patched, Mismatch), patched
-    return {"series": content, "candidate": patched}
+    return {**out, "with": content}
 
 
 def runner_class(source: bytes) -> ast.ClassDef:
@@ -103,29 +105,29 @@ class Runner:
         return s.num_decode_draft_tokens.np[: len(reqs)].tolist()
 
 
-def test_the_candidate_calls_the_check_in_both_branches_of_prepare_inputs(sources):
+def test_it_calls_the_check_in_both_branches_of_prepare_inputs(sources):
     (prepare,) = [
         n
-        for n in runner_class(sources["candidate"]).body
+        for n in runner_class(sources["with"]).body
         if isinstance(n, ast.FunctionDef) and n.name == "_prepare_inputs"
     ]
     calls = [n for n in ast.walk(prepare) if isinstance(n, ast.Call) and ast.unparse(n.func) == "self._drafted_before"]
     assert [ast.unparse(c.args[0]) for c in calls] == ["scheduler_output", "scheduler_output"]
-    # the series alone has no such check: every draft-free decode row is speculative there
-    assert "_drafted_before" not in sources["series"].decode()
+    # the series without it has no such check: every draft-free decode row is speculative there
+    assert "_drafted_before" not in sources["without"].decode()
 
 
 def test_one_request_drafting_one_step_in_ten(sources):
     """fixcost-ngram-sparse at 1 request: 3 drafts, then nine steps without."""
     steps = [({"r0": 4}, {"r0": 3})] + [({"r0": 1}, {})] * 9
-    series, candidate = Runner(sources["series"]), Runner(sources["candidate"])
-    assert [series.step(*s) for s in steps] == [[3]] + [[0]] * 9
+    without, with_it = Runner(sources["without"]), Runner(sources["with"])
+    assert [without.step(*s) for s in steps] == [[3]] + [[0]] * 9
     # the step after the drafts reads slot k-1: speculative; the next eight are plain
-    assert [candidate.step(*s) for s in steps] == [[3], [0]] + [[-1]] * 8
+    assert [with_it.step(*s) for s in steps] == [[3], [0]] + [[-1]] * 8
 
 
 def test_a_request_left_out_of_a_step_keeps_its_drafted_mark(sources):
-    runner = Runner(sources["candidate"])
+    runner = Runner(sources["with"])
     assert runner.step({"r0": 4, "r1": 1}, {"r0": 3}) == [3, 0]
     assert runner.step({"r1": 1}, {}) == [-1]  # r0 not scheduled: r1's state is in slot 0
     assert runner.step({"r0": 1, "r1": 1}, {}) == [0, 0]  # r0's first step since its drafts
@@ -133,7 +135,7 @@ def test_a_request_left_out_of_a_step_keeps_its_drafted_mark(sources):
 
 
 def test_a_step_with_drafts_or_a_prompt_chunk_is_built_as_the_series_builds_it(sources):
-    runner = Runner(sources["candidate"])
+    runner = Runner(sources["with"])
     runner.state.input_batch.num_computed_tokens_cpu[1] = 0  # r1: a prompt chunk
     assert runner.step({"r0": 1, "r1": 5, "r2": 3}, {"r2": 2}) == [0, -1, 2]
     assert runner.step({"r0": 1, "r1": 5, "r2": 1}, {}) == [0, -1, 0]  # r2 drafted last step
@@ -141,7 +143,7 @@ def test_a_step_with_drafts_or_a_prompt_chunk_is_built_as_the_series_builds_it(s
 
 
 def test_finished_requests_leave_the_set(sources):
-    runner = Runner(sources["candidate"])
+    runner = Runner(sources["with"])
     runner.step({"r0": 4}, {"r0": 3})
     runner.step({"r1": 1}, {}, finished=["r0"])
     assert runner.state._drafted_last == set()
