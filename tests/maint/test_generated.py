@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from vllm_backports import maint
-from vllm_backports.catalogue import SCENARIOS
+from vllm_backports.catalogue import SCENARIOS, Catalogue
 from vllm_backports.maint import generated
 
 from .conftest import copy_checkout
@@ -212,14 +212,7 @@ def _small_home(tmp_path: Path, monkeypatch, own: dict[str, tuple[list[str], lis
 
 
 # what backports/0.22.0/series carries, by backport id
-SERIES_0_22 = [
-    "turboquant-spec-decode",
-    "gdn-spec-state",
-    "gdn-mixed-batch-gates",
-    "spec-prefill-decode-graph",
-    "turboquant-prefill-fastpath",
-    "turboquant-decode-workspace",
-]
+SERIES_0_22 = [p.backport_id for p in Catalogue(REPO).series("0.22.0").patches]
 
 OWN = {
     "0.22.0": (["tq-continuation", "tq-mtp-4bit_nc"], ["2026-11-22: a kernel test passes"]),
