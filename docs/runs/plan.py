@@ -37,9 +37,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: its .stage-* folders and its package
 sys.path.insert(0, str(ROOT))
 from vllm_backports.bench.experiments import EXPERIMENTS  # noqa: E402  (after the path, as a script)
-from vllm_backports.catalogue import Catalogue  # noqa: E402
 from vllm_backports.bench.schedule import LAYOUTS  # noqa: E402
 from vllm_backports.bench.shapes import SHAPES  # noqa: E402
+from vllm_backports.catalogue import Catalogue  # noqa: E402
 from vllm_backports.verify.proofs import PROOFS, option  # noqa: E402
 
 # Not a proof: the release's own tests on the GPU (steps.sh upstream-gpu), run beside the proofs
