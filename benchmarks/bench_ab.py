@@ -50,6 +50,11 @@ def brief(result: dict) -> str:
             f"  during {arm}'s rounds ({seen['sampled']} of {seen['rounds']} sampled): "
             f"SM clock {seen['sm_mhz']}, rounds held back {seen['reasons'] or 'by nothing'}"
         )
+        for level, at in (result.get("gpu_during_decodes") or {}).get(arm, {}).items():
+            if at["sampled"]:
+                lines.append(
+                    f"    its decodes at {level}: SM clock {at['sm_mhz']}, held back {at['reasons'] or 'by nothing'}"
+                )
     return "\n".join(lines)
 
 

@@ -506,7 +506,7 @@ PY
           for log in "$d"/*.log; do [ -f "$log" ] && tail -200 "$log" > "$log.tail"; done
         done
         # the profiles' tables come back, their Chrome traces (tens of MiB) only through `profiles`
-        (cd "$root" && tar -czf "$out/bench-ab.tgz" $(for n in "${names[@]}"; do ls -d "$n"/*.json "$n"/*.jsonl "$n"/*.tail "$n"/*.txt "$n"/run.* 2>/dev/null | grep -v '[.]trace[.]json$'; done)); true ;;
+        (cd "$root" && tar -czf "$out/bench-ab.tgz" $(for n in "${names[@]}"; do ls -d "$n"/*.json "$n"/*.jsonl "$n"/*.tail "$n"/*.txt "$n"/gpu-*.csv "$n"/run.* 2>/dev/null | grep -v '[.]trace[.]json$'; done)); true ;;
       queue) # SHAPE PAIRS LAYOUT EXPERIMENT[=PAIRS]... [-- OPTIONS...]: the experiments one after another,
           # each as `start` runs it, from one detached job, so that no gap between two calls
           # leaves the GPU idle. An A/B run needs the GPU to itself: each run waits until no chain,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 
@@ -38,6 +39,7 @@ def main() -> int:
                         "tokens": 0,
                         "ttft_s": 0.1,
                         "decode_s": decode,
+                        "decode_window": [time.time(), time.time()],
                         "drafts": 10 if spec.get("speculative") else None,
                         "accepted": 9 if spec.get("speculative") else None,
                     }

@@ -67,7 +67,7 @@ class FakeSampler:
     """A clocks.Sampler that saw the power cap hold back every other window."""
 
     def __init__(self, path):
-        self.path, self.events, self.windows = path, [], []
+        self.path, self.events, self.windows, self.seen = path, [], [], []
 
     def start(self):
         self.events.append("start")
@@ -78,7 +78,8 @@ class FakeSampler:
     def window(self, t0, t1):
         self.windows.append((t0, t1))
         capped = len(self.windows) % 2 == 0
-        return {"samples": 3, "sm_mhz": [1890, 1980], "reasons": ["sw_power_cap"] if capped else []}
+        self.seen.append({"samples": 3, "sm_mhz": [1890, 1980], "reasons": ["sw_power_cap"] if capped else []})
+        return self.seen[-1]
 
 
 def test_a_run_sends_each_engine_its_schedule_and_keeps_every_round(tmp_path, sites):
@@ -349,22 +350,26 @@ def test_each_round_records_what_the_sampler_saw_while_it_was_timed(tmp_path, si
     (s,) = made
     assert s.path == tmp_path / "run" / "gpu-0.csv" and s.events == ["start", "stop"]
     lines = [json.loads(x) for x in (tmp_path / "run" / "progress.jsonl").read_text().splitlines()]
-    # one window a timed round (warm-ups are not asked), from the round's start to its end
-    assert [(x["t0"], x["t"]) for x in lines] == s.windows
-    assert all(t0 < t1 for t0, t1 in s.windows)
-    assert [x["gpu"]["reasons"] for x in lines] == [[], ["sw_power_cap"]] * 2
+    # a timed round (warm-ups are not asked): each level's full generate, then the round from its
+    # start to its end, each level's window inside the round's
+    asked = []
+    for x in lines:
+        levels = list(x["levels"].values())
+        asked += [tuple(lv["decode_window"]) for lv in levels] + [(x["t0"], x["t"])]
+        assert all(x["t0"] <= lv["decode_window"][0] <= lv["decode_window"][1] <= x["t"] for lv in levels)
+    assert asked == s.windows and all(t0 < t1 for t0, t1 in s.windows[len(levels) :: len(levels) + 1])
+    # each answer is kept where it was asked for
+    kept = [g for x in lines for g in [*(lv["gpu"] for lv in x["levels"].values()), x["gpu"]]]
+    assert kept == s.seen
     meta = json.loads((tmp_path / "run" / "run.json").read_text())
     assert meta["instances"][0]["gpu_samples"] == "gpu-0.csv"
-    # a round ordered a, b: b's rounds were held back by the power cap
-    assert result["gpu_during_rounds"]["b"] == {
-        "rounds": 2,
-        "sampled": 2,
-        "sm_mhz": {"min": 1890, "max": 1980},
-        "reasons": {"sw_power_cap": 2},
-    }
-    assert result["gpu_during_rounds"]["a"]["reasons"] == {}
+    assert result["gpu_during_rounds"]["b"]["rounds"] == 2
+    levels = {lv: [y["levels"][lv]["gpu"] for y in lines if y["arm"] == "b"] for lv in lines[0]["levels"]}
+    for lv, seen in levels.items():
+        held = sum("sw_power_cap" in g["reasons"] for g in seen)
+        assert result["gpu_during_decodes"]["b"][lv]["reasons"] == ({"sw_power_cap": held} if held else {})
 
 
 def test_a_run_without_a_sampler_has_no_gpu_record(tmp_path, sites):
     result = go(plan(tmp_path, sites, pairs=1))
-    assert result["gpu_during_rounds"] is None
+    assert result["gpu_during_rounds"] is None and result["gpu_during_decodes"] is None

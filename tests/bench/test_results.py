@@ -103,3 +103,17 @@ def test_during_counts_the_rounds_each_reason_held_back_and_leaves_unsampled_one
         "reasons": {"hw_slowdown": 1, "sw_power_cap": 2},
     }
     assert during([line("a", 0)]) == {"rounds": 1, "sampled": 0, "sm_mhz": None, "reasons": {}}
+
+
+def test_during_a_level_reads_that_levels_own_windows_alone():
+    rows = [line("a", i) for i in range(3)]
+    rows[0]["levels"]["16"]["gpu"] = {"samples": 5, "sm_mhz": [1185, 1980], "reasons": ["sw_power_cap"]}
+    rows[1]["levels"]["16"]["gpu"] = {"samples": 5, "sm_mhz": [1980, 1980], "reasons": []}
+    rows[1]["gpu"] = {"samples": 9, "sm_mhz": [1100, 1980], "reasons": ["hw_slowdown"]}  # the round's: not read
+    assert during(rows, "16") == {
+        "rounds": 3,
+        "sampled": 2,
+        "sm_mhz": {"min": 1185, "max": 1980},
+        "reasons": {"sw_power_cap": 1},
+    }
+    assert during(rows, "64")["sampled"] == 0  # a level the rounds do not have

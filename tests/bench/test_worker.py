@@ -66,6 +66,25 @@ def test_a_round_times_first_token_and_full_generate_per_level():
     assert (out["2"]["drafts"], out["2"]["accepted"]) == (30, 27)
 
 
+def test_a_level_keeps_its_full_generates_window_on_the_wall_clock():
+    clock, wall = Clock(), Clock()
+    wall.now = 1_795_900_000.0
+    llm = FakeLLM(clock)
+    plain = llm.generate
+
+    def generate(batch, params, use_tqdm=False):  # the wall clock runs with the timer
+        before = clock.now
+        done = plain(batch, params, use_tqdm)
+        wall.now += clock.now - before
+        return done
+
+    llm.generate = generate
+    out = worker.Bench(llm, Params, spec(), clock=clock, wall=wall).round()["levels"]
+    # level 1: a first-token generate (0.01 s), then the full one; level 2 after it
+    assert out["1"]["decode_window"] == pytest.approx([1_795_900_000.01, 1_795_900_000.12])
+    assert out["2"]["decode_window"] == pytest.approx([1_795_900_000.13, 1_795_900_000.24])
+
+
 def test_at_one_request_ttft_is_the_median_of_its_samples_and_elsewhere_one_timing():
     clock = Clock()
     llm = FakeLLM(clock)

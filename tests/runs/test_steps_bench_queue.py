@@ -354,13 +354,14 @@ def test_a_gpu_that_is_not_one_index_is_refused_and_writes_nothing(tree, gpu):
     assert not bench.exists() or not list(bench.glob(f"{env['REL']}-*"))
 
 
-def test_poll_brings_back_each_runs_record_and_profile_tables_but_not_the_traces(tree, tmp_path):
+def test_poll_brings_back_each_runs_record_clock_samples_and_profile_tables_but_not_the_traces(tree, tmp_path):
     import tarfile
 
     root, env, bench = tree
     run = bench / f"{env['REL']}-ngram-90-tiny"
     run.mkdir(parents=True)
-    for name in ("result.json", "run.json", "progress.jsonl", "run.rc", "profile-a-0-c16.txt", "clocks-1.txt"):
+    kept = ("result.json", "run.json", "progress.jsonl", "run.rc", "profile-a-0-c16.txt", "clocks-1.txt", "gpu-0.csv")
+    for name in kept:
         (run / name).write_text("0\n")
     (run / "profile-a-0-c16.trace.json").write_text("{}")
     (run / "a-0.log").write_text("INFO Maximum concurrency for 654 tokens per request: 75.80x\n")
@@ -369,7 +370,7 @@ def test_poll_brings_back_each_runs_record_and_profile_tables_but_not_the_traces
     assert "Maximum concurrency for 654 tokens per request: 75.80x" in done.stdout
     with tarfile.open(tmp_path / "out" / "bench-ab.tgz") as tgz:
         names = {Path(m).name for m in tgz.getnames()}
-    assert {"result.json", "run.json", "progress.jsonl", "run.rc", "profile-a-0-c16.txt", "a-0.log.tail"} <= names
+    assert {*kept, "a-0.log.tail"} <= names
     assert "profile-a-0-c16.trace.json" not in names
 
 

@@ -285,6 +285,10 @@ def run(
                 reply = workers[arm].ask("round")
                 if op == "round":
                     t1 = time.time()
+                    if sampling is not None:  # the clock while each level decoded, apart
+                        for level in reply["levels"].values():
+                            if "decode_window" in level:
+                                level["gpu"] = sampling.window(*level["decode_window"])
                     line = {
                         "arm": arm,
                         "round": i,

@@ -2,8 +2,9 @@
 it is still going (poll) and again after it is resumed.
 
 A progress line is one arm's round: {"arm": "a"|"b", "round": i, "instance": n, "levels":
-{"16": {"ttft_s", "decode_s", "max_tokens", "requests", "drafts", "accepted"}, ...},
-"sm_clock_mhz": ..., "t0", "t", "gpu": clocks.Sampler.window(t0, t) where sampled}. Per
+{"16": {"ttft_s", "decode_s", "max_tokens", "requests", "drafts", "accepted", and where sampled
+"decode_window" and "gpu": the window of its full generate}, ...}, "sm_clock_mhz": ..., "t0",
+"t", "gpu": clocks.Sampler.window(t0, t) where sampled}. Per
 concurrency level: TTFT is the time to the first token of every request (a generate of one
 token), TPOT the rest of a full generate over its remaining tokens, and decode tokens/s the
 level's requests over TPOT.
@@ -94,14 +95,19 @@ def summarise(meta: dict, lines: list[dict], resamples: int = 4000) -> dict:
         "acceptance": {arm: {lv: acceptance(rows, lv) for lv in levels} for arm, rows in by_arm.items()},
         "sm_clock_mhz": {"min": min(clocks), "max": max(clocks)} if clocks else None,
         "gpu_during_rounds": {arm: during(rows) for arm, rows in by_arm.items()} if sampled else None,
+        "gpu_during_decodes": (
+            {arm: {lv: during(rows, lv) for lv in levels} for arm, rows in by_arm.items()} if sampled else None
+        ),
         "comparisons": comparisons,
     }
 
 
-def during(lines: list[dict]) -> dict:
-    """What the clock did over an arm's timed rounds, from their samples: the SM clock's least and
-    most, the rounds sampled, and per throttle reason the rounds it held back."""
-    windows = [x["gpu"] for x in lines if x.get("gpu", {}).get("samples")]
+def during(lines: list[dict], level: str | None = None) -> dict:
+    """What the clock did over an arm's timed rounds, from their samples (or, given a level, over
+    that level's full generates alone): the SM clock's least and most, the rounds sampled, and per
+    throttle reason the rounds it held back."""
+    seen = [x["levels"].get(level, {}) for x in lines] if level is not None else lines
+    windows = [x["gpu"] for x in seen if x.get("gpu", {}).get("samples")]
     sm = [mhz for w in windows if w.get("sm_mhz") for mhz in w["sm_mhz"]]
     held: dict[str, int] = {}
     for w in windows:

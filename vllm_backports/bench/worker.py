@@ -42,8 +42,9 @@ class Bench:
     """The measurements of one engine: `llm` is vLLM's LLM (or a stand-in with generate and
     get_metrics), `params` vLLM's SamplingParams class."""
 
-    def __init__(self, llm, params, spec: dict, script=None, clock=time.perf_counter):
-        self.llm, self.spec, self.script, self.clock = llm, spec, script, clock
+    def __init__(self, llm, params, spec: dict, script=None, clock=time.perf_counter, wall=time.time):
+        # wall: the host's clock, the one the driver's GPU sampler stamps its samples with
+        self.llm, self.spec, self.script, self.clock, self.wall = llm, spec, script, clock, wall
         self.first = params(temperature=0.0, max_tokens=1, ignore_eos=True)
         self.full = params(temperature=0.0, max_tokens=spec["max_tokens"], ignore_eos=True)
         # prompt index (in spec["prompts"], all levels' prompts one after the other) per level
@@ -75,9 +76,9 @@ class Bench:
         if self.script is not None:
             self.script.steps.clear()  # the schedule starts over for these requests
         before = self.counters()
-        t0 = self.clock()
+        w0, t0 = self.wall(), self.clock()
         outs = self.llm.generate(batch, self.full, use_tqdm=False)
-        decode = self.clock() - t0
+        decode, w1 = self.clock() - t0, self.wall()
         after = self.counters()
         tokens = [list(o.outputs[0].token_ids) for o in outs]
         if self.script is not None:
@@ -91,6 +92,7 @@ class Bench:
             "ttft_s": ttft,
             **({"ttft_samples_s": ttfts} if len(ttfts) > 1 else {}),
             "decode_s": decode,
+            "decode_window": [w0, w1],
             "drafts": delta["num_draft_tokens"] if after else None,
             "accepted": delta["num_accepted_tokens"] if after else None,
         }
