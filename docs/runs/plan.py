@@ -94,10 +94,13 @@ def _positive(text: str) -> bool:
     return text.isdigit() and int(text) >= 1
 
 
-def bench_queue(token: str, release: str, profile: int | None = None, order: str | None = None) -> list[str]:
+def bench_queue(
+    token: str, release: str, profile: int | None = None, order: str | None = None, levels: str | None = None
+) -> list[str]:
     """`bench=SHAPE/EXP+EXP...[/PAIRS[/LAYOUT]]` as the arguments of `steps.sh bench-ab queue`;
     `profile`: each engine ends with a profiled generate at that many requests; `order`: the
-    pairs' order of arms (bench_ab.py's default, abab, when None)."""
+    pairs' order of arms (bench_ab.py's default, abab, when None); `levels`: the concurrent
+    requests each round times, comma-separated (bench_ab.py's default, 1,16,64, when None)."""
     fields = token.removeprefix(BENCH).split("/")
     if not 2 <= len(fields) <= 4:
         raise SystemExit(f"plan: {token}: write bench=SHAPE/EXPERIMENT+EXPERIMENT[/PAIRS[/LAYOUT]]")
@@ -126,6 +129,7 @@ def bench_queue(token: str, release: str, profile: int | None = None, order: str
         raise SystemExit(f"plan: unknown layout {layout} ({', '.join(LAYOUTS)})")
     options = ["--prefill-backend", "triton", *(["--profile", str(profile)] if profile else [])]
     options += ["--order", order] if order else []
+    options += ["--levels", levels] if levels else []
     return [shape, pairs, layout, *exps, "--", *options]
 
 
@@ -241,6 +245,7 @@ def plan(
     gpus: int = 1,
     profile: int | None = None,
     early: bool = False,
+    levels: str | None = None,
 ) -> list[dict]:
     """The calls; with `gpus` over 1, the releases' A/B queues go to GPUs 0, 1, ... in turn, so that
     queues on different GPUs run side by side; `early`: each queue in its own release's chain call,
@@ -255,7 +260,7 @@ def plan(
         raise SystemExit(f"plan: {twice[0]} named twice: give each release once, its proofs joined with commas")
     # every queue is checked before any release's staging is looked at: a refused run stages nothing
     queued = {
-        release: [bench_queue(p, release, profile, order) for p in proofs if p.startswith(BENCH)]
+        release: [bench_queue(p, release, profile, order, levels) for p in proofs if p.startswith(BENCH)]
         for release, proofs in runs
     }
     for release, proofs in runs:
@@ -326,6 +331,12 @@ def main(argv: list[str]) -> int:
         metavar="REQUESTS",
         help="every A/B run ends each engine with a profiled generate at this many requests (bench-ab profiles)",
     )
+    parser.add_argument(
+        "--bench-levels",
+        metavar="REQUESTS,...",
+        help="the concurrent requests every A/B round times (default 1,16,64): 1 alone keeps the larger "
+        "levels' power draw out of its rounds",
+    )
     args = parser.parse_args(argv)
     root = ROOT
     runs = []
@@ -339,7 +350,13 @@ def main(argv: list[str]) -> int:
         parser.error(f"--gpus {args.gpus}: at least 1")
     if args.bench_profile is not None and args.bench_profile < 1:
         parser.error(f"--bench-profile {args.bench_profile}: at least 1 request")
-    calls = plan(root, runs, room, args.gpus, args.bench_profile, args.early)
+    if args.bench_levels is not None:
+        levels = args.bench_levels.split(",")
+        if not all(_positive(lv) for lv in levels):
+            parser.error(f"--bench-levels {args.bench_levels}: positive numbers of requests, comma-separated")
+        if args.bench_profile is not None and str(args.bench_profile) not in levels:
+            parser.error(f"--bench-profile {args.bench_profile}: not one of --bench-levels {args.bench_levels}")
+    calls = plan(root, runs, room, args.gpus, args.bench_profile, args.early, args.bench_levels)
     for c in calls:
         print(json.dumps(c) if args.json else f"[{c['mib']:5.1f} MiB] carry={json.dumps(c['carry'])}\n  {c['command']}")
     print(

@@ -224,6 +224,23 @@ def test_bench_profile_ends_every_queue_with_the_profile_option(tmp_path, monkey
     assert "--bench-profile 0: at least 1 request" in capsys.readouterr().err
 
 
+def test_bench_levels_go_to_every_queue_and_a_bad_list_is_refused(tmp_path, monkeypatch, capsys):
+    stage(tmp_path, "0.26.0", [58], [52])
+    runs = [("0.26.0", ["bench=qwen3_5-9b/fixcost-ngram-sparse"])]
+    last = plan.plan(tmp_path, runs, 61 * MIB, profile=1, levels="1")[-1]["command"]
+    assert last.endswith("fixcost-ngram-sparse -- --prefill-backend triton --profile 1 --levels 1")
+    monkeypatch.setattr(plan, "ROOT", tmp_path)
+    monkeypatch.setattr(plan, "tree_size", lambda root: 0)
+    for argv, said in (
+        (["--bench-levels", "1,x"], "--bench-levels 1,x: positive numbers of requests, comma-separated"),
+        (["--bench-levels", "0"], "--bench-levels 0: positive numbers"),
+        (["--bench-levels", "1", "--bench-profile", "16"], "--bench-profile 16: not one of --bench-levels 1"),
+    ):
+        with pytest.raises(SystemExit):
+            plan.main([*argv, "0.26.0:bench=qwen3_5-9b/mtp"])
+        assert said in capsys.readouterr().err
+
+
 def test_a_release_named_twice_is_refused(tmp_path):
     stage(tmp_path, "0.26.0", [58], [52])
     with pytest.raises(SystemExit, match="0.26.0 named twice"):
