@@ -28,6 +28,7 @@ copy it on the machine from the first one's HOME instead of carrying it again.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import subprocess
 import sys
@@ -74,9 +75,7 @@ BENCH = "bench="
 
 
 # Sites that steps.sh builds from a kept alternative, and where: only for the releases it has a port for
-ALTERNATIVE_SITES = {
-    "p65": ROOT / "benchmarks/alternatives/turboquant-cudagraph",
-}
+ALTERNATIVE_SITES = {"p65": ROOT / "benchmarks/alternatives/turboquant-cudagraph"}
 LESS = "less-"  # steps.sh's site of the series less one backport: only where the series carries it
 
 
@@ -88,6 +87,12 @@ def alternative_patch(ports: Path, release: str) -> Path:
 def ported(ports: Path) -> str:
     """The releases the alternative kept at `ports` has a patch for, as a refusal names them."""
     return ", ".join(sorted(d.name for d in ports.iterdir() if alternative_patch(ports, d.name).is_file()))
+
+
+@functools.cache
+def carried(release: str) -> tuple[str, ...]:
+    """The backports the series of `release` carries (versions.toml, read once a run of plan.py)."""
+    return Catalogue(ROOT).releases[release].backports
 
 
 def _positive(text: str) -> bool:
@@ -121,7 +126,7 @@ def bench_queue(
                 where, have = ports.relative_to(ROOT), ported(ports)
                 raise SystemExit(f"plan: {e} needs the {site} site, which {where} has for {have}, not {release}")
             less = site.removeprefix(LESS)
-            if less != site and less not in Catalogue(ROOT).releases[release].backports:
+            if less != site and less not in carried(release):
                 raise SystemExit(f"plan: {e} needs the {site} site: the series of {release} does not carry {less}")
     if not _positive(pairs):
         raise SystemExit(f"plan: {token}: pairs must be a positive number, not {pairs}")
