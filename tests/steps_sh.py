@@ -1,9 +1,10 @@
 """docs/runs/steps.sh's release tables, read by running its own lines: SERIES, carries,
 WRITTEN_ON and `without` (the --skip options that leave a backport out with what is written on
-its lines), for the tests that check them against apply.py and the kept alternatives."""
+its lines), and LESS, for the tests that check them against apply.py and the kept alternatives."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -18,6 +19,11 @@ def steps(release: str, command: str) -> list[str]:
     script = f"REL={release}\n{body}\n{command}"
     out = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=True)
     return out.stdout.split()
+
+
+def less() -> list[str]:
+    """LESS: the backports steps.sh builds a less-ID site for, where a series carries them."""
+    return re.search(r"^LESS=\((.*)\)", (REPO / "docs/runs/steps.sh").read_text(), re.M).group(1).split()
 
 
 def without(release: str, backport: str) -> list[str]:

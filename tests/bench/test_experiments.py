@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from steps_sh import less
 from vllm_backports.bench.experiments import EXPERIMENTS, SCRIPTS, K, script_text, scripted_fraction
 from vllm_backports.verify.scenarios import PRESETS
 
@@ -47,7 +48,7 @@ def test_every_site_an_experiment_uses_is_one_steps_sh_builds_and_hands_to_bench
     text = STEPS.read_text()
     built = set(re.search(r"declare -A SITE=\((.*)\)", text).group(1).split())
     labels = {x.split("]")[0].lstrip("[") for x in built}
-    labels |= {f"less-{b}" for b in re.search(r"^LESS=\((.*)\)", text, re.M).group(1).split()}
+    labels |= {f"less-{b}" for b in less()}
     handed = set(re.search(r"sites=\(\); for s in ([^;]*); do", text).group(1).split())
     assert handed <= labels
     for e in EXPERIMENTS.values():

@@ -3,14 +3,13 @@ series together with what is written on its lines (the ctl and less-ID control s
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 
 import pytest
 
 from cli_runner import run
-from steps_sh import steps, without
+from steps_sh import less, steps, without
 from vllm_backports.catalogue import Catalogue
 
 CATALOGUE = Catalogue(Path(__file__).resolve().parents[2])
@@ -61,8 +60,7 @@ def test_written_on_is_what_apply_py_finds_stacked(release):
             assert refused.code == 2 and f"{kept} applies only on top of" in refused.err, (fewer, refused.err)
 
 
-STEPS_SH = (Path(__file__).resolve().parents[2] / "docs/runs/steps.sh").read_text()
-LESS = re.search(r"^LESS=\((.*)\)", STEPS_SH, re.M).group(1).split()
+LESS = less()
 # steps.sh makes no less-ID site where a later patch's hunks sit below ID's (its comment says where)
 NOT_MADE = {(v, "spec-prefill-decode-graph") for v in ("0.25.0", "0.25.1", "0.26.0")}
 
