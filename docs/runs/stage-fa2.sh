@@ -19,11 +19,11 @@ with zipfile.ZipFile(wheel) as z, open(dest, "wb") as f:
 PY
 (cd "$out" && sha256sum fa2.so > fa2.so.sha256 && xz -T0 -6 fa2.so)
 echo "staged $member of vLLM $release: $(du -m "$out/fa2.so.xz" | cut -f1) MiB in $out"
-# Over PART_MB (default 54, what a call carries beside the tree; from 0.27 the library is about
+# Over PART_MB (default 50, what a call carries beside the tree; from 0.27 the library is about
 # 82 MiB): two halves, .stage/fa2a and
 # .stage/fa2b, the second with the checksum; once .stage is moved to .stage-REL, as plan.py and
 # `steps.sh put fa2a` / `put fa2b` take them; steps.sh setup joins them again.
-part=$((${PART_MB:-54} * 1024 * 1024))
+part=$((${PART_MB:-50} * 1024 * 1024))
 if [ "$(stat -c %s "$out/fa2.so.xz")" -gt "$part" ]; then
   rm -rf .stage/fa2a .stage/fa2b && mkdir -p .stage/fa2a .stage/fa2b
   split -b "$part" -d -a 1 "$out/fa2.so.xz" "$out/fa2.so.xz."
