@@ -55,7 +55,22 @@ def brief(result: dict) -> str:
                 lines.append(
                     f"    its decodes at {level}: SM clock {at['sm_mhz']}, held back {at['reasons'] or 'by nothing'}"
                 )
+    for arm, at_levels in (result.get("pace_during_decodes") or {}).items():
+        for level, p in at_levels.items():
+            if p:
+                lines.append(f"  {arm}'s steps at {level}: {paced(p)}")
     return "\n".join(lines)
+
+
+def paced(p: dict) -> str:
+    """pace.over_rounds in a line: whether stalls or whole slower rounds make an arm's spread."""
+    m = p["step_median_ms"]
+    share = "no round slower than the median" if p["long_share"] is None else f"{100 * p['long_share']:.0f}%"
+    return (
+        f"median {m['median']:.2f} ms (rounds {m['min']:.2f} to {m['max']:.2f}); "
+        f"{p['long_per_round']:.1f} long a round, {p['long_excess_ms_per_round']:.1f} ms beyond the median; "
+        f"GC {p['gc_ms_per_round']:.1f} ms a round; long steps hold {share} of the slow rounds' time past the median"
+    )
 
 
 def ran_on() -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_backports.bench.results import acceptance, during, figures, pairs, summarise, target_met
+from vllm_backports.bench.results import acceptance, during, figures, paced, pairs, summarise, target_met
 
 
 def level(decode_s, ttft_s=0.1, requests=16, max_tokens=101, drafts=None, accepted=None):
@@ -117,3 +117,27 @@ def test_during_a_level_reads_that_levels_own_windows_alone():
         "reasons": {"sw_power_cap": 1},
     }
     assert during(rows, "64")["sampled"] == 0  # a level the rounds do not have
+
+
+def test_paced_reads_each_levels_own_steps_from_the_rounds_that_timed_them():
+    rows = [line("a", i, decode_s=d) for i, d in enumerate((1.0, 1.0, 1.4))]
+    for row, excess in zip(rows, (0.0, 0.0, 400.0), strict=True):
+        row["levels"]["16"]["pace"] = {
+            "median_ms": 8.0,
+            "long": int(excess > 0),
+            "long_excess_ms": excess,
+            "gc_ms": 0.5,
+        }
+    rows.append(line("a", 3, decode_s=5.0))  # a round from before pace: left out
+    got = paced(rows, "16")
+    assert got["rounds"] == 3 and got["long_share"] == pytest.approx(1.0)
+    assert got["gc_ms_per_round"] == pytest.approx(0.5)
+    assert paced(rows, "64") is None
+
+
+def test_a_run_from_before_pace_has_no_pace_in_its_result():
+    lines = [line(arm, i) for i in range(2) for arm in "ab"]
+    assert summarise({"experiment": "x"}, lines, resamples=50)["pace_during_decodes"] is None
+    lines[0]["levels"]["16"]["pace"] = {"median_ms": 8.0, "long": 0, "long_excess_ms": 0.0, "gc_ms": 0.0}
+    got = summarise({"experiment": "x"}, lines, resamples=50)["pace_during_decodes"]
+    assert got["a"]["16"]["rounds"] == 1 and got["b"]["16"] is None

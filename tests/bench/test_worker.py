@@ -85,6 +85,31 @@ def test_a_level_keeps_its_full_generates_window_on_the_wall_clock():
     assert out["2"]["decode_window"] == pytest.approx([1_795_900_000.13, 1_795_900_000.24])
 
 
+def test_a_level_times_the_steps_of_its_full_generate_alone():
+    clock = Clock()
+
+    class Stepping(FakeLLM):
+        def __init__(self, clock):
+            super().__init__(clock)
+            self.llm_engine = SimpleNamespace(step=lambda: [])
+
+        def generate(self, batch, params, use_tqdm=False):  # as vLLM's step loop: one step a token
+            for _ in range(params.max_tokens):
+                self.llm_engine.step()
+            return super().generate(batch, params, use_tqdm)
+
+    llm = Stepping(clock)
+    out = worker.Bench(llm, Params, spec(), clock=clock).round()["levels"]
+    assert out["1"]["pace"]["steps"] == 11  # the first-token generate's step is not among them
+    assert out["2"]["pace"]["steps"] == 11
+    assert not hasattr(type(llm.llm_engine), "step") and callable(llm.llm_engine.step)  # put back
+
+
+def test_a_stand_in_without_an_engine_records_no_pace():
+    out = worker.Bench(FakeLLM(Clock()), Params, spec(), clock=Clock()).round()["levels"]
+    assert "pace" not in out["1"]
+
+
 def test_at_one_request_ttft_is_the_median_of_its_samples_and_elsewhere_one_timing():
     clock = Clock()
     llm = FakeLLM(clock)

@@ -84,6 +84,47 @@ def test_summarize_tells_what_held_each_arms_rounds_back(tmp_path):
     assert "rounds held back {'sw_power_cap': 2}" in r.output
 
 
+def test_summarize_tells_whether_stalls_make_an_arms_spread(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    meta = {
+        "experiment": "nospec",
+        "shape": "qwen3_5-9b",
+        "vllm": "0.27.0",
+        "a": "raw",
+        "b": "fix",
+        "layout": "resident",
+    }
+    (run / "run.json").write_text(json.dumps({**meta, "target": None}))
+
+    def level(decode_s, excess):
+        steps = {
+            "steps": 120,
+            "median_ms": 8.0,
+            "max_ms": 8.0 + excess,
+            "long": int(excess > 0),
+            "long_excess_ms": excess,
+        }
+        return {
+            "requests": 1,
+            "max_tokens": 128,
+            "ttft_s": 0.04,
+            "decode_s": decode_s,
+            "pace": {**steps, "gc": 0, "gc_ms": 0.0},
+        }
+
+    lines = [
+        {"arm": arm, "round": i, "instance": 0, "levels": {"1": level(d, e)}}
+        for i, (d, e) in enumerate(((1.0, 0.0), (1.0, 0.0), (1.3, 300.0)))
+        for arm in "ab"
+    ]
+    (run / "progress.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    r = CliRunner().invoke(bench_ab.main, ["summarize", str(run), "--resamples", "100"])
+    assert r.exit_code == 0, r.output
+    assert "a's steps at 1: median 8.00 ms (rounds 8.00 to 8.00); 0.3 long a round, 100.0 ms beyond" in r.output
+    assert "long steps hold 100% of the slow rounds' time past the median" in r.output
+
+
 def test_the_machine_record_names_the_gpu_the_run_computes_on(monkeypatch):
     monkeypatch.setattr(bench_ab, "machine", lambda: {"gpu": "NVIDIA H200", "gpus": 1})
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")

@@ -3,6 +3,7 @@ measured in interleaved rounds on one GPU, with a bootstrap interval on the rati
 
 Pure parts (no GPU): shapes (the dummy-weight model configs), experiments (what each A/B
 compares), schedule (the order of engine starts and rounds), stats (the bootstrap), results
-(progress lines to a result JSON) and table (result JSONs to docs/BENCHMARKS.md's table). GPU
-parts: worker (one engine in its own process) and driver (the engines of one run, in turn).
+(progress lines to a result JSON), pace (the step loop's timings within a round) and table
+(result JSONs to docs/BENCHMARKS.md's table). GPU parts: worker (one engine in its own
+process) and driver (the engines of one run, in turn).
 """

@@ -3,7 +3,8 @@ it is still going (poll) and again after it is resumed.
 
 A progress line is one arm's round: {"arm": "a"|"b", "round": i, "instance": n, "levels":
 {"16": {"ttft_s", "decode_s", "max_tokens", "requests", "drafts", "accepted", and where sampled
-"decode_window" and "gpu": the window of its full generate}, ...}, "sm_clock_mhz": ..., "t0",
+"decode_window" and "gpu": the window of its full generate, "pace": its steps (pace.summary)},
+...}, "sm_clock_mhz": ..., "t0",
 "t", "gpu": clocks.Sampler.window(t0, t) where sampled}. Per
 concurrency level: TTFT is the time to the first token of every request (a generate of one
 token), TPOT the rest of a full generate over its remaining tokens, and decode tokens/s the
@@ -12,6 +13,7 @@ level's requests over TPOT.
 
 from __future__ import annotations
 
+from . import pace
 from .stats import bootstrap_ratio
 
 SCHEMA = 1
@@ -82,6 +84,7 @@ def summarise(meta: dict, lines: list[dict], resamples: int = 4000) -> dict:
     head = next((c for c in comparisons if c["figure"] == headline["figure"] and c["concurrency"] == at), None)
     clocks = [x["sm_clock_mhz"] for x in lines if x.get("sm_clock_mhz")]
     sampled = any("gpu" in x for x in lines)  # runs from before the sampler have none
+    stepped = any("pace" in lv for x in lines for lv in x["levels"].values())  # nor before pace
     return {
         "schema": SCHEMA,
         **meta,
@@ -98,8 +101,18 @@ def summarise(meta: dict, lines: list[dict], resamples: int = 4000) -> dict:
         "gpu_during_decodes": (
             {arm: {lv: during(rows, lv) for lv in levels} for arm, rows in by_arm.items()} if sampled else None
         ),
+        "pace_during_decodes": (
+            {arm: {lv: paced(rows, lv) for lv in levels} for arm, rows in by_arm.items()} if stepped else None
+        ),
         "comparisons": comparisons,
     }
+
+
+def paced(lines: list[dict], level: str) -> dict | None:
+    """The pace of an arm's full generates at one level (pace.over_rounds), from the rounds that
+    timed their steps."""
+    at = [x["levels"].get(level, {}) for x in lines]
+    return pace.over_rounds([(x["decode_s"], x["pace"]) for x in at if x.get("pace")])
 
 
 def during(lines: list[dict], level: str | None = None) -> dict:

@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import pace
+
 
 def engine_kwargs(spec: dict) -> dict:
     """LLM(...) arguments: verify's (engine.llm_kwargs) with dummy weights, the release's default
@@ -76,9 +78,11 @@ class Bench:
         if self.script is not None:
             self.script.steps.clear()  # the schedule starts over for these requests
         before = self.counters()
-        w0, t0 = self.wall(), self.clock()
-        outs = self.llm.generate(batch, self.full, use_tqdm=False)
-        decode, w1 = self.clock() - t0, self.wall()
+        # the steps are timed by the host's own clock: the injected one times rounds alone
+        with pace.Pace(self.llm, time.perf_counter) as steps:
+            w0, t0 = self.wall(), self.clock()
+            outs = self.llm.generate(batch, self.full, use_tqdm=False)
+            decode, w1 = self.clock() - t0, self.wall()
         after = self.counters()
         tokens = [list(o.outputs[0].token_ids) for o in outs]
         if self.script is not None:
@@ -95,6 +99,7 @@ class Bench:
             "decode_window": [w0, w1],
             "drafts": delta["num_draft_tokens"] if after else None,
             "accepted": delta["num_accepted_tokens"] if after else None,
+            **({"pace": seen} if (seen := steps.summary()) else {}),
         }
 
     def round(self) -> dict:

@@ -1,0 +1,121 @@
+"""The pace of the step loop: steps timed while inside, the engine left as it was, and the
+figures that tell a stall from a whole round run slower."""
+
+from __future__ import annotations
+
+import pytest
+
+from vllm_backports.bench import pace
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+class Engine:
+    """Steps that each advance the clock by the next of `durations`."""
+
+    def __init__(self, clock, durations):
+        self.clock, self.durations = clock, list(durations)
+
+    def step(self):
+        self.clock.now += self.durations.pop(0)
+        return []
+
+
+class LLM:
+    def __init__(self, engine):
+        self.llm_engine = engine
+
+
+def test_every_step_inside_is_timed_and_the_engine_is_restored():
+    clock = Clock()
+    engine = Engine(clock, [0.01, 0.01, 0.05, 0.01])
+    with pace.Pace(LLM(engine), clock) as p:
+        for _ in range(3):
+            engine.step()
+    engine.step()  # outside: not timed
+    assert p.steps == pytest.approx([0.01, 0.01, 0.05])
+    assert "step" not in vars(engine)  # the class's own method again
+    assert engine.step.__func__ is Engine.step
+
+
+def test_a_step_the_engine_held_itself_is_put_back():
+    clock = Clock()
+    engine = Engine(clock, [0.02])
+    own = engine.step
+    engine.step = own
+    with pace.Pace(LLM(engine), clock) as p:
+        engine.step()
+    assert engine.step is own
+    assert p.steps == pytest.approx([0.02])
+
+
+def test_a_step_that_raises_is_timed_and_the_engine_restored():
+    clock = Clock()
+
+    class Failing:
+        def step(self):
+            clock.now += 0.03
+            raise RuntimeError("engine died")
+
+    engine = Failing()
+    with pytest.raises(RuntimeError), pace.Pace(LLM(engine), clock) as p:
+        engine.step()
+    assert p.steps == pytest.approx([0.03])
+    assert "step" not in vars(engine)
+
+
+def test_collections_meanwhile_are_timed_and_the_callback_removed():
+    clock = Clock()
+    with pace.Pace(LLM(None), clock) as p:
+        p._collected("start", {})
+        clock.now += 0.004
+        p._collected("stop", {})
+        assert p._collected in pace.gc.callbacks
+    assert p._collected not in pace.gc.callbacks
+    assert p.pauses == pytest.approx([0.004])
+
+
+def test_a_stand_in_without_an_engine_gives_no_summary():
+    with pace.Pace(object(), Clock()) as p:
+        pass
+    assert p.steps == [] and p.summary() is None
+
+
+def test_summary_counts_long_steps_and_their_time_past_the_median():
+    s = pace.summary([0.008] * 9 + [0.016, 0.4], [0.002, 0.001])
+    assert s["steps"] == 11
+    assert s["median_ms"] == pytest.approx(8.0)
+    assert s["max_ms"] == pytest.approx(400.0)
+    assert s["long"] == 2  # 2x the median counts
+    assert s["long_excess_ms"] == pytest.approx(8.0 + 392.0)
+    assert s["gc"] == 2 and s["gc_ms"] == pytest.approx(3.0)
+
+
+def round_of(decode_s, median_ms, long_excess_ms, long=1, gc_ms=0.0):
+    return decode_s, {"median_ms": median_ms, "long": long, "long_excess_ms": long_excess_ms, "gc_ms": gc_ms}
+
+
+def test_a_spread_made_of_stalls_is_held_by_long_steps():
+    rounds = [round_of(1.0, 8.0, 0.0, long=0), round_of(1.0, 8.0, 0.0, long=0), round_of(1.4, 8.0, 400.0)]
+    got = pace.over_rounds(rounds)
+    assert got["long_share"] == pytest.approx(1.0)
+    assert got["step_median_ms"] == {"median": 8.0, "min": 8.0, "max": 8.0}
+    assert got["long_per_round"] == pytest.approx(1 / 3)
+    assert got["long_excess_ms_per_round"] == pytest.approx(400 / 3)
+
+
+def test_a_spread_of_whole_slower_rounds_is_not():
+    rounds = [round_of(1.0, 8.0, 0.0, long=0), round_of(1.0, 8.0, 0.0, long=0), round_of(1.4, 11.2, 0.0, long=0)]
+    got = pace.over_rounds(rounds)
+    assert got["long_share"] == pytest.approx(0.0)
+    assert got["step_median_ms"]["max"] == pytest.approx(11.2)
+
+
+def test_without_a_slow_round_there_is_no_share_and_without_rounds_nothing():
+    assert pace.over_rounds([round_of(1.0, 8.0, 0.0), round_of(1.0, 8.0, 0.0)])["long_share"] is None
+    assert pace.over_rounds([]) is None

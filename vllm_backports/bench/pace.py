@@ -1,0 +1,109 @@
+"""The pace of vLLM's step loop during one timed generate: how long each `LLMEngine.step` call
+took, seen from the process that calls generate, and how long that process spent in Python's
+garbage collector meanwhile.
+
+At 1 request a round is a hundred-odd steps of a few milliseconds, and single rounds of one arm
+have read 30 to 40% slower than the arm's median with the GPU's clock steady and no throttle
+reason set (docs/BENCHMARKS.md, seventh run). A round slowed by a few long steps (a stall) and a
+round whose every step is slower point to different causes; these figures tell them apart.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Any
+
+LONG = 2.0  # a step at least this many times its round's median step counts as long
+
+
+class Pace:
+    """Within `with Pace(llm, clock) as pace:`, every `llm.llm_engine.step()` is timed and every
+    collection of the garbage collector too; on leaving, the engine is as it was. An `llm`
+    without an engine that steps (a stand-in) yields no steps and `summary()` None."""
+
+    def __init__(self, llm, clock: Callable[[], float]):
+        self.engine: Any = getattr(llm, "llm_engine", None)
+        self.clock = clock
+        self.steps: list[float] = []
+        self.pauses: list[float] = []
+        self._step: Callable | None = None
+        self._own = False  # whether the engine held `step` itself (not through its class)
+        self._gc_from: float | None = None
+
+    def __enter__(self) -> Pace:
+        step = getattr(self.engine, "step", None)
+        if callable(step):
+            self._step, self._own = step, "step" in getattr(self.engine, "__dict__", {})
+
+            def timed(*args, **kwargs):
+                t0 = self.clock()
+                try:
+                    return step(*args, **kwargs)
+                finally:
+                    self.steps.append(self.clock() - t0)
+
+            self.engine.step = timed
+        gc.callbacks.append(self._collected)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        gc.callbacks.remove(self._collected)
+        if self._step is not None:
+            if self._own:
+                self.engine.step = self._step
+            else:
+                del self.engine.step
+            self._step = None
+
+    def _collected(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_from = self.clock()
+        elif self._gc_from is not None:
+            self.pauses.append(self.clock() - self._gc_from)
+            self._gc_from = None
+
+    def summary(self) -> dict | None:
+        return summary(self.steps, self.pauses)
+
+
+def summary(steps: Sequence[float], pauses: Sequence[float] = ()) -> dict | None:
+    """One round's figures (milliseconds): steps, their median and longest, the long ones (at
+    least LONG times the median) and what they took beyond the median, and the collector's
+    pauses. None without steps."""
+    if not steps:
+        return None
+    median = statistics.median(steps)
+    long = [s for s in steps if s >= LONG * median]
+    return {
+        "steps": len(steps),
+        "median_ms": 1e3 * median,
+        "max_ms": 1e3 * max(steps),
+        "long": len(long),
+        "long_excess_ms": 1e3 * sum(s - median for s in long),
+        "gc": len(pauses),
+        "gc_ms": 1e3 * sum(pauses),
+    }
+
+
+def over_rounds(rounds: Sequence[tuple[float, dict]]) -> dict | None:
+    """An arm's rounds at one level, as (decode seconds, summary()): the median step over rounds
+    (with its least and most), long steps and collector time per round, and `long_share`: of the
+    time the rounds slower than the arm's median round took beyond it, the part their long steps
+    took beyond their median step (near 1: stalls make the spread; near 0: whole rounds ran
+    slower). None without rounds; `long_share` None when no round is slower than the median."""
+    if not rounds:
+        return None
+    typical = statistics.median(d for d, _ in rounds)
+    slow = [(d, p) for d, p in rounds if d > typical]
+    beyond = sum(d - typical for d, _ in slow)
+    medians = [p["median_ms"] for _, p in rounds]
+    return {
+        "rounds": len(rounds),
+        "step_median_ms": {"median": statistics.median(medians), "min": min(medians), "max": max(medians)},
+        "long_per_round": statistics.fmean(p["long"] for _, p in rounds),
+        "long_excess_ms_per_round": statistics.fmean(p["long_excess_ms"] for _, p in rounds),
+        "gc_ms_per_round": statistics.fmean(p["gc_ms"] for _, p in rounds),
+        "long_share": sum(p["long_excess_ms"] for _, p in slow) / 1e3 / beyond if beyond > 0 else None,
+    }
