@@ -69,6 +69,22 @@ def test_a_step_that_raises_is_timed_and_the_engine_restored():
     assert "step" not in vars(engine)
 
 
+def test_an_engine_whose_step_cannot_be_replaced_runs_untimed():
+    clock = Clock()
+
+    class Slotted:
+        __slots__ = ()
+
+        def step(self):
+            clock.now += 0.01
+            return []
+
+    engine = Slotted()
+    with pace.Pace(LLM(engine), clock) as p:
+        assert engine.step() == []
+    assert p.steps == [] and p.summary() is None
+
+
 def test_collections_meanwhile_are_timed_and_the_callback_removed():
     clock = Clock()
     with pace.Pace(LLM(None), clock) as p:

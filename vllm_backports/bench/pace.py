@@ -44,7 +44,10 @@ class Pace:
                 finally:
                     self.steps.append(self.clock() - t0)
 
-            self.engine.step = timed
+            try:
+                self.engine.step = timed
+            except AttributeError:  # an engine with slots or a read-only step: the round untimed
+                self._step = None
         gc.callbacks.append(self._collected)
         return self
 
