@@ -482,7 +482,7 @@ PY
       start)
         exp=$1 shape=$2 pairs=$3 layout=${4:-sleep}; shift 3; [ $# -gt 0 ] && shift
         name=$REL-$exp-$shape dir=$root/$REL-$exp-$shape; mkdir -p "$dir"; rm -f "$dir/run.rc"
-        sites=(); for s in raw fix p65 less-gdn-draft-free-plain; do [ -d "${SITE[$s]}" ] && sites+=(--site "$s=${SITE[$s]}"); done
+        sites=(); for s in raw fix p65 "${LESS[@]/#/less-}"; do [ -d "${SITE[$s]}" ] && sites+=(--site "$s=${SITE[$s]}"); done
         src=/tmp/vb-bench-$name && tool_copy "$src"
         nvidia-smi -q -d CLOCK,PERFORMANCE ${GPU:+-i "$GPU"} > "$dir/clocks-$(date +%s).txt" 2>&1
         pin=(); cores=$(gpu_cores) && pin=(taskset -c "$cores") && echo "cores $cores" >> "$dir/run.err"
