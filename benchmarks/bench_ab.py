@@ -58,11 +58,11 @@ def brief(result: dict) -> str:
     for arm, at_levels in (result.get("pace_during_decodes") or {}).items():
         for level, p in at_levels.items():
             if p:
-                lines.append(f"  {arm}'s steps at {level}: {paced(p)}")
+                lines.append(f"  {arm}'s steps at {level}: {pace_line(p)}")
     return "\n".join(lines)
 
 
-def paced(p: dict) -> str:
+def pace_line(p: dict) -> str:
     """pace.over_rounds in a line: whether stalls or whole slower rounds make an arm's spread."""
     m = p["step_median_ms"]
     share = "no round slower than the median" if p["long_share"] is None else f"{100 * p['long_share']:.0f}%"

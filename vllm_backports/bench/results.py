@@ -4,8 +4,7 @@ it is still going (poll) and again after it is resumed.
 A progress line is one arm's round: {"arm": "a"|"b", "round": i, "instance": n, "levels":
 {"16": {"ttft_s", "decode_s", "max_tokens", "requests", "drafts", "accepted", and where sampled
 "decode_window" and "gpu": the window of its full generate, "pace": its steps (pace.summary)},
-...}, "sm_clock_mhz": ..., "t0",
-"t", "gpu": clocks.Sampler.window(t0, t) where sampled}. Per
+...}, "sm_clock_mhz": ..., "t0", "t", "gpu": clocks.Sampler.window(t0, t) where sampled}. Per
 concurrency level: TTFT is the time to the first token of every request (a generate of one
 token), TPOT the rest of a full generate over its remaining tokens, and decode tokens/s the
 level's requests over TPOT.
