@@ -373,7 +373,6 @@ def test_an_upstream_table_run_before_its_series_changed_fails_the_doc_check(tmp
 
 def test_a_gpu_upstream_table_run_before_its_series_changed_stays_marked_stale(tmp_path, monkeypatch):
     # a GPU table waits for device time, where a CPU one fails the check (above)
-    from vllm_backports.catalogue import Catalogue
     from vllm_backports.upstream_tests import series_patches
 
     home = copy_checkout(tmp_path, monkeypatch)
