@@ -43,6 +43,21 @@ def test_every_step_inside_is_timed_and_the_engine_is_restored():
     assert engine.step.__func__ is Engine.step
 
 
+def test_steps_begun_before_a_time_are_left_out_of_the_summary():
+    clock = Clock()
+    clock.now = 100.0  # starts count from entry
+    engine = Engine(clock, [0.04, 0.008, 0.008, 0.008])
+    with pace.Pace(LLM(engine), clock) as p:
+        for _ in range(4):
+            engine.step()
+    assert p.starts == pytest.approx([0.0, 0.04, 0.048, 0.056])
+    assert p.summary()["long"] == 1  # the prefill's step, kept when no time is given
+    decode = p.summary(after=0.04)
+    assert (decode["steps"], decode["prefill_steps"], decode["long"]) == (3, 1, 0)
+    assert decode["max_ms"] == pytest.approx(8.0)
+    assert p.summary(after=1.0) is None  # none begun that late
+
+
 def test_a_step_the_engine_held_itself_is_put_back():
     clock = Clock()
     engine = Engine(clock, [0.02])
@@ -130,6 +145,16 @@ def test_a_spread_of_whole_slower_rounds_is_not():
     got = pace.over_rounds(rounds)
     assert got["long_share"] == pytest.approx(0.0)
     assert got["step_median_ms"]["max"] == pytest.approx(11.2)
+
+
+def test_a_long_step_every_round_has_alike_holds_none_of_the_spread():
+    # a prefill step of 40 ms past the median in each round (as records before prefill steps
+    # were left out): the slow round's 0.4 s come from its slower steps
+    rounds = [round_of(1.0, 8.0, 40.0), round_of(1.0, 8.0, 40.0), round_of(1.4, 11.2, 40.0)]
+    assert pace.over_rounds(rounds)["long_share"] == pytest.approx(0.0)
+    # one stall of 200 ms beyond them: half of the 0.4 s
+    rounds[2] = round_of(1.4, 8.0, 240.0, long=2)
+    assert pace.over_rounds(rounds)["long_share"] == pytest.approx(0.5)
 
 
 def test_without_a_slow_round_there_is_no_share_and_without_rounds_nothing():

@@ -19,12 +19,14 @@ class Params:
 class FakeLLM:
     """Emits prompt[0] + step for each token; counts drafts as vLLM's metrics would."""
 
+    per_token = 0.01  # seconds a generate takes a token
+
     def __init__(self, clock):
         self.clock, self.calls, self.drafted, self.accepted = clock, [], 0, 0
 
     def generate(self, batch, params, use_tqdm=False):
         self.calls.append((len(batch), params.max_tokens))
-        self.clock.now += 0.01 * params.max_tokens
+        self.clock.now += self.per_token * params.max_tokens
         if params.max_tokens > 1:
             self.drafted += 30
             self.accepted += 27
@@ -85,23 +87,39 @@ def test_a_level_keeps_its_full_generates_window_on_the_wall_clock():
     assert out["2"]["decode_window"] == pytest.approx([1_795_900_000.13, 1_795_900_000.24])
 
 
-def test_a_level_times_the_steps_of_its_full_generate_alone():
+def test_a_level_times_the_decode_steps_of_its_full_generate_alone():
     clock = Clock()
 
     class Stepping(FakeLLM):
+        """As vLLM's step loop: a prefill step of 30 ms, then one of 5 ms a further token."""
+
+        per_token = 0.0  # the steps take the time
+
         def __init__(self, clock):
             super().__init__(clock)
-            self.llm_engine = SimpleNamespace(step=lambda: [])
+            self.took = 0.0
 
-        def generate(self, batch, params, use_tqdm=False):  # as vLLM's step loop: one step a token
-            for _ in range(params.max_tokens):
+            def step():
+                clock.now += self.took
+                return []
+
+            self.llm_engine = SimpleNamespace(step=step)
+
+        def generate(self, batch, params, use_tqdm=False):
+            for i in range(params.max_tokens):
+                self.took = 0.03 if i == 0 else 0.005
                 self.llm_engine.step()
             return super().generate(batch, params, use_tqdm)
 
     llm = Stepping(clock)
-    out = worker.Bench(llm, Params, spec(), clock=clock).round()["levels"]
-    assert out["1"]["pace"]["steps"] == 11  # the first-token generate's step is not among them
-    assert out["2"]["pace"]["steps"] == 11
+    out = worker.Bench(llm, Params, spec(), clock=clock, steps=clock).round()["levels"]
+    for level in ("1", "2"):
+        assert out[level]["ttft_s"] == pytest.approx(0.03)
+        # the full generate's prefill step began before the first token's time: left out; the
+        # first-token generate's step is not among them either
+        seen = out[level]["pace"]
+        assert (seen["steps"], seen["prefill_steps"]) == (10, 1)
+        assert seen["max_ms"] == pytest.approx(5.0) and seen["long"] == 0
     assert not hasattr(type(llm.llm_engine), "step") and callable(llm.llm_engine.step)  # put back
 
 

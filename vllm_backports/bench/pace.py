@@ -1,6 +1,7 @@
 """The pace of vLLM's step loop during one timed generate: how long each `LLMEngine.step` call
 took, seen from the process that calls generate, and how long that process spent in Python's
-garbage collector meanwhile.
+garbage collector meanwhile. The prefill's steps, long in every round alike, are left out: the
+figures are those of the decode.
 
 At 1 request a round is a hundred-odd steps of a few milliseconds, and single rounds of one arm
 have read 30 to 40% slower than the arm's median with the GPU's clock steady and no throttle
@@ -19,14 +20,17 @@ LONG = 2.0  # a step at least this many times its round's median step counts as 
 
 
 class Pace:
-    """Within `with Pace(llm, clock) as pace:`, every `llm.llm_engine.step()` is timed and every
-    collection of the garbage collector too; on leaving, the engine is as it was. An `llm`
-    without an engine that steps (a stand-in) yields no steps and `summary()` None."""
+    """Within `with Pace(llm, clock) as pace:`, every `llm.llm_engine.step()` is timed (when it
+    began, from entry, and how long it took) and every collection of the garbage collector too;
+    on leaving, the engine is as it was. An `llm` without an engine that steps (a stand-in)
+    yields no steps and `summary()` None."""
 
     def __init__(self, llm, clock: Callable[[], float]):
         self.engine: Any = getattr(llm, "llm_engine", None)
         self.clock = clock
         self.steps: list[float] = []
+        self.starts: list[float] = []  # seconds from entry, one a step
+        self._entered = 0.0
         self.pauses: list[float] = []
         self._step: Callable | None = None
         self._own = False  # whether the engine held `step` itself (not through its class)
@@ -42,6 +46,7 @@ class Pace:
                 try:
                     return step(*args, **kwargs)
                 finally:
+                    self.starts.append(t0 - self._entered)
                     self.steps.append(self.clock() - t0)
 
             try:
@@ -49,6 +54,7 @@ class Pace:
             except AttributeError:  # an engine with slots or a read-only step: the round untimed
                 self._step = None
         gc.callbacks.append(self._collected)
+        self._entered = self.clock()
         return self
 
     def __exit__(self, *exc) -> None:
@@ -67,8 +73,12 @@ class Pace:
             self.pauses.append(self.clock() - self._gc_from)
             self._gc_from = None
 
-    def summary(self) -> dict | None:
-        return summary(self.steps, self.pauses)
+    def summary(self, after: float = 0.0) -> dict | None:
+        """summary() of the steps begun `after` seconds from entry or later (the decode's, given
+        the time to the batch's first tokens), with `prefill_steps`: how many began before."""
+        kept = [d for t, d in zip(self.starts, self.steps, strict=True) if t >= after]
+        seen = summary(kept, self.pauses)
+        return None if seen is None else {**seen, "prefill_steps": len(self.steps) - len(kept)}
 
 
 def summary(steps: Sequence[float], pauses: Sequence[float] = ()) -> dict | None:
@@ -94,13 +104,17 @@ def over_rounds(rounds: Sequence[tuple[float, dict]]) -> dict | None:
     """An arm's rounds at one level, as (decode seconds, summary()): the median step over rounds
     (with its least and most), long steps and collector time per round, and `long_share`: of the
     time the rounds slower than the arm's median round took beyond it, the part their long steps
-    took beyond their median step (near 1: stalls make the spread; near 0: whole rounds ran
-    slower). None without rounds; `long_share` None when no round is slower than the median."""
+    took beyond the rounds' median time in long steps (near 1: stalls make the spread; near 0:
+    whole rounds ran slower). So a long step that every round has alike (a prefill step, in
+    records from before summary() left those out) counts for nothing.
+    None without rounds; `long_share` None when no round is slower than the median."""
     if not rounds:
         return None
     typical = statistics.median(d for d, _ in rounds)
+    usual = statistics.median(p["long_excess_ms"] for _, p in rounds)
     slow = [(d, p) for d, p in rounds if d > typical]
     beyond = sum(d - typical for d, _ in slow)
+    stalled = sum(max(0.0, p["long_excess_ms"] - usual) for _, p in slow) / 1e3
     medians = [p["median_ms"] for _, p in rounds]
     return {
         "rounds": len(rounds),
@@ -108,5 +122,5 @@ def over_rounds(rounds: Sequence[tuple[float, dict]]) -> dict | None:
         "long_per_round": statistics.fmean(p["long"] for _, p in rounds),
         "long_excess_ms_per_round": statistics.fmean(p["long_excess_ms"] for _, p in rounds),
         "gc_ms_per_round": statistics.fmean(p["gc_ms"] for _, p in rounds),
-        "long_share": sum(p["long_excess_ms"] for _, p in slow) / 1e3 / beyond if beyond > 0 else None,
+        "long_share": stalled / beyond if beyond > 0 else None,
     }

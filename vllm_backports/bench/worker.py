@@ -44,9 +44,13 @@ class Bench:
     """The measurements of one engine: `llm` is vLLM's LLM (or a stand-in with generate and
     get_metrics), `params` vLLM's SamplingParams class."""
 
-    def __init__(self, llm, params, spec: dict, script=None, clock=time.perf_counter, wall=time.time):
-        # wall: the host's clock, the one the driver's GPU sampler stamps its samples with
+    def __init__(
+        self, llm, params, spec: dict, script=None, clock=time.perf_counter, wall=time.time, steps=time.perf_counter
+    ):
+        # wall: the host's clock, the one the driver's GPU sampler stamps its samples with;
+        # steps: the one vLLM's steps are timed by (the host's own, where `clock` times rounds alone)
         self.llm, self.spec, self.script, self.clock, self.wall = llm, spec, script, clock, wall
+        self.step_clock = steps
         self.first = params(temperature=0.0, max_tokens=1, ignore_eos=True)
         self.full = params(temperature=0.0, max_tokens=spec["max_tokens"], ignore_eos=True)
         # prompt index (in spec["prompts"], all levels' prompts one after the other) per level
@@ -78,8 +82,7 @@ class Bench:
         if self.script is not None:
             self.script.steps.clear()  # the schedule starts over for these requests
         before = self.counters()
-        # the steps are timed by the host's own clock: the injected one times rounds alone
-        with pace.Pace(self.llm, time.perf_counter) as steps:
+        with pace.Pace(self.llm, self.step_clock) as steps:
             w0, t0 = self.wall(), self.clock()
             outs = self.llm.generate(batch, self.full, use_tqdm=False)
             decode, w1 = self.clock() - t0, self.wall()
@@ -99,7 +102,8 @@ class Bench:
             "decode_window": [w0, w1],
             "drafts": delta["num_draft_tokens"] if after else None,
             "accepted": delta["num_accepted_tokens"] if after else None,
-            **({"pace": seen} if (seen := steps.summary()) else {}),
+            # the steps begun before the first tokens would have come are the prefill's
+            **({"pace": seen} if (seen := steps.summary(after=ttft)) else {}),
         }
 
     def round(self) -> dict:
