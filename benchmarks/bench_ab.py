@@ -63,13 +63,16 @@ def brief(result: dict) -> str:
 
 
 def pace_line(p: dict) -> str:
-    """pace.over_rounds in a line: whether stalls or whole slower rounds make an arm's spread."""
-    m = p["step_median_ms"]
+    """pace.over_rounds in a line: whether stalls or whole slower rounds make an arm's spread, and
+    how fast the arm's process ran host work."""
+    m, h = p["step_median_ms"], p.get("probe_us")
     share = "no round slower than the median" if p["long_share"] is None else f"{100 * p['long_share']:.0f}%"
+    probed = "" if not h else f"; host probe {h['median']:.0f} us (rounds {h['min']:.0f} to {h['max']:.0f})"
     return (
         f"median {m['median']:.2f} ms (rounds {m['min']:.2f} to {m['max']:.2f}); "
         f"{p['long_per_round']:.1f} long a round, {p['long_excess_ms_per_round']:.1f} ms beyond the median; "
         f"GC {p['gc_ms_per_round']:.1f} ms a round; long steps hold {share} of the slow rounds' time past the median"
+        f"{probed}"
     )
 
 

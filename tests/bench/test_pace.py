@@ -43,6 +43,37 @@ def test_every_step_inside_is_timed_and_the_engine_is_restored():
     assert engine.step.__func__ is Engine.step
 
 
+class Ticking:
+    """A clock that advances by each of `gaps` in turn as it is read."""
+
+    def __init__(self, gaps):
+        self.now, self.gaps = 0.0, list(gaps)
+
+    def __call__(self):
+        self.now += self.gaps.pop(0) if self.gaps else 0.0
+        return self.now
+
+
+def test_the_probe_is_the_median_of_its_runs_in_microseconds():
+    # five runs read as 2, 1, 9, 1, 3 ms: each run reads the clock twice, the gap before the
+    # second read being its time
+    clock = Ticking([0, 0.002, 0, 0.001, 0, 0.009, 0, 0.001, 0, 0.003])
+    assert pace.probe(clock) == pytest.approx(2000.0)
+
+
+def test_a_round_that_steps_is_probed_on_entry_and_one_that_does_not_is_not():
+    clock = Ticking([0, 0.001] * 5)
+    engine = Engine(clock, [0.008, 0.008])
+    with pace.Pace(LLM(engine), clock) as p:
+        engine.step()
+        engine.step()
+    assert p.probe_us == pytest.approx(1000.0)
+    assert p.summary()["probe_us"] == pytest.approx(1000.0)
+    with pace.Pace(object(), clock) as q:
+        pass
+    assert q.probe_us is None
+
+
 def test_steps_begun_before_a_time_are_left_out_of_the_summary():
     clock = Clock()
     clock.now = 100.0  # starts count from entry
@@ -127,8 +158,16 @@ def test_summary_counts_long_steps_and_their_time_past_the_median():
     assert s["gc"] == 2 and s["gc_ms"] == pytest.approx(3.0)
 
 
-def round_of(decode_s, median_ms, long_excess_ms, long=1, gc_ms=0.0):
-    return decode_s, {"median_ms": median_ms, "long": long, "long_excess_ms": long_excess_ms, "gc_ms": gc_ms}
+def round_of(decode_s, median_ms, long_excess_ms, long=1, gc_ms=0.0, probe_us=None):
+    seen = {"median_ms": median_ms, "long": long, "long_excess_ms": long_excess_ms, "gc_ms": gc_ms}
+    return decode_s, seen if probe_us is None else {**seen, "probe_us": probe_us}
+
+
+def test_the_probe_over_rounds_is_its_median_least_and_most_where_recorded():
+    rounds = [round_of(1.0, 8.0, 0.0, probe_us=900.0), round_of(1.0, 8.0, 0.0, probe_us=1800.0)]
+    rounds.append(round_of(1.0, 8.0, 0.0, probe_us=1000.0))
+    assert pace.over_rounds(rounds)["probe_us"] == {"median": 1000.0, "min": 900.0, "max": 1800.0}
+    assert pace.over_rounds([round_of(1.0, 8.0, 0.0)])["probe_us"] is None  # a record from before it
 
 
 def test_a_spread_made_of_stalls_is_held_by_long_steps():

@@ -97,13 +97,14 @@ def test_summarize_tells_whether_stalls_make_an_arms_spread(tmp_path):
     }
     (run / "run.json").write_text(json.dumps({**meta, "target": None}))
 
-    def level(decode_s, excess):
+    def level(decode_s, excess, probe_us):
         steps = {
             "steps": 120,
             "median_ms": 8.0,
             "max_ms": 8.0 + excess,
             "long": int(excess > 0),
             "long_excess_ms": excess,
+            "probe_us": probe_us,
         }
         return {
             "requests": 1,
@@ -114,7 +115,7 @@ def test_summarize_tells_whether_stalls_make_an_arms_spread(tmp_path):
         }
 
     lines = [
-        {"arm": arm, "round": i, "instance": 0, "levels": {"1": level(d, e)}}
+        {"arm": arm, "round": i, "instance": 0, "levels": {"1": level(d, e, (900.0 if arm == "a" else 1700.0) + i)}}
         for i, (d, e) in enumerate(((1.0, 0.0), (1.0, 0.0), (1.3, 300.0)))
         for arm in "ab"
     ]
@@ -123,6 +124,8 @@ def test_summarize_tells_whether_stalls_make_an_arms_spread(tmp_path):
     assert r.exit_code == 0, r.output
     assert "a's steps at 1: median 8.00 ms (rounds 8.00 to 8.00); 0.3 long a round, 100.0 ms beyond" in r.output
     assert "long steps hold 100% of the slow rounds' time past the median" in r.output
+    assert "a's steps at 1: " in r.output and "host probe 901 us (rounds 900 to 902)" in r.output
+    assert "host probe 1701 us (rounds 1700 to 1702)" in r.output  # b's
 
 
 def test_the_machine_record_names_the_gpu_the_run_computes_on(monkeypatch):

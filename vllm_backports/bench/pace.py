@@ -1,12 +1,16 @@
 """The pace of vLLM's step loop during one timed generate: how long each `LLMEngine.step` call
 took, seen from the process that calls generate, and how long that process spent in Python's
 garbage collector meanwhile. The prefill's steps, long in every round alike, are left out: the
-figures are those of the decode.
+figures are those of the decode. Beside them, how fast the process ran a fixed piece of host work
+just before (`probe`).
 
 At 1 request a round is a hundred-odd steps of a few milliseconds, and single rounds of one arm
 have read 30 to 40% slower than the arm's median with the GPU's clock steady and no throttle
 reason set (docs/BENCHMARKS.md, seventh run). A round slowed by a few long steps (a stall) and a
-round whose every step is slower point to different causes; these figures tell them apart.
+round whose every step is slower point to different causes; these figures tell them apart. At 1
+request a step is bound by the host, and two engines' processes in one run have run the same
+host ops at rates 1.9x apart (eighth run): the probe tells an arm whose process ran slow from an
+arm whose code does more.
 """
 
 from __future__ import annotations
@@ -17,6 +21,19 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 LONG = 2.0  # a step at least this many times its round's median step counts as long
+PROBE = 20_000  # the probe's loop: under a millisecond of one core's Python (0.56 ms on this CI's kind)
+
+
+def probe(clock: Callable[[], float], repeats: int = 5) -> float:
+    """Microseconds this process takes for a fixed piece of pure-Python work, the median of
+    `repeats`: the host's speed as this process meets it (its core's clock, what shares the
+    core)."""
+    took = []
+    for _ in range(repeats):
+        t0 = clock()
+        sum(i * i for i in range(PROBE))
+        took.append(clock() - t0)
+    return 1e6 * statistics.median(took)
 
 
 class Pace:
@@ -34,6 +51,7 @@ class Pace:
         self.pauses: list[float] = []
         self._step: Callable | None = None
         self._own = False  # whether the engine held `step` itself (not through its class)
+        self.probe_us: float | None = None
         self._gc_from: float | None = None
 
     def __enter__(self) -> Pace:
@@ -53,6 +71,8 @@ class Pace:
                 self.engine.step = timed
             except AttributeError:  # an engine with slots or a read-only step: the round untimed
                 self._step = None
+        if self._step is not None:
+            self.probe_us = probe(self.clock)
         gc.callbacks.append(self._collected)
         self._entered = self.clock()
         return self
@@ -75,10 +95,13 @@ class Pace:
 
     def summary(self, after: float = 0.0) -> dict | None:
         """summary() of the steps begun `after` seconds from entry or later (the decode's, given
-        the time to the batch's first tokens), with `prefill_steps`: how many began before."""
+        the time to the batch's first tokens), with `prefill_steps`: how many began before, and
+        `probe_us`: probe() on entry."""
         kept = [d for t, d in zip(self.starts, self.steps, strict=True) if t >= after]
         seen = summary(kept, self.pauses)
-        return None if seen is None else {**seen, "prefill_steps": len(self.steps) - len(kept)}
+        if seen is None:
+            return None
+        return {**seen, "prefill_steps": len(self.steps) - len(kept), "probe_us": self.probe_us}
 
 
 def summary(steps: Sequence[float], pauses: Sequence[float] = ()) -> dict | None:
@@ -116,6 +139,7 @@ def over_rounds(rounds: Sequence[tuple[float, dict]]) -> dict | None:
     beyond = sum(d - typical for d, _ in slow)
     stalled = sum(max(0.0, p["long_excess_ms"] - usual) for _, p in slow) / 1e3
     medians = [p["median_ms"] for _, p in rounds]
+    probes = [p["probe_us"] for _, p in rounds if p.get("probe_us") is not None]  # none in older records
     return {
         "rounds": len(rounds),
         "step_median_ms": {"median": statistics.median(medians), "min": min(medians), "max": max(medians)},
@@ -123,4 +147,5 @@ def over_rounds(rounds: Sequence[tuple[float, dict]]) -> dict | None:
         "long_excess_ms_per_round": statistics.fmean(p["long_excess_ms"] for _, p in rounds),
         "gc_ms_per_round": statistics.fmean(p["gc_ms"] for _, p in rounds),
         "long_share": stalled / beyond if beyond > 0 else None,
+        "probe_us": ({"median": statistics.median(probes), "min": min(probes), "max": max(probes)} if probes else None),
     }
