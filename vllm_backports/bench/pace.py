@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 LONG = 2.0  # a step at least this many times its round's median step counts as long
-PROBE = 20_000  # the probe's loop: under a millisecond of one core's Python (0.56 ms on this CI's kind)
+PROBE = 20_000  # the probe's loop: under a millisecond of one core's Python (0.56 ms on a 2-core CPU machine)
 
 
 def probe(clock: Callable[[], float], repeats: int = 5) -> float:
