@@ -160,6 +160,21 @@ def test_an_experiment_can_have_its_own_number_of_pairs(tree):
     assert (bench / f"{env['REL']}-tq-mtp-tiny/run.rc").read_text().strip() == "0"
 
 
+def test_one_experiment_queued_at_growing_pairs_resumes_its_run_in_one_folder(tree):
+    # how a run gets new engines part way (bench_ab resumes a folder with more pairs): each
+    # start waits for the one before, all in the experiment's one folder
+    root, env, bench = tree
+    queued = ("fixcost-ngram-sparse=2", "fixcost-ngram-sparse=4", "fixcost-ngram-sparse=6")
+    assert steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", *queued).returncode == 0
+    wait_done(bench, env["REL"])
+    events = trace(bench)
+    assert [(e[0], e[1]) for e in events] == [("start", "fixcost-ngram-sparse"), ("end", "fixcost-ngram-sparse")] * 3
+    assert [e[e.index("--pairs") + 1] for e in events if e[0] == "start"] == ["2", "4", "6"]
+    outs = {e[e.index("--out") + 1] for e in events if e[0] == "start"}
+    assert outs == {str(bench / f"{env['REL']}-fixcost-ngram-sparse-tiny")}
+    assert rcs(bench, env, "fixcost-ngram-sparse") == {"fixcost-ngram-sparse": "0"}
+
+
 @pytest.mark.parametrize("token", ["tq-mtp=", "tq-mtp=0", "tq-mtp=x"])
 def test_pairs_that_are_not_a_positive_number_are_refused_and_write_nothing(tree, token):
     root, env, bench = tree
