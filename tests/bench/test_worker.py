@@ -112,7 +112,7 @@ def test_a_level_times_the_decode_steps_of_its_full_generate_alone():
             return super().generate(batch, params, use_tqdm)
 
     llm = Stepping(clock)
-    out = worker.Bench(llm, Params, spec(), clock=clock, steps=clock).round()["levels"]
+    out = worker.Bench(llm, Params, spec(), clock=clock, step_clock=clock).round()["levels"]
     for level in ("1", "2"):
         assert out[level]["ttft_s"] == pytest.approx(0.03)
         # the full generate's prefill step began before the first token's time: left out; the

@@ -39,8 +39,8 @@ def probe(clock: Callable[[], float], repeats: int = 5) -> float:
 class Pace:
     """Within `with Pace(llm, clock) as pace:`, every `llm.llm_engine.step()` is timed (when it
     began, from entry, and how long it took) and every collection of the garbage collector too;
-    on leaving, the engine is as it was. An `llm` without an engine that steps (a stand-in)
-    yields no steps and `summary()` None."""
+    on leaving, the engine is as it was. An engine that steps is probed on entry (`probe_us`);
+    an `llm` without one (a stand-in) yields no steps, no probe and `summary()` None."""
 
     def __init__(self, llm, clock: Callable[[], float]):
         self.engine: Any = getattr(llm, "llm_engine", None)

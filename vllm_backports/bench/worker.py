@@ -45,12 +45,19 @@ class Bench:
     get_metrics), `params` vLLM's SamplingParams class."""
 
     def __init__(
-        self, llm, params, spec: dict, script=None, clock=time.perf_counter, wall=time.time, steps=time.perf_counter
+        self,
+        llm,
+        params,
+        spec: dict,
+        script=None,
+        clock=time.perf_counter,
+        wall=time.time,
+        step_clock=time.perf_counter,
     ):
         # wall: the host's clock, the one the driver's GPU sampler stamps its samples with;
-        # steps: the one vLLM's steps are timed by (the host's own, where `clock` times rounds alone)
+        # step_clock: the one vLLM's steps are timed by (the host's own, where `clock` times rounds alone)
         self.llm, self.spec, self.script, self.clock, self.wall = llm, spec, script, clock, wall
-        self.step_clock = steps
+        self.step_clock = step_clock
         self.first = params(temperature=0.0, max_tokens=1, ignore_eos=True)
         self.full = params(temperature=0.0, max_tokens=spec["max_tokens"], ignore_eos=True)
         # prompt index (in spec["prompts"], all levels' prompts one after the other) per level
