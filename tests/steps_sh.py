@@ -1,6 +1,7 @@
-"""docs/runs/steps.sh's release tables, read by running its own lines: SERIES, carries,
-WRITTEN_ON and `without` (the --skip options that leave a backport out with what is written on
-its lines), and LESS, for the tests that check them against apply.py and the kept alternatives."""
+"""docs/runs/steps.sh's release tables, for the tests that check them against apply.py and the
+kept alternatives: SERIES, carries, WRITTEN_ON and `without` (the --skip options that leave a
+backport out with what is written on its lines), read by running its own lines; LESS, read from
+its one line, which stands above them."""
 
 from __future__ import annotations
 
