@@ -215,3 +215,15 @@ def test_engines_keep_flashinfers_sampler_off_even_where_flashinfer_imports(fake
     monkeypatch.setenv("VLLM_USE_FLASHINFER_SAMPLER", "1")
     engine.run(spec())
     assert os.environ["VLLM_USE_FLASHINFER_SAMPLER"] == "1"
+
+
+def test_the_series_digest_is_each_applied_patchs_pin_in_order(tmp_path):
+    state = tmp_path / "vllm" / ".backports"
+    assert engine.manifest_patches(tmp_path / "vllm") == {}  # pristine: no manifest
+    state.mkdir(parents=True)
+    applied = [{"id": "b", "patch": "0001-b.patch", "sha256": "2" * 64}, {"id": "a", "patch": "0002-a.patch", "sha256": "1" * 64}]
+    (state / "manifest.json").write_text(__import__("json").dumps({"applied": applied}))
+    assert list(engine.manifest_patches(tmp_path / "vllm").items()) == [("b", "2" * 64), ("a", "1" * 64)]
+    assert engine.manifest_backports(tmp_path / "vllm") == ["b", "a"]
+    (state / "manifest.json").write_text('{"applied": [1]}')
+    assert engine.manifest_patches(tmp_path / "vllm") is None and engine.manifest_backports(tmp_path / "vllm") is None

@@ -262,22 +262,31 @@ def spec_counters(llm) -> dict | None:
     return counters_of(llm, "vllm:spec_decode_")
 
 
-def backports_applied() -> list[str] | None:
-    """The backport ids in the manifest of the vLLM this process imported: [] for a pristine
-    install, so an unpatched control is recognisable as one in its evidence."""
+def patches_applied() -> dict[str, str | None] | None:
+    """The series digest of the vLLM this process imported ({} for a pristine install, so an
+    unpatched control is recognisable as one in its evidence)."""
     import vllm
 
-    return manifest_backports(Path(vllm.__file__).parent)
+    return manifest_patches(Path(vllm.__file__).parent)
 
 
 def manifest_backports(package: Path) -> list[str] | None:
     """The backport ids recorded in the manifest of the vLLM package at `package`; [] without one."""
+    patches = manifest_patches(package)
+    return None if patches is None else list(patches)
+
+
+def manifest_patches(package: Path) -> dict[str, str | None] | None:
+    """The series digest of the vLLM package at `package`: each applied backport's id and the
+    sha256 its patch file had when the manifest recorded it, in the order applied; {} without a
+    manifest (pristine). Evidence counts a proof for the series only while these are the pins
+    versions.toml ships, so a patch changed after its proof no longer reads as proven."""
     manifest = package / ".backports" / "manifest.json"
     if not manifest.exists():
-        return []
+        return {}
     try:
-        return [a["id"] for a in json.loads(manifest.read_text())["applied"]]
-    except (ValueError, KeyError, TypeError):
+        return {a["id"]: a.get("sha256") for a in json.loads(manifest.read_text())["applied"]}
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None  # unreadable: reported as unknown, apply.py status says why
 
 
@@ -295,11 +304,13 @@ def describe(llm) -> dict:
     cache, sched, comp = get(config, "cache_config"), get(config, "scheduler_config"), get(config, "compilation_config")
     spec, par, model = get(config, "speculative_config"), get(config, "parallel_config"), get(config, "model_config")
     v2 = get(config, "use_v2_model_runner")
+    patches = patches_applied()
     if v2 is None:
         v2 = os.environ.get("VLLM_USE_V2_MODEL_RUNNER", "0") == "1"
     return {
         "vllm": vllm.__version__,
-        "backports": backports_applied(),
+        "backports": None if patches is None else list(patches),
+        "patches": patches,
         "architecture": (get(get(model, "hf_config"), "architectures") or [None])[0],
         "language_model_only": get(get(model, "multimodal_config"), "language_model_only"),
         "prefix_caching": get(cache, "enable_prefix_caching"),
