@@ -1,0 +1,120 @@
+"""The lab's commands on a maintainer's machine (the GPU side is lab.machine):
+
+    python -m lab plan 0.22.0 0.23.0:gdn-ngram,tq-mtp   # stage, pack, print the GPU machine's calls
+    python -m lab evidence RESULTS.tgz [--write]        # their verify JSON as docs/evidence/
+    python -m lab core 0.22.0                           # a release's core proof set
+
+A GPU machine without network takes its inputs as calls of at most `--limit` bytes each (the
+working tree travels with every call): `plan` writes the parts under .lab/parts/ and the stages
+under .lab/stage/, and prints one call a part, the last one starting the proofs, then the
+`collect` calls that bring the results back. On a GPU host of your own, run the printed commands
+there in order, from this checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from vllm_backports.catalogue import Catalogue
+
+from . import parts, stage
+from .proofs import core
+
+ROOT = Path(__file__).resolve().parents[1]
+LIMIT = 64 << 20  # what one call of the GPU machine carries, the working tree included
+MARGIN = 2 << 20  # what the tree may grow by between planning and the calls
+
+
+def tree_size(root: Path) -> int:
+    """What every call carries besides its parts: tracked files and untracked ones git does not ignore."""
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root, capture_output=True, check=True
+    ).stdout
+    return sum((root / n).stat().st_size for n in out.decode().split("\0") if n and (root / n).is_file())
+
+
+def calls(part_dirs: list[str], jobs: list[str], wait: int = 540) -> list[dict]:
+    """The device calls: one a part, the last also starting the jobs, then one collect."""
+    out = [{"command": f"python3 -m lab.machine put {p}", "carry": [p]} for p in part_dirs]
+    start = f"python3 -m lab.machine start {' '.join(jobs)}"
+    if out:
+        out[-1] = {"command": out[-1]["command"] + " && " + start, "carry": [*out[-1]["carry"], ".lab/stage"]}
+    else:
+        out.append({"command": start, "carry": [".lab/stage"]})
+    out.append({"command": f"python3 -m lab.machine collect --wait {wait}", "carry": []})
+    return out
+
+
+@click.group()
+def main() -> None:
+    """The GPU lab: stage releases, run their proofs, keep the evidence."""
+
+
+@main.command("core")
+@click.argument("releases", nargs=-1, required=True)
+def core_cmd(releases: tuple[str, ...]) -> None:
+    """Print each release's core proof set."""
+    catalogue = Catalogue(ROOT)
+    for release in releases:
+        if release not in catalogue.releases:
+            raise click.UsageError(f"vLLM {release} is not in versions.toml")
+        click.echo(f"{release}: {' '.join(core(catalogue, release))}")
+
+
+@main.command()
+@click.argument("jobs", nargs=-1, required=True)
+@click.option("--limit", type=int, default=LIMIT, show_default=True, help="Bytes one call carries, tree included.")
+@click.option("--json", "as_json", is_flag=True, help="One object a call: command, carry.")
+def plan(jobs: tuple[str, ...], limit: int, as_json: bool) -> None:
+    """Stage RELEASE[:PROOF,...] jobs and print the calls that prove them on a GPU machine."""
+    catalogue = Catalogue(ROOT)
+    releases = [j.partition(":")[0] for j in jobs]
+    for release in releases:
+        if release not in catalogue.releases:
+            raise click.UsageError(f"vLLM {release} is not in versions.toml")
+    room = limit - tree_size(ROOT) - MARGIN
+    if room < 1 << 20:
+        raise click.ClickException(f"the working tree leaves {room} bytes of a {limit}-byte call for parts")
+    log = (lambda m: click.echo(m, err=True)) if as_json else click.echo
+    stages = [stage.stage(r, ROOT, log) for r in releases]
+    lab = ROOT / ".lab"
+    shutil.rmtree(lab / "stage", ignore_errors=True)
+    for s in stages:
+        s.write(lab / "stage" / f"{s.release}.json")
+    store = stage.cache() / "store"
+    blobs = [(b.sha256, store / b.sha256) for s in stages for b in s.blobs]
+    part_dirs = [p.relative_to(ROOT).as_posix() for p in parts.pack(blobs, room, lab / "parts")]
+    found = calls(part_dirs, list(jobs))
+    if as_json:
+        click.echo(json.dumps(found, indent=1))
+        return
+    total = sum(b.size for s in stages for b in {x.sha256: x for x in s.blobs}.values())
+    log(f"{len(part_dirs)} parts of at most {room >> 20} MiB ({total >> 20} MiB before sharing), {len(found)} calls:")
+    for call in found:
+        log(f"  run carry={json.dumps(call['carry'])} command: {call['command']}")
+
+
+@main.command()
+@click.argument("results", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--write", is_flag=True, help="Write docs/evidence/<release>/<proof>.json (else only report).")
+def evidence(results: Path, write: bool) -> None:
+    """Check a results.tgz from `lab.machine collect` and keep its verify JSON as evidence."""
+    from .records import read_results, summary_lines
+
+    found = read_results(results, ROOT, write=write)
+    for line in summary_lines(found):
+        click.echo(line)
+    if not write:
+        click.echo("(not written: --write keeps them under docs/evidence/)")
+    if any(r.problem for r in found.proofs):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,347 @@
+"""On the GPU machine: put the staged parts, install each release, build the sites its proofs
+compare, run the proofs detached from the call, and collect what they wrote.
+
+    python3 -m lab.machine put .lab/parts/p000 [.lab/parts/p001 ...]
+    python3 -m lab.machine start 0.22.0 0.23.0:gdn-ngram,tq-mtp [--slots 8]
+    python3 -m lab.machine collect [--wait 540]        # results under $OUT/results.tgz
+
+Everything lives under $VLLM_BACKPORTS_LAB_HOME (default ~/lab): the store of blobs, each
+release's pristine install and sites, and results/<release>/<proof>.{json,err,rc}. `start` copies
+the tool into the lab first and runs from that copy: the call's own tree is removed when the call
+ends, and a process whose working directory vanished fails. A release's proofs start as soon as
+it is installed, while the next one installs; at most `--slots` verifies run at once, and a
+memory watchdog kills the youngest verify when the machine runs short (a machine out of memory
+stops answering and loses every result on it) and starts it once more when memory is back.
+Standard library only, beside the project's own package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from . import parts
+
+# NVLink multicast stays off on the shared GPU hosts; engines' workers inherit these.
+SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+TOOL = ("apply.py", "vllm_backports", "backports", "versions.toml", "lab")
+WATCH_MIB = 6144  # available memory under which the watchdog kills the youngest verify
+ERR_TAIL = 200_000  # bytes of each verify's stderr that come back (progress bars fill megabytes)
+
+
+def lab_home() -> Path:
+    return Path(os.environ.get("VLLM_BACKPORTS_LAB_HOME", Path.home() / "lab"))
+
+
+def parse_jobs(specs: list[str], default: dict[str, list[str]] | None = None) -> list[dict]:
+    """RELEASE or RELEASE:PROOF,PROOF... as jobs; a bare release runs `default[release]`."""
+    jobs = []
+    for spec in specs:
+        release, _, names = spec.partition(":")
+        proofs = [n for n in names.split(",") if n] if names else list((default or {}).get(release, []))
+        if not proofs:
+            raise SystemExit(f"{spec}: no proofs to run")
+        jobs.append({"release": release, "proofs": proofs})
+    return jobs
+
+
+class Runner:
+    """One run of jobs on this machine; `verify` builds each proof's command (tests give a fake)."""
+
+    def __init__(self, home: Path, jobs: list[dict], slots: int = 8, watch_mib: int = WATCH_MIB):
+        self.home, self.jobs, self.slots, self.watch_mib = home, jobs, slots, watch_mib
+        self.results = home / "results"
+        self.lock = threading.Lock()
+        self.running: dict[str, tuple[subprocess.Popen, float]] = {}
+        self.killed: set[str] = set()
+        self.stop = threading.Event()
+
+    def event(self, **fields) -> None:
+        with self.lock, open(self.home / "timeline.jsonl", "a") as f:
+            f.write(json.dumps({"t": round(time.time(), 1), **fields}) + "\n")
+
+    # -- installing -------------------------------------------------------------------------
+    def install(self, release: str) -> Path:
+        stage = json.loads((self.home / "stage" / f"{release}.json").read_text())
+        wheels = self.home / release / "wheels"
+        shutil.rmtree(wheels, ignore_errors=True)
+        wheels.mkdir(parents=True)
+        for blob in stage["blobs"]:
+            os.link(parts.assemble(self.home / "store", blob["sha256"], blob["size"]), wheels / blob["name"])
+        pristine = self.home / release / "pristine"
+        shutil.rmtree(pristine, ignore_errors=True)
+        cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile"]
+        subprocess.run([*cmd, "--target", str(pristine), *map(str, sorted(wheels.iterdir()))], check=True)
+        return pristine
+
+    def touched(self) -> list[str]:
+        """Every vLLM file any patch of the catalogue touches, so no site shares one by hard link."""
+        paths = set()
+        for patch in Path("backports").glob("*/*.patch"):
+            for line in patch.read_text().splitlines():
+                if line.startswith("+++ b/vllm/"):
+                    paths.add(line[len("+++ b/") :].split("\t")[0])
+        return sorted(paths)
+
+    def site(self, release: str, name: str, pristine: Path) -> Path:
+        """Site `name` of `release`: a hard-linked copy of the pristine install with its own copy of
+        every file a patch touches, patched by apply.py as lab.proofs.site_skips says."""
+        from vllm_backports.catalogue import Catalogue
+
+        from .proofs import site_skips
+
+        skips = site_skips(name, Catalogue(Path(".")).releases[release].backports)
+        site = self.home / release / f"site-{name}"
+        shutil.rmtree(site, ignore_errors=True)
+        subprocess.run(["cp", "-al", str(pristine), str(site)], check=True)
+        for rel in self.touched():
+            f = site / rel
+            if f.is_file():
+                shutil.copyfile(f, f.with_name(f.name + ".own"))
+                os.replace(f.with_name(f.name + ".own"), f)
+        if skips is not None:
+            out = self.results / release / f"apply-{name}.json"
+            cmd = [sys.executable, "apply.py", "--vllm", release, "--target", str(site), *skips, "--json"]
+            with open(out, "w") as f:
+                done = subprocess.run(cmd, stdout=f, env={**os.environ, "PYTHONPATH": str(site)})
+            if done.returncode != 0:
+                raise RuntimeError(f"site {name}: apply.py exited {done.returncode} ({out})")
+        return site
+
+    # -- proving -----------------------------------------------------------------------------
+    def verify(self, release: str, name: str, target: Path, control: Path) -> list[str]:
+        from vllm_backports.verify.proofs import PROOFS, with_defaults
+
+        options = list(with_defaults(PROOFS[name].options))
+        if "--prefill-backend" not in options:
+            options += ["--prefill-backend", "triton"]
+        if "--kv-cache-gib" not in options:  # a fixed KV size each: engines share the GPU
+            options += ["--kv-cache-gib", "2"]
+        work = self.home / release / "work" / name
+        return [sys.executable, "apply.py", "verify", "--work-dir", str(work), "--json", *options]
+
+    def prove(self, release: str, name: str, target: Path, control: Path, tries: int = 2) -> int:
+        key = f"{release}/{name}"
+        out = self.results / release
+        cmd = self.verify(release, name, target, control) + ["--control", str(control)]
+        cmd += ["--gpu-memory-utilization", "0.08"]
+        env = {**os.environ, **SAFE_ENV, "PYTHONPATH": str(target), "PYTHONUNBUFFERED": "1"}
+        rc = 1
+        for attempt in range(1, tries + 1):
+            while self.watch_mib and _available_mib() < 2 * self.watch_mib:
+                time.sleep(5)  # a restart waits for the memory its kill gave back
+            self.event(release=release, what=name, event="start", attempt=attempt)
+            with open(out / f"{name}.json", "w") as stdout, open(out / f"{name}.err", "w") as stderr:
+                proc = subprocess.Popen(cmd, stdout=stdout, stderr=stderr, env=env, start_new_session=True)
+                with self.lock:
+                    self.running[key] = (proc, time.time())
+                rc = proc.wait()
+                with self.lock:
+                    self.running.pop(key, None)
+                    killed = key in self.killed
+                    self.killed.discard(key)
+            self.event(release=release, what=name, event="end", rc=rc, killed=killed)
+            if not killed:
+                break
+        (out / f"{name}.rc").write_text(f"{rc}\n")
+        _trim(out / f"{name}.err")
+        return rc
+
+    def watchdog(self) -> None:
+        while not self.stop.wait(5):
+            if _available_mib() >= self.watch_mib:
+                continue
+            with self.lock:
+                if not self.running:
+                    continue
+                key, (proc, _) = max(self.running.items(), key=lambda kv: kv[1][1])
+                self.killed.add(key)
+            self.event(what=key, event="killed", available_mib=_available_mib())
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.stop.wait(20)  # the memory comes back before the next look
+
+    def run(self) -> int:
+        from .proofs import control_site
+
+        self.results.mkdir(parents=True, exist_ok=True)
+        threading.Thread(target=self.watchdog, daemon=True).start()
+        futures = []
+        with ThreadPoolExecutor(self.slots) as pool:
+            for job in self.jobs:
+                release = job["release"]
+                (self.results / release).mkdir(parents=True, exist_ok=True)
+                self.event(release=release, what="install", event="start")
+                try:
+                    pristine = self.install(release)
+                    sites = {"fix": self.site(release, "fix", pristine)}
+                    for name in job["proofs"]:
+                        kind = control_site(name)
+                        if kind not in sites:
+                            sites[kind] = self.site(release, kind, pristine)
+                except (OSError, ValueError, RuntimeError, subprocess.CalledProcessError) as exc:
+                    self.event(release=release, what="install", event="end", error=str(exc))
+                    (self.results / release / "install.err").write_text(f"{exc}\n")
+                    continue
+                self.event(release=release, what="install", event="end")
+                for name in job["proofs"]:
+                    futures.append(pool.submit(self.prove, release, name, sites["fix"], sites[control_site(name)]))
+        self.stop.set()
+        failed = sum(1 for f in futures if f.result() != 0)
+        (self.home / "done").write_text(f"{len(futures)} proofs, {failed} exited non-zero\n")
+        return 0
+
+
+def _available_mib() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return 1 << 30  # unknown: never kill on a guess
+
+
+def _trim(path: Path) -> None:
+    if path.stat().st_size > ERR_TAIL:
+        with open(path, "rb") as f:
+            f.seek(-ERR_TAIL, os.SEEK_END)
+            tail = f.read()
+        path.write_bytes(b"[...]\n" + tail)
+
+
+def status_lines(home: Path) -> list[str]:
+    """A line per proof: its exit and each site's errors of its tokens, or what it is doing."""
+    lines = []
+    for err in sorted((home / "results").glob("*/*.err")):
+        key = f"{err.parent.name}/{err.stem}"
+        if err.stem == "install":
+            lines.append(f"{key}: FAILED {err.read_text().strip()}")
+            continue
+        rc = err.with_suffix(".rc")
+        if not rc.exists():
+            tail = err.read_bytes()[-4000:].decode(errors="replace").replace("\r", "\n").strip().splitlines()
+            lines.append(f"{key}: running: {(tail or [''])[-1][:160]}")
+            continue
+        try:
+            data = json.loads(err.with_suffix(".json").read_text())
+            rows = [
+                f"{r['scenario']}/{r.get('site', 'target')}:" + ("dead" if r.get("crashed") else f"{r['errors']}/{r['tokens']}")
+                for r in data.get("rows", [])
+                if r["scenario"] != "baseline"
+            ]
+            lines.append(f"{key}: exit {rc.read_text().strip()}, {data.get('proof')}: {' '.join(rows)}")
+        except (OSError, ValueError, KeyError, TypeError):
+            lines.append(f"{key}: exit {rc.read_text().strip()}, no verdict: {err.read_text()[-300:].strip()}")
+    return lines
+
+
+def collect(home: Path, wait: float, out: Path) -> bool:
+    """Wait until the run is done or `wait` seconds pass; print its state; write results.tgz."""
+    deadline = time.time() + wait
+    while time.time() < deadline and not (home / "done").exists():
+        time.sleep(10)
+    for line in status_lines(home):
+        print(line)
+    done = (home / "done").exists()
+    print("done: " + (home / "done").read_text().strip() if done else "still running")
+    out.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(out / "results.tgz", "w:gz") as tar:
+        for name in ("results", "timeline.jsonl", "run.log", "machine.json", "jobs.json"):
+            if (home / name).exists():
+                tar.add(home / name, arcname=name)
+    return done
+
+
+def start(specs: list[str], slots: int, source: Path, home: Path) -> None:
+    from vllm_backports.catalogue import Catalogue
+
+    from .proofs import core
+
+    catalogue = Catalogue(source)
+    jobs = parse_jobs(specs, {r: core(catalogue, r) for r in catalogue.releases})
+    home.mkdir(parents=True, exist_ok=True)
+    tool = home / "tool"
+    shutil.rmtree(tool, ignore_errors=True)
+    for name in TOOL:
+        src = source / name
+        if src.is_dir():
+            shutil.copytree(src, tool / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, tool / name)
+    (home / "stage").mkdir(exist_ok=True)
+    for stage in (source / ".lab" / "stage").glob("*.json"):
+        shutil.copy2(stage, home / "stage" / stage.name)
+    missing = [j["release"] for j in jobs if not (home / "stage" / f"{j['release']}.json").exists()]
+    if missing:
+        raise SystemExit(f"start: no stage of {', '.join(missing)} (put its parts with .lab/stage)")
+    for stale in ("done", "timeline.jsonl"):
+        (home / stale).unlink(missing_ok=True)
+    shutil.rmtree(home / "results", ignore_errors=True)
+    (home / "jobs.json").write_text(json.dumps({"jobs": jobs, "slots": slots}))
+    (home / "machine.json").write_text(json.dumps(_machine()))
+    with open(home / "run.log", "w") as log:
+        subprocess.Popen(
+            [sys.executable, "-m", "lab.machine", "run"],
+            cwd=tool,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **SAFE_ENV, "VLLM_BACKPORTS_LAB_HOME": str(home)},
+        )
+    for job in jobs:
+        print(f"started {job['release']}: {', '.join(job['proofs'])}")
+
+
+def _machine() -> dict:
+    try:
+        gpu = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True
+        ).stdout.strip()
+    except OSError:
+        gpu = ""
+    return {"gpu": gpu, "cores": os.cpu_count(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m lab.machine")
+    sub = parser.add_subparsers(dest="step", required=True)
+    p = sub.add_parser("put")
+    p.add_argument("parts", nargs="+", type=Path)
+    s = sub.add_parser("start")
+    s.add_argument("jobs", nargs="+", metavar="RELEASE[:PROOF,...]")
+    s.add_argument("--slots", type=int, default=8)
+    sub.add_parser("run")
+    c = sub.add_parser("collect")
+    c.add_argument("--wait", type=float, default=0)
+    args = parser.parse_args(argv)
+    home = lab_home()
+    if args.step == "put":
+        for part in args.parts:
+            print(f"put {part}: {parts.put(part, home / 'store') >> 20} MiB")
+    elif args.step == "start":
+        start(args.jobs, args.slots, Path.cwd(), home)
+    elif args.step == "run":
+        spec = json.loads((home / "jobs.json").read_text())
+        return Runner(home, spec["jobs"], spec["slots"]).run()
+    else:
+        done = collect(home, args.wait, Path(os.environ.get("OUT", "/tmp/out")))
+        return 0 if done else 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

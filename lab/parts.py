@@ -1,0 +1,107 @@
+"""The transport: blobs cut into parts of at most a given size (one part a device call), and put
+back together on the far side, each blob checked against its sha256 before anything uses it.
+
+A part is a folder of chunk files named `<sha256>.<offset>`: the bytes of that blob from that
+offset. The blobs are laid end to end and cut every `limit` bytes, so the parts are as few as the
+bytes allow and a blob larger than a part spans several. Standard library only: the far side
+runs it with the GPU machine's bare python3.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+BLOCK = 1 << 20
+
+
+def pack(blobs: Iterable[tuple[str, Path]], limit: int, out: Path) -> list[Path]:
+    """Write (sha256, path) blobs, each once, into parts out/p000, out/p001, ... of at most
+    `limit` bytes each; returns the part folders. `out` is emptied first."""
+    if limit < 1:
+        raise ValueError("a part holds at least one byte")
+    if out.exists():
+        shutil.rmtree(out)
+    parts: list[Path] = []
+    room = 0
+    seen: set[str] = set()
+    for digest, path in blobs:
+        if digest in seen:
+            continue
+        seen.add(digest)
+        size = path.stat().st_size
+        offset = 0
+        with open(path, "rb") as src:
+            while offset < size or (size == 0 and offset == 0):
+                if room == 0:
+                    parts.append(out / f"p{len(parts):03d}")
+                    parts[-1].mkdir(parents=True)
+                    room = limit
+                take = min(room, size - offset)
+                with open(parts[-1] / f"{digest}.{offset}", "wb") as dst:
+                    _copy(src, dst, take)
+                offset += take
+                room -= take
+                if size == 0:
+                    break
+    return parts
+
+
+def _copy(src, dst, length: int) -> None:
+    while length:
+        chunk = src.read(min(BLOCK, length))
+        if not chunk:
+            raise OSError("the blob ended early")
+        dst.write(chunk)
+        length -= len(chunk)
+
+
+def put(part: Path, store: Path) -> int:
+    """Copy one part's chunks into `store`/chunks; returns the bytes copied."""
+    chunks = store / "chunks"
+    chunks.mkdir(parents=True, exist_ok=True)
+    total = 0
+    for f in sorted(part.iterdir()):
+        digest, _, offset = f.name.partition(".")
+        if len(digest) != 64 or not offset.isdigit():
+            raise ValueError(f"{f}: not a chunk (<sha256>.<offset>)")
+        tmp = chunks / f"{f.name}.tmp"
+        shutil.copyfile(f, tmp)
+        os.replace(tmp, chunks / f.name)
+        total += f.stat().st_size
+    return total
+
+
+def assemble(store: Path, digest: str, size: int) -> Path:
+    """The blob `digest` of `size` bytes at store/<digest>, joined from its chunks and checked; a
+    blob already joined is reused. Raises ValueError naming what is missing or wrong."""
+    whole = store / digest
+    if whole.is_file() and whole.stat().st_size == size:
+        return whole
+    pieces = sorted(((int(p.name.split(".")[1]), p) for p in (store / "chunks").glob(f"{digest}.*")), key=lambda x: x[0])
+    pieces = [(o, p) for o, p in pieces if not p.name.endswith(".tmp")]
+    expected = 0
+    for offset, piece in pieces:
+        if offset != expected:
+            raise ValueError(f"blob {digest[:12]}: no chunk at byte {expected} (a part was not put)")
+        expected += piece.stat().st_size
+    if expected != size:
+        raise ValueError(f"blob {digest[:12]}: {expected} of {size} bytes put (a part was not put)")
+    h = hashlib.sha256()
+    tmp = store / f"{digest}.tmp"
+    with open(tmp, "wb") as dst:
+        for _, piece in pieces:
+            with open(piece, "rb") as src:
+                while chunk := src.read(BLOCK):
+                    h.update(chunk)
+                    dst.write(chunk)
+    if h.hexdigest() != digest:
+        tmp.unlink()
+        raise ValueError(f"blob {digest[:12]}: its chunks hash to {h.hexdigest()[:12]}")
+    os.replace(tmp, whole)
+    for _, piece in pieces:
+        piece.unlink()
+    return whole

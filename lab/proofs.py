@@ -1,0 +1,75 @@
+"""Which proofs a release runs, and against which site: the core set, read off the backports its
+series carries, and the sites the GPU machine builds for the controls.
+
+The proofs themselves (options, control kind) are vllm_backports/verify/proofs.py's table; this
+module only chooses among them and names the apply.py options that build each control site.
+"""
+
+from __future__ import annotations
+
+from vllm_backports.catalogue import Catalogue
+from vllm_backports.verify.proofs import PROOFS
+
+# The core set: for each backport a series carries, the proofs that show it on users' shape (16
+# a batch under CUDA graphs unless the proof says otherwise). The GDN fix shows on ngram, on
+# prompts of k+1 tokens, with prefix caching and on MTP (which takes the V2 runner from 0.29, so
+# the same proof covers gdn-spec-state-v2-runner there; gdn-mixed-batch-gates is exercised by
+# every 16-a-batch GDN proof's mixed rows).
+CORE = {
+    "gdn-spec-state": ("gdn-ngram", "gdn-ngram-kp1", "gdn-ngram-prefix", "mtp"),
+    "turboquant-spec-decode": ("tq-mtp",),
+    "spec-prefill-decode-graph": ("kp1-b1-fix",),
+    "turboquant-prefill-fastpath": ("tq-continuation",),
+    "turboquant-decode-workspace": ("qwen3_5-tq-mtp",),
+    "gdn-draft-free-plain": ("gdn-ngram-b1",),
+}
+# TurboQuant KV cannot start on hybrid models before 0.21.0 (verify/scenarios.py): a TurboQuant
+# proof there has no run to make.
+TURBOQUANT_FROM = (0, 21)
+
+# Backports written on another's lines, which leave the series with it (apply.py refuses them
+# alone): turboquant-prefill-fastpath on turboquant-spec-decode's, turboquant-decode-workspace
+# (0.21 .. 0.23) on both.
+WRITTEN_ON = {
+    "turboquant-spec-decode": ("turboquant-prefill-fastpath", "turboquant-decode-workspace"),
+    "turboquant-prefill-fastpath": ("turboquant-decode-workspace",),
+}
+
+
+def _version(release: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in release.split(".")[:2])
+
+
+def core(catalogue: Catalogue, release: str) -> list[str]:
+    """The core proofs of `release`, in the order they are started."""
+    carried = catalogue.releases[release].backports
+    out: list[str] = []
+    for backport, names in CORE.items():
+        if backport not in carried:
+            continue
+        for name in names:
+            if PROOFS[name].turboquant and _version(release) < TURBOQUANT_FROM:
+                continue
+            out.append(name)
+    return out
+
+
+def control_site(name: str) -> str:
+    """The site a proof's control runs on: raw, ctl or less-ID."""
+    return PROOFS[name].control
+
+
+def site_skips(site: str, carried: tuple[str, ...]) -> list[str] | None:
+    """apply.py's --skip options that build `site` from the series carried; None for the pristine
+    site (no apply at all). ctl is TurboQuant as released: the series less turboquant-spec-decode."""
+    if site == "raw":
+        return None
+    if site == "fix":
+        return []
+    left_out = "turboquant-spec-decode" if site == "ctl" else site.removeprefix("less-")
+    if site != "ctl" and not site.startswith("less-"):
+        raise ValueError(f"unknown site {site!r}")
+    if left_out not in carried:
+        raise ValueError(f"site {site}: the series does not carry {left_out}")
+    skips = [left_out] + [d for d in WRITTEN_ON.get(left_out, ()) if d in carried]
+    return [x for s in skips for x in ("--skip", s)]

@@ -1,0 +1,117 @@
+"""What a lab run brought back (results.tgz of `lab.machine collect`): each proof's verify JSON
+checked as evidence and, with write, kept as docs/evidence/<release>/<proof>.json; and the run's
+timeline read as device time per release."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from vllm_backports.errors import EvidenceError
+from vllm_backports.evidence import EVIDENCE_DIR, summarise
+
+
+@dataclass
+class ProofResult:
+    release: str
+    name: str
+    rc: int | None  # None: still running when collected
+    verdict: str | None = None  # evidence.py's, when the JSON is evidence
+    problem: str | None = None  # why it is not kept
+    written: Path | None = None
+
+
+@dataclass
+class Found:
+    proofs: list[ProofResult] = field(default_factory=list)
+    timeline: list[dict] = field(default_factory=list)
+    machine: dict = field(default_factory=dict)
+
+
+def _members(tar: tarfile.TarFile) -> dict[str, bytes]:
+    out = {}
+    for m in tar.getmembers():
+        path = PurePosixPath(m.name)
+        if m.isfile() and not path.is_absolute() and ".." not in path.parts:
+            f = tar.extractfile(m)
+            if f is not None:
+                out[path.as_posix()] = f.read()
+    return out
+
+
+def read_results(tgz: Path, root: Path, write: bool = False) -> Found:
+    with tarfile.open(tgz) as tar:
+        files = _members(tar)
+    found = Found()
+    if "timeline.jsonl" in files:
+        found.timeline = [json.loads(line) for line in files["timeline.jsonl"].decode().splitlines() if line.strip()]
+    if "machine.json" in files:
+        found.machine = json.loads(files["machine.json"])
+    for path in sorted(files):
+        parts = PurePosixPath(path).parts
+        if len(parts) != 3 or parts[0] != "results" or not parts[2].endswith(".err") or parts[2] == "install.err":
+            continue
+        release, name = parts[1], parts[2][: -len(".err")]
+        rc_text = files.get(f"results/{release}/{name}.rc")
+        result = ProofResult(release, name, int(rc_text) if rc_text else None)
+        found.proofs.append(result)
+        if result.rc is None:
+            result.problem = "still running when collected"
+            continue
+        raw = files.get(f"results/{release}/{name}.json", b"")
+        try:
+            data = json.loads(raw)
+            result.verdict = summarise(data, release, name, f"{release}/{name}.json").verdict
+        except (ValueError, EvidenceError) as exc:
+            tail = files[path].decode(errors="replace").strip().splitlines()[-1:] or [""]
+            result.problem = f"not evidence ({str(exc)[:160]}); stderr: {tail[0][:160]}"
+            continue
+        if write:
+            dest = root / EVIDENCE_DIR / release / f"{name}.json"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+            result.written = dest
+    for path in sorted(files):
+        if path.endswith("/install.err"):
+            release = PurePosixPath(path).parts[1]
+            found.proofs.append(ProofResult(release, "install", 1, problem=files[path].decode().strip()))
+    return found
+
+
+def device_time(timeline: list[dict]) -> dict[str, dict[str, float]]:
+    """Per release: install seconds, and the span from its install's start to its last proof's
+    end (releases overlap on one machine, so spans add up to more than the run's wall time)."""
+    out: dict[str, dict[str, float]] = {}
+    starts: dict[tuple, float] = {}
+    for e in timeline:
+        release = e.get("release")
+        if release is None:
+            continue
+        key = (release, e["what"])
+        r = out.setdefault(release, {"install_s": 0.0, "first": e["t"], "last": e["t"]})
+        r["first"], r["last"] = min(r["first"], e["t"]), max(r["last"], e["t"])
+        if e["event"] == "start":
+            starts[key] = e["t"]
+        elif e["event"] == "end" and e["what"] == "install" and key in starts:
+            r["install_s"] = e["t"] - starts[key]
+    return {
+        release: {"install_s": round(r["install_s"], 1), "span_s": round(r["last"] - r["first"], 1)}
+        for release, r in out.items()
+    }
+
+
+def summary_lines(found: Found) -> list[str]:
+    lines = []
+    for p in found.proofs:
+        where = f" -> {p.written.relative_to(p.written.parents[3]).as_posix()}" if p.written else ""
+        state = f"exit {p.rc}" if p.rc is not None else "running"
+        lines.append(f"{p.release}/{p.name}: {state}, " + (p.verdict or f"NOT KEPT: {p.problem}") + where)
+    times = device_time(found.timeline)
+    ends = [e["t"] for e in found.timeline]
+    if ends:
+        lines.append(f"run: {(max(ends) - min(ends)) / 60:.1f} min from the first install to the last proof")
+    for release, t in times.items():
+        lines.append(f"{release}: install {t['install_s']:.0f} s, install to last proof {t['span_s'] / 60:.1f} min")
+    return lines

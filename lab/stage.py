@@ -1,0 +1,210 @@
+"""Stage a vLLM release for a GPU machine that has no network: the release's own wheel from PyPI,
+byte for byte (its sha256 is versions.toml's `wheel_sha256`), and the wheels of the dependencies
+the machine's image lacks, resolved for CPython 3.12 on x86_64 Linux.
+
+A stage is a list of blobs (each a wheel, kept once by its sha256 in the lab's store) written as
+`<store>/../stages/<release>.json`. Releases share their dependencies' blobs, so staging several
+for one machine carries each wheel once (lab.parts packs them for the transport).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from vllm_backports.catalogue import Catalogue
+from vllm_backports.digest import sha256_file
+
+HERE = Path(__file__).resolve().parent
+IMAGE = HERE / "data" / "gpu-image.txt"
+MACHINE_TORCH = "2.11.0"  # the GPU machine's own torch (cu130): releases pinning it use the image's
+# Dropped whatever the image holds: CUDA's libraries come with the image's torch (the same CUDA 13
+# major), FlashInfer is staged on its own where a proof runs it, and vLLM comes as its own wheel.
+DROP_PREFIXES = ("nvidia-", "cuda-", "flashinfer")
+# Optional at import and never run by verify's tiny models; heavy (z3-solver alone is ~30 MiB).
+DROP = {"vllm", "tilelang", "quack-kernels", "z3-solver", "fastsafetensors"}
+TORCH_STACK = {"torch", "triton", "torchvision", "torchaudio"}
+# pip's tags for CPython 3.12 on the machine (glibc 2.35 and newer): the stage takes wheels only
+PLATFORMS = [f"manylinux_2_{n}_x86_64" for n in (5, 12, 17, 24, 26, 27, 28, 31, 34, 35)] + [
+    "manylinux2014_x86_64",
+    "manylinux1_x86_64",
+    "linux_x86_64",
+    "any",
+]
+
+
+@dataclass(frozen=True)
+class Blob:
+    name: str  # the wheel's file name, as pip needs it to install
+    sha256: str
+    size: int
+    role: str  # "vllm": the release's wheel; "wheel": a dependency
+
+
+@dataclass(frozen=True)
+class Stage:
+    release: str
+    torch: str
+    blobs: tuple[Blob, ...]
+
+    def to_json(self) -> dict:
+        return {"release": self.release, "torch": self.torch, "blobs": [asdict(b) for b in self.blobs]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Stage:
+        return cls(data["release"], data["torch"], tuple(Blob(**b) for b in data["blobs"]))
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json(), indent=1) + "\n")
+
+
+def cache() -> Path:
+    return Path(os.environ.get("VLLM_BACKPORTS_LAB_CACHE", "~/.cache/vllm-backports-lab")).expanduser()
+
+
+def image_packages(path: Path = IMAGE) -> set[str]:
+    return {canonical(line) for line in path.read_text().split("\n") if line and not line.startswith("#")}
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name.strip()).lower()
+
+
+def parse_pins(text: str) -> dict[str, str]:
+    """`name==version` lines (uv pip compile's output) as {canonical name: version}."""
+    pins = {}
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name, sep, version = line.partition("==")
+        if not sep or ";" in version:
+            raise ValueError(f"not a pin: {line!r}")
+        pins[canonical(name)] = version.strip()
+    return pins
+
+
+def needed(pins: dict[str, str], image: set[str]) -> dict[str, str]:
+    """The pins the machine lacks. A release on the machine's torch uses the image's whole stack;
+    one pinning another torch brings torch, triton, torchvision and torchaudio as its pins say
+    (the image's CUDA 13 libraries serve them), and NCCL, whose image build lacks symbols newer
+    torch calls (ncclCommResume, seen with 2.13.0 on 2026-11-23)."""
+    own_torch = pins.get("torch") not in (None, MACHINE_TORCH)
+    out = {}
+    for name, version in pins.items():
+        if own_torch and (name in TORCH_STACK or name == "nvidia-nccl-cu13"):
+            out[name] = version
+        elif name in DROP or name.startswith(DROP_PREFIXES) or name in image:
+            continue
+        else:
+            out[name] = version
+    return out
+
+
+def _tool(name: str) -> Path:
+    """A command of the lab's own virtual environment (uv resolves for another platform; pip does
+    not without installing)."""
+    venv = cache() / "venv"
+    exe = venv / "bin" / name
+    if not exe.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "uv"], check=True)
+    return exe
+
+
+def resolve(release: str, run: Callable = subprocess.run) -> dict[str, str]:
+    """vLLM `release` and everything it needs, pinned for CPython 3.12 on manylinux x86_64."""
+    work = cache() / "resolve"
+    work.mkdir(parents=True, exist_ok=True)
+    req = work / f"{release}.in"
+    req.write_text(f"vllm=={release}\n")
+    out = work / f"{release}.txt"
+    cmd = [str(_tool("uv")), "pip", "compile", str(req), "--python-version", "3.12"]
+    cmd += ["--python-platform", "x86_64-manylinux_2_28", "--no-header", "--no-annotate", "-q", "-o", str(out)]
+    run(cmd, check=True)
+    return parse_pins(out.read_text())
+
+
+def _into_store(path: Path, role: str) -> Blob:
+    digest = sha256_file(path)
+    store = cache() / "store"
+    store.mkdir(parents=True, exist_ok=True)
+    if not (store / digest).exists():
+        shutil.copyfile(path, store / f"{digest}.tmp")
+        os.replace(store / f"{digest}.tmp", store / digest)
+    return Blob(path.name, digest, path.stat().st_size, role)
+
+
+def download(pins: dict[str, str], dest: Path, run: Callable = subprocess.run) -> list[Path]:
+    """The wheels of `pins` for the machine's Python, without their dependencies (resolved already)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if not pins:
+        return []
+    cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d", str(dest)]
+    cmd += ["--python-version", "3.12", "--implementation", "cp", "--abi", "cp312", "--abi", "abi3", "--abi", "none"]
+    for platform in PLATFORMS:
+        cmd += ["--platform", platform]
+    run(cmd + [f"{name}=={version}" for name, version in sorted(pins.items())], check=True)
+    found = {}
+    for wheel in dest.glob("*.whl"):
+        name = canonical(wheel.name.split("-")[0])
+        if name in pins and wheel.name.split("-")[1] == pins[name]:
+            found[name] = wheel
+    missing = sorted(set(pins) - set(found))
+    if missing:
+        raise SystemExit(f"stage: no wheel downloaded for {', '.join(missing)}")
+    return [found[name] for name in sorted(found)]
+
+
+def vllm_wheel(release: str, home: Path) -> Path:
+    """The release's wheel exactly as versions.toml pins it (file name and sha256), from PyPI."""
+    import requests
+
+    from vllm_backports import pypi
+    from vllm_backports.pypi import WheelInfo
+
+    entry = Catalogue(home).releases[release]
+    dest = cache() / "wheels" / entry.wheel
+    if dest.is_file() and sha256_file(dest) == entry.wheel_sha256:
+        return dest
+    with requests.Session() as session:
+        files = {w.filename: w for w in pypi.release_files(session, release)}
+        if entry.wheel not in files:
+            raise SystemExit(f"stage: PyPI lists no {entry.wheel}")
+        info = files[entry.wheel]
+        if info.sha256 != entry.wheel_sha256:
+            raise SystemExit(f"stage: {entry.wheel}: PyPI's sha256 is not versions.toml's")
+        return pypi.download(session, WheelInfo(info.filename, info.url, info.sha256, info.size), dest)
+
+
+def stage(release: str, home: Path, log: Callable[[str], None] = print) -> Stage:
+    """Stage `release` (cached: a stage already written is read back)."""
+    path = cache() / "stages" / f"{release}.json"
+    if path.is_file():
+        found = Stage.from_json(json.loads(path.read_text()))
+        if all((cache() / "store" / b.sha256).is_file() for b in found.blobs):
+            return found
+    catalogue = Catalogue(home)
+    if release not in catalogue.releases:
+        raise SystemExit(f"stage: vLLM {release} is not in versions.toml")
+    log(f"{release}: resolving")
+    pins = resolve(release)
+    torch = pins.get("torch", "")
+    if torch != catalogue.releases[release].torch:
+        raise SystemExit(f"stage: vLLM {release} resolves torch {torch}, versions.toml says {catalogue.releases[release].torch}")
+    wanted = needed(pins, image_packages())
+    log(f"{release}: torch {torch}; {len(wanted)} dependency wheels the machine lacks")
+    wheels = download(wanted, cache() / "wheels")
+    blobs = [_into_store(vllm_wheel(release, home), "vllm")] + [_into_store(w, "wheel") for w in wheels]
+    found = Stage(release, torch, tuple(blobs))
+    found.write(path)
+    log(f"{release}: staged, {sum(b.size for b in blobs) >> 20} MiB in {len(blobs)} wheels")
+    return found

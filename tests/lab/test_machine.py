@@ -1,0 +1,125 @@
+"""The GPU machine's side of the lab, run here with a fake verify: install from the store, run
+proofs in slots, a memory watchdog that kills and restarts, and collect."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import tarfile
+import zipfile
+
+from lab import machine, parts
+
+
+def wheel(tmp_path, name="fakepkg", version="1.0"):
+    path = tmp_path / f"{name}-{version}-py3-none-any.whl"
+    info = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}/__init__.py": f"VERSION = {version!r}\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    with zipfile.ZipFile(path, "w") as z:
+        for n, text in files.items():
+            z.writestr(n, text)
+        z.writestr(f"{info}/RECORD", "".join(f"{n},,\n" for n in files) + f"{info}/RECORD,,\n")
+    return path
+
+
+class FakeRunner(machine.Runner):
+    """Sites are folders; a verify is a Python one-liner that writes the JSON the script says."""
+
+    script = "import json, sys; print(json.dumps({'proof': 'control fails, target passes', 'rows': []}))"
+
+    def site(self, release, name, pristine):
+        (self.home / release / name).mkdir(parents=True, exist_ok=True)
+        return self.home / release / name
+
+    def verify(self, release, name, target, control):
+        return [sys.executable, "-c", self.script]
+
+
+def staged(tmp_path, release="0.22.0"):
+    home = tmp_path / "lab"
+    w = wheel(tmp_path)
+    digest = hashlib.sha256(w.read_bytes()).hexdigest()
+    (home / "stage").mkdir(parents=True)
+    blob = {"name": w.name, "sha256": digest, "size": w.stat().st_size, "role": "vllm"}
+    (home / "stage" / f"{release}.json").write_text(json.dumps({"release": release, "torch": "2.11.0", "blobs": [blob]}))
+    for p in parts.pack([(digest, w)], 300, tmp_path / "parts"):
+        parts.put(p, home / "store")
+    return home
+
+
+def test_a_release_installs_from_its_chunks_and_its_proofs_run_in_slots(tmp_path):
+    home = staged(tmp_path)
+    runner = FakeRunner(home, [{"release": "0.22.0", "proofs": ["gdn-ngram", "tq-mtp", "mtp"]}], slots=2, watch_mib=0)
+    assert runner.run() == 0
+    assert (home / "0.22.0" / "pristine" / "fakepkg" / "__init__.py").read_text() == "VERSION = '1.0'\n"
+    res = home / "results" / "0.22.0"
+    for name in ("gdn-ngram", "tq-mtp", "mtp"):
+        assert (res / f"{name}.rc").read_text() == "0\n"
+        assert json.loads((res / f"{name}.json").read_text())["proof"] == "control fails, target passes"
+    events = [json.loads(x) for x in (home / "timeline.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in events if e["what"] == "install"] == ["start", "end"]
+    assert sum(e["event"] == "end" for e in events) == 4
+    assert (home / "done").read_text() == "3 proofs, 0 exited non-zero\n"
+
+
+def test_a_release_whose_parts_were_not_all_put_fails_alone_saying_why(tmp_path):
+    home = staged(tmp_path)
+    store = home / "store"
+    for chunk in sorted((store / "chunks").iterdir())[1:2]:
+        chunk.unlink()
+    runner = FakeRunner(home, [{"release": "0.22.0", "proofs": ["gdn-ngram"]}], watch_mib=0)
+    runner.run()
+    assert "a part was not put" in (home / "results" / "0.22.0" / "install.err").read_text()
+    assert (home / "done").read_text() == "0 proofs, 0 exited non-zero\n"
+    assert any("FAILED" in line for line in machine.status_lines(home))
+
+
+def test_the_watchdog_kills_the_youngest_verify_and_it_runs_once_more(tmp_path, monkeypatch):
+    home = staged(tmp_path)
+    flag = tmp_path / "first-try-done"
+
+    class Slow(FakeRunner):
+        # the first try sleeps until killed; the second returns at once
+        script = (
+            f"import os, time, pathlib; f = pathlib.Path({str(flag)!r})\n"
+            "if not f.exists(): f.write_text('x'); time.sleep(60)\n"
+            "print('{\"rows\": []}')"
+        )
+
+    runner = Slow(home, [{"release": "0.22.0", "proofs": ["gdn-ngram"]}], watch_mib=100)
+    low = iter([50] + [1 << 20] * 10_000)  # short of memory once, then plenty
+    monkeypatch.setattr(machine, "_available_mib", lambda: 1 << 20 if not runner.running else next(low))
+    monkeypatch.setattr(runner.stop, "wait", lambda s: runner.stop.is_set() or __import__("time").sleep(0.2))
+    runner.run()
+    events = [json.loads(x) for x in (home / "timeline.jsonl").read_text().splitlines()]
+    ends = [e for e in events if e["event"] == "end" and e["what"] == "gdn-ngram"]
+    assert [e["killed"] for e in ends] == [True, False] and ends[1]["rc"] == 0
+    assert any(e["event"] == "killed" for e in events)
+
+
+def test_collect_prints_a_line_a_proof_and_packs_the_results(tmp_path, capsys):
+    home = staged(tmp_path)
+    FakeRunner(home, [{"release": "0.22.0", "proofs": ["mtp"]}], watch_mib=0).run()
+    (home / "results" / "0.22.0" / "slow.err").write_text("Loading\rengine 40%\r")
+    assert machine.collect(home, 0, tmp_path / "out")
+    out = capsys.readouterr().out
+    assert "0.22.0/mtp: exit 0, control fails, target passes" in out and "0.22.0/slow: running: engine 40%" in out
+    with tarfile.open(tmp_path / "out" / "results.tgz") as tar:
+        names = tar.getnames()
+    assert "results/0.22.0/mtp.json" in names and "timeline.jsonl" in names
+
+
+def test_jobs_name_their_proofs_or_take_the_releases_default():
+    assert machine.parse_jobs(["0.22.0:mtp,tq-mtp", "0.23.0"], {"0.23.0": ["gdn-ngram"]}) == [
+        {"release": "0.22.0", "proofs": ["mtp", "tq-mtp"]},
+        {"release": "0.23.0", "proofs": ["gdn-ngram"]},
+    ]
+    import pytest
+
+    with pytest.raises(SystemExit, match="no proofs"):
+        machine.parse_jobs(["0.99.0"], {})

@@ -1,0 +1,47 @@
+"""The core proof set of a release and the apply.py options that build each control site."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lab.proofs import core, site_skips
+from vllm_backports.catalogue import Catalogue
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def catalogue():
+    return Catalogue(ROOT)
+
+
+def test_every_backport_of_a_series_has_a_core_proof_where_one_can_run(catalogue):
+    got = core(catalogue, "0.22.0")
+    assert got[:4] == ["gdn-ngram", "gdn-ngram-kp1", "gdn-ngram-prefix", "mtp"]
+    assert {"tq-mtp", "kp1-b1-fix", "tq-continuation", "qwen3_5-tq-mtp"} <= set(got)
+    assert "gdn-ngram-b1" in core(catalogue, "0.26.0") and "gdn-ngram-b1" not in got  # gdn-draft-free-plain
+
+
+def test_no_turboquant_proof_where_turboquant_cannot_start_on_hybrids(catalogue):
+    got = core(catalogue, "0.20.0")
+    assert "gdn-ngram" in got and not any(n.startswith("tq-") or "tq-" in n for n in got)
+
+
+def test_a_release_with_the_gdn_fix_upstream_runs_no_gdn_proof(catalogue):
+    got = core(catalogue, "0.33.0")
+    assert got and not any(n.startswith("gdn-") or n == "mtp" for n in got)
+
+
+def test_each_site_leaves_out_its_backport_and_what_is_written_on_it():
+    carried = ("turboquant-spec-decode", "gdn-spec-state", "turboquant-prefill-fastpath", "turboquant-decode-workspace")
+    assert site_skips("raw", carried) is None and site_skips("fix", carried) == []
+    assert site_skips("ctl", carried) == [
+        "--skip", "turboquant-spec-decode", "--skip", "turboquant-prefill-fastpath", "--skip", "turboquant-decode-workspace"
+    ]
+    assert site_skips("less-turboquant-prefill-fastpath", carried[:3]) == ["--skip", "turboquant-prefill-fastpath"]
+    with pytest.raises(ValueError, match="does not carry spec-prefill-decode-graph"):
+        site_skips("less-spec-prefill-decode-graph", carried)
+    with pytest.raises(ValueError, match="unknown site"):
+        site_skips("p65", carried)

@@ -1,0 +1,82 @@
+"""A lab run's results read back: verify JSON kept as evidence when it is evidence, device time
+per release from the timeline, and the calls a plan prints."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+from lab import records
+from lab.__main__ import calls
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL = ROOT / "docs" / "evidence" / "0.22.0" / "gdn-ngram.json"  # a real verify --json file
+
+
+def tgz(path: Path, files: dict[str, bytes]) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def timeline(*events) -> bytes:
+    return "".join(json.dumps(e) + "\n" for e in events).encode()
+
+
+def test_evidence_is_kept_byte_for_byte_in_meaning_and_a_crash_is_named_not_kept(tmp_path):
+    results = tgz(tmp_path / "r.tgz", {
+        "results/0.22.0/gdn-ngram.json": REAL.read_bytes(),
+        "results/0.22.0/gdn-ngram.err": b"",
+        "results/0.22.0/gdn-ngram.rc": b"0\n",
+        "results/0.22.0/mtp.json": b"",
+        "results/0.22.0/mtp.err": b"Traceback\nRuntimeError: CUDA error: illegal memory access\n",
+        "results/0.22.0/mtp.rc": b"1\n",
+        "results/0.22.0/tq-mtp.err": b"loading",
+        "timeline.jsonl": timeline(
+            {"t": 100.0, "release": "0.22.0", "what": "install", "event": "start"},
+            {"t": 160.0, "release": "0.22.0", "what": "install", "event": "end"},
+            {"t": 170.0, "release": "0.22.0", "what": "gdn-ngram", "event": "start"},
+            {"t": 460.0, "release": "0.22.0", "what": "gdn-ngram", "event": "end", "rc": 0},
+        ),
+    })
+    found = records.read_results(results, tmp_path, write=True)
+    by = {p.name: p for p in found.proofs}
+    kept = tmp_path / "docs" / "evidence" / "0.22.0" / "gdn-ngram.json"
+    assert by["gdn-ngram"].written == kept and json.loads(kept.read_text()) == json.loads(REAL.read_text())
+    assert by["gdn-ngram"].verdict == "proof"
+    assert by["mtp"].written is None and "illegal memory access" in by["mtp"].problem
+    assert by["tq-mtp"].rc is None and by["tq-mtp"].problem == "still running when collected"
+    assert not (tmp_path / "docs" / "evidence" / "0.22.0" / "mtp.json").exists()
+    assert records.device_time(found.timeline) == {"0.22.0": {"install_s": 60.0, "span_s": 360.0}}
+    lines = records.summary_lines(found)
+    assert "0.22.0/gdn-ngram: exit 0, proof -> docs/evidence/0.22.0/gdn-ngram.json" in lines
+    assert "run: 6.0 min from the first install to the last proof" in lines
+
+
+def test_a_file_filed_under_another_release_is_not_evidence(tmp_path):
+    results = tgz(tmp_path / "r.tgz", {
+        "results/0.23.0/gdn-ngram.json": REAL.read_bytes(),  # ran 0.22.0
+        "results/0.23.0/gdn-ngram.err": b"",
+        "results/0.23.0/gdn-ngram.rc": b"0\n",
+    })
+    found = records.read_results(results, tmp_path, write=True)
+    assert "ran vLLM 0.22.0" in found.proofs[0].problem and not (tmp_path / "docs").exists()
+
+
+def test_a_failed_install_is_reported(tmp_path):
+    results = tgz(tmp_path / "r.tgz", {"results/0.22.0/install.err": b"blob 0123: 4000 of 5000 bytes put\n"})
+    found = records.read_results(results, tmp_path)
+    assert [(p.name, p.problem) for p in found.proofs] == [("install", "blob 0123: 4000 of 5000 bytes put")]
+
+
+def test_the_plan_puts_every_part_and_starts_the_jobs_with_the_last():
+    got = calls([".lab/parts/p000", ".lab/parts/p001"], ["0.22.0", "0.23.0:mtp"])
+    assert got[0] == {"command": "python3 -m lab.machine put .lab/parts/p000", "carry": [".lab/parts/p000"]}
+    assert got[1]["command"].endswith("&& python3 -m lab.machine start 0.22.0 0.23.0:mtp")
+    assert got[1]["carry"] == [".lab/parts/p001", ".lab/stage"]
+    assert got[2]["command"].startswith("python3 -m lab.machine collect")

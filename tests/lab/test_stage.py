@@ -1,0 +1,55 @@
+"""Staging: which of a release's pins the GPU machine lacks, and the wheels fetched for them."""
+
+from __future__ import annotations
+
+import pytest
+
+from lab import stage
+
+
+def test_pins_read_from_uvs_output_by_canonical_name():
+    assert stage.parse_pins("Foo_Bar==1.0\n# comment\nbaz.qux==2  # why\n\n") == {"foo-bar": "1.0", "baz-qux": "2"}
+    with pytest.raises(ValueError, match="not a pin"):
+        stage.parse_pins("foo>=1\n")
+
+
+def test_a_release_on_the_machines_torch_brings_none_of_its_stack_or_cuda():
+    pins = {"torch": "2.11.0", "triton": "3.6.0", "nvidia-nccl-cu13": "2.28.9", "vllm": "0.22.0", "numpy": "2.2",
+            "xgrammar": "0.2.5", "flashinfer-python": "0.6", "z3-solver": "4"}
+    assert stage.needed(pins, {"torch", "triton", "numpy"}) == {"xgrammar": "0.2.5"}
+
+
+def test_a_release_pinning_another_torch_brings_its_stack_and_nccl_only():
+    pins = {"torch": "2.13.0", "triton": "3.7.0", "torchvision": "0.28.0", "nvidia-nccl-cu13": "2.29",
+            "nvidia-cublas": "13.1", "numpy": "2.2", "xgrammar": "0.2.5"}
+    got = stage.needed(pins, {"torch", "triton", "torchvision", "numpy", "nvidia-cublas"})
+    assert got == {"torch": "2.13.0", "triton": "3.7.0", "torchvision": "0.28.0", "nvidia-nccl-cu13": "2.29",
+                   "xgrammar": "0.2.5"}
+
+
+def test_the_image_list_is_read_by_canonical_name():
+    names = stage.image_packages()
+    assert {"torch", "triton", "transformers", "typing-extensions"} <= names and "vllm" not in names
+
+
+def test_download_asks_pip_for_wheels_of_the_machines_python_and_names_what_did_not_come(tmp_path):
+    seen = []
+
+    def fake_pip(cmd, check):
+        seen.append(cmd)
+        (tmp_path / "xgrammar-0.2.5-cp312-cp312-manylinux_2_28_x86_64.whl").write_bytes(b"w")
+        (tmp_path / "xgrammar-0.2.4-cp312-cp312-manylinux_2_28_x86_64.whl").write_bytes(b"old")
+
+    got = stage.download({"xgrammar": "0.2.5"}, tmp_path, run=fake_pip)
+    assert [p.name for p in got] == ["xgrammar-0.2.5-cp312-cp312-manylinux_2_28_x86_64.whl"]
+    cmd = seen[0]
+    assert "--no-deps" in cmd and "--only-binary=:all:" in cmd and cmd[cmd.index("--python-version") + 1] == "3.12"
+    assert cmd[-1] == "xgrammar==0.2.5"
+    with pytest.raises(SystemExit, match="no wheel downloaded for llguidance"):
+        stage.download({"xgrammar": "0.2.5", "llguidance": "1.7"}, tmp_path, run=lambda cmd, check: None)
+
+
+def test_a_stage_round_trips_through_its_json(tmp_path):
+    s = stage.Stage("0.22.0", "2.11.0", (stage.Blob("vllm.whl", "a" * 64, 3, "vllm"),))
+    s.write(tmp_path / "s.json")
+    assert stage.Stage.from_json(__import__("json").loads((tmp_path / "s.json").read_text())) == s
