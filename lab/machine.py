@@ -275,6 +275,7 @@ def start(specs: list[str], slots: int, source: Path, home: Path) -> None:
     home.mkdir(parents=True, exist_ok=True)
     tool = home / "tool"
     shutil.rmtree(tool, ignore_errors=True)
+    tool.mkdir()
     for name in TOOL:
         src = source / name
         if src.is_dir():
