@@ -4,7 +4,7 @@ figure a ratio B/A with a 95% bootstrap interval.
 
     python benchmarks/bench_ab.py run --experiment nospec --shape qwen3_5-9b \\
         --site raw=DIR --site fix=DIR2 --out RUN_DIR --pairs 20 --layout resident
-    python benchmarks/bench_ab.py summarize RUN_DIR [--copy docs/runs/bench-ab/NAME.json]
+    python benchmarks/bench_ab.py summarize RUN_DIR [--copy records/runs/bench-ab/NAME.json]
     python benchmarks/bench_ab.py profile-diff RUN_DIR        # after a run with --profile LEVEL
 
 `run` writes RUN_DIR/progress.jsonl a round at a time and RUN_DIR/result.json at the end; run

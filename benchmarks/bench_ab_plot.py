@@ -1,7 +1,7 @@
 """Plots of A/B results (benchmarks/bench_ab.py): per run, B/A of decode tokens/s and of TTFT at
 each concurrency level with its 95% interval, the target drawn where the run has one.
 
-    python benchmarks/bench_ab_plot.py docs/runs/bench-ab/*.json
+    python benchmarks/bench_ab_plot.py records/runs/bench-ab/*.json
 
 Each PNG is written beside its JSON (same name), where `python -m vllm_backports.maint
 bench-table --write` links it from docs/BENCHMARKS.md. Needs matplotlib (not a dependency of the

@@ -55,7 +55,7 @@ def test_a_row_per_level_with_the_ratio_its_interval_and_links():
     assert len(rows) == 2
     assert "| 1 | 1000 → 998 | 0.998 [0.994, 1.002] | 1.001 [0.990, 1.010] | - | 20 (resident) |" in rows[0]
     assert ">= 0.99, ±0.5%: met |" in rows[0]
-    assert "[json](runs/bench-ab/run1.json), [plot](runs/bench-ab/run1.png)" in rows[0]
+    assert "[json](../records/runs/bench-ab/run1.json), [plot](../records/runs/bench-ab/run1.png)" in rows[0]
     assert rows[1].split(" | ")[5] == "16"
 
 

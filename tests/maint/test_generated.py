@@ -303,7 +303,7 @@ def test_bench_table_is_generated_from_the_run_jsons_and_links_their_plots(tmp_p
     page.write_text(f"# Benchmarks\n\n{table.BEGIN}\n{table.NONE_YET}\n{table.END}\n\nmore\n")
     monkeypatch.setattr(maint, "HOME", home)
     assert CliRunner().invoke(maint.main, ["bench-table"]).exit_code == 0
-    runs = home / "docs/runs/bench-ab"
+    runs = home / "records/runs/bench-ab"
     runs.mkdir(parents=True)
     comparisons = [
         {"figure": f, "concurrency": 16, "ratio": 1.001, "ci_low": 0.998, "ci_high": 1.004, "half_width": 0.003,
@@ -319,7 +319,7 @@ def test_bench_table_is_generated_from_the_run_jsons_and_links_their_plots(tmp_p
     assert table.NONE_YET in page.read_text()
     assert CliRunner().invoke(maint.main, ["bench-table", "--write"]).exit_code == 0
     text = page.read_text()
-    assert "[plot](runs/bench-ab/r1.png)" in text and text.endswith(f"{table.END}\n\nmore\n")
+    assert "[plot](../records/runs/bench-ab/r1.png)" in text and text.endswith(f"{table.END}\n\nmore\n")
     assert CliRunner().invoke(maint.main, ["bench-table"]).exit_code == 0
     (runs / "r2.json").write_text("{not json")
     bad = CliRunner().invoke(maint.main, ["bench-table", "--write"])

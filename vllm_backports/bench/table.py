@@ -1,4 +1,4 @@
-"""docs/BENCHMARKS.md's A/B table, generated from the result JSONs in docs/runs/bench-ab/ (one a
+"""docs/BENCHMARKS.md's A/B table, generated from the result JSONs in records/runs/bench-ab/ (one a
 run, written by `benchmarks/bench_ab.py summarize`): pure, checked by CI through
 `python -m vllm_backports.maint bench-table`."""
 
@@ -8,7 +8,7 @@ from pathlib import PurePosixPath
 
 from .results import target_met
 
-RUNS = PurePosixPath("docs/runs/bench-ab")
+RUNS = PurePosixPath("records/runs/bench-ab")
 BEGIN, END = "<!-- bench-ab:begin -->", "<!-- bench-ab:end -->"
 NONE_YET = "No A/B run has been recorded yet: the figures are owed (see the command above)."
 REQUIRED = ("experiment", "shape", "vllm", "date", "gpu", "a", "b", "layout", "pairs", "comparisons")
@@ -64,7 +64,9 @@ def rows(name: str, result: dict, json_link: str, plot: str | None) -> list[str]
     return out
 
 
-def render(results: dict[str, dict], plots: dict[str, str] | None = None, base: str = "runs/bench-ab") -> str:
+def render(
+    results: dict[str, dict], plots: dict[str, str] | None = None, base: str = "../records/runs/bench-ab"
+) -> str:
     """The table of `results` (file stem -> result JSON), sorted by stem; `plots` maps a stem to
     its PNG. Links are relative to docs/ (`base`: where the files lie from there)."""
     plots = plots or {}

@@ -313,7 +313,7 @@ BENCHMARKS = Path("docs/BENCHMARKS.md")
 )
 @click.pass_obj
 def bench_table(home: Path, write: bool) -> None:
-    """Regenerate the A/B table in docs/BENCHMARKS.md from docs/runs/bench-ab/*.json, linking each
+    """Regenerate the A/B table in docs/BENCHMARKS.md from records/runs/bench-ab/*.json, linking each
     run's PNG of the same name where there is one."""
     runs = home / bench_table_.RUNS
     results, plots = {}, {}

@@ -1,6 +1,6 @@
 # Judges the GPU engines' tokens of the 2026-11-25 TurboQuant + MTP runs (0.27.0, 0.28.0) with verify's own
 # float32 reference on the CPU; run from the repository root after
-#   mkdir -p /tmp/tqj && tar -xzf docs/runs/2026-11-25-h100-vllm-0.28.0/tq-mtp-engine-outputs-0.27.0-0.28.0.tgz -C /tmp/tqj
+#   mkdir -p /tmp/tqj && tar -xzf records/runs/2026-11-25-h100-vllm-0.28.0/tq-mtp-engine-outputs-0.27.0-0.28.0.tgz -C /tmp/tqj
 import json, sys
 from pathlib import Path
 from vllm_backports.verify import model, scenarios
