@@ -32,7 +32,7 @@ def one(home, data, release="0.31.0", name="gdn-ngram") -> evidence.Summary:
 
 
 @pytest.mark.parametrize(("case", "verdict"), [
-    (dict(), "proof"),
+    (dict(), "control wrong"),
     (dict(control_errors=0), "weak"),
     (dict(target_errors=3, control_errors=200), "fails"),
     (dict(control_errors=None), "no control"),
@@ -45,7 +45,7 @@ def test_verdicts(home, case, verdict):
 
 def test_a_control_engine_that_died_is_a_failed_control(home):
     s = one(home, verify_json(control_crashed=True, preset="mtp"))
-    assert s.verdict == "proof" and s.control_crashed == 1 and s.control_tokens == 0
+    assert s.verdict == "control crashed" and s.control_crashed == 1 and s.control_tokens == 0
     assert "1 engine died" in evidence.row(s) and "backports unknown" in evidence.row(s)
 
 
@@ -142,7 +142,7 @@ def test_a_bad_file_is_one_line_naming_it_and_nothing_is_written(home, content, 
 def test_a_local_build_counts_as_its_release(home):
     data = verify_json()
     data["vllm"] = "0.31.0+cu130"
-    assert one(home, data).verdict == "proof"
+    assert one(home, data).verdict == "control wrong"
 
 
 def test_page_without_evidence_says_so_and_check_mode_tracks_drift(home):
@@ -159,7 +159,7 @@ def test_page_without_evidence_says_so_and_check_mode_tracks_drift(home):
 
     write(home, "0.31.0", "gdn-ngram", verify_json())
     drift = CliRunner().invoke(maint.main, ["evidence"])
-    assert drift.exit_code == 1 and "+| [gdn-ngram](0.31.0/gdn-ngram.json) | proof |" in drift.output
+    assert drift.exit_code == 1 and "+| [gdn-ngram](0.31.0/gdn-ngram.json) | control wrong | earlier revision |" in drift.output
     assert (home / "docs/evidence/README.md").read_text() == page
     assert CliRunner().invoke(maint.main, ["evidence", "--write"]).exit_code == 0
     assert CliRunner().invoke(maint.main, ["evidence"]).exit_code == 0
@@ -186,11 +186,11 @@ def test_page_has_a_table_per_release_with_each_file(home):
     assert lines.count(evidence.HEADER) == 2
     table = [x for x in lines if x.startswith("| [")]
     assert table[0].startswith(
-        "| [gdn-ngram](0.30.0/gdn-ngram.json) | weak | qwen3_next, ngram, KV auto, random prompts, 16 a batch, graphs |"
+        "| [gdn-ngram](0.30.0/gdn-ngram.json) | weak | earlier revision | qwen3_next, ngram, KV auto, random prompts, 16 a batch, graphs |"
     )
     assert table[0].endswith("| H200, 2026-11-26 |")
     assert table[1] == (
-        "| [gdn-ngram](0.31.0/gdn-ngram.json) | proof | qwen3_next, ngram, KV auto, random prompts, 16 a batch, graphs "
+        "| [gdn-ngram](0.31.0/gdn-ngram.json) | control wrong | earlier revision | qwen3_next, ngram, KV auto, random prompts, 16 a batch, graphs "
         "| prefix caching off (Mamba none), async scheduling off, v1 runner, CUDA graphs FULL_AND_PIECEWISE "
         f"| 0 errors in 3072 tokens; {', '.join(FIX)} | 214 errors in 3072 tokens; pristine | - | H100, 2026-11-25 |"
     )
@@ -201,15 +201,85 @@ def test_page_has_a_table_per_release_with_each_file(home):
     assert all(x.count("|") == evidence.HEADER.count("|") for x in table)
 
 
-def test_matrix_status_counts_verdicts_and_links_to_the_release_heading(home):
-    write(home, "0.31.0", "a", verify_json())
-    write(home, "0.31.0", "b", verify_json(date="2026-11-27T00:00:00Z"))
-    write(home, "0.31.0", "c", verify_json(control_errors=0, gpu="NVIDIA H200"))
-    write(home, "0.31.0", "d", verify_json(target_errors=5))
-    write(home, "0.31.0", "e", verify_json(control_errors=None))
-    status = evidence.matrix_status(evidence.load(home)["0.31.0"])
-    assert status == ("GPU (H100/H200, 2026-11-25 .. 2026-11-27): 2 proofs, 1 weak, 1 failing, 1 without a control "
+def _shipped(home, release="0.31.0") -> dict[str, str]:
+    from vllm_backports.catalogue import Catalogue
+    from vllm_backports.maint.generated import shipped_patches
+
+    return shipped_patches(Catalogue(home), release)
+
+
+def _current(home, release="0.31.0", **case) -> dict:
+    """A run whose target carried the patches `release` ships today, as verify records them."""
+    now = _shipped(home, release)
+    return verify_json(release, target_backports=list(now), target_patches=now, **case)
+
+
+def _digests(home, release="0.31.0") -> tuple[evidence.Summary, ...]:
+    return evidence.with_digests(evidence.load(home), {release: _shipped(home, release)})[release]
+
+
+def test_matrix_status_counts_current_proofs_and_links_to_the_release_heading(home):
+    stale = {**_shipped(home), "gdn-spec-state": "0" * 64}  # gdn-spec-state's patch changed since
+    write(home, "0.31.0", "a", _current(home))
+    write(home, "0.31.0", "b", _current(home, preset="mtp", control_crashed=True, date="2026-11-27T00:00:00Z"))
+    write(home, "0.31.0", "c", verify_json())  # written before verify recorded the patches
+    write(home, "0.31.0", "c2", verify_json(target_patches=stale))
+    write(home, "0.31.0", "d", _current(home, control_errors=0, gpu="NVIDIA H200"))
+    write(home, "0.31.0", "d2", _current(home, control_errors=0, exercised={"accepted_drafts": 400,
+                                                                           "accepted_then_no_drafts": 0}))
+    write(home, "0.31.0", "e", _current(home, target_errors=5))
+    write(home, "0.31.0", "f", _current(home, control_errors=None))
+    status = evidence.matrix_status(_digests(home))
+    assert status == ("GPU (H100/H200, 2026-11-25 .. 2026-11-27): 2 proofs (1 control crashed), 2 earlier revision, "
+                      "1 weak, 1 not exercised, 1 failing, 1 without a control "
                       "([evidence](docs/evidence/README.md#vllm-0310))")
+
+
+def test_a_release_without_a_current_proof_does_not_read_as_proven_on_a_gpu(home):
+    write(home, "0.31.0", "gdn-ngram", verify_json())
+    write(home, "0.31.0", "tq-mtp", verify_json(preset="mtp", control_crashed=True))
+    status = evidence.matrix_status(_digests(home))
+    assert status == ("no proof of today's series: 2 earlier revision, 0 weak, 0 failing "
+                      "(H100, 2026-11-25; [evidence](docs/evidence/README.md#vllm-0310))")
+    assert "GPU" not in status and "proof (" not in status
+
+
+@pytest.mark.parametrize(("patches", "digest"), [
+    ("shipped", "current"),
+    ("changed", "earlier revision"),  # a patch rewritten since the run
+    ("reordered", "current"),  # verify's --json sorts keys: a file keeps no order to compare
+    ("fewer", "earlier revision"),  # a candidate: the series less a backport, or before one joined
+    ("absent", "earlier revision"),  # verify before it recorded the patches: today's files
+    ("unreadable", "unknown"),  # the target's manifest could not be read
+])
+def test_a_proof_counts_only_for_the_patches_shipped_today(home, patches, digest):
+    now = _shipped(home)
+    recorded = {
+        "shipped": now,
+        "changed": {b: "f" * 64 if b == "gdn-spec-state" else sha for b, sha in now.items()},
+        "reordered": dict(reversed(now.items())),
+        "fewer": {b: sha for b, sha in now.items() if b != "gdn-spec-state-v2-runner"},
+        "absent": None,
+        "unreadable": None,
+    }[patches]
+    data = verify_json(target_backports=list(now), target_patches=recorded)
+    if patches == "absent":
+        data = verify_json(target_backports=list(now))
+    write(home, "0.31.0", "gdn-ngram", data)
+    (s,) = _digests(home)
+    assert (s.verdict, s.digest) == ("control wrong", digest)
+    proven = evidence.matrix_status((s,)).startswith("GPU (H100, 2026-11-25): 1 proof,")
+    assert proven == (digest == "current")
+    assert f"| control wrong | {digest} |" in evidence.row(s)
+
+
+def test_the_digest_is_the_targets_not_the_controls(home):
+    """A less-ID control records the series less one patch: the file is judged by its target."""
+    now = _shipped(home)
+    data = _current(home, control_backports=[b for b in now if b != "spec-prefill-decode-graph"])
+    data["rows"][2]["engine"]["patches"] = {b: sha for b, sha in now.items() if b != "spec-prefill-decode-graph"}
+    write(home, "0.31.0", "kp1-b1-fix", data)
+    assert _digests(home)[0].digest == "current"
 
 
 @pytest.mark.parametrize(("heading", "anchor"), [
@@ -263,7 +333,7 @@ def test_a_bf16_calibrated_turboquant_run_counts_its_no_spec_rows_as_judged(home
         return one(home, data, release="0.22.0", name="tq-continuation")
 
     s = verdict(30)
-    assert s.verdict == "proof" and s.presets == ("no-spec", "ngram") and s.prompts == "tq-continuation"
+    assert s.verdict == "control wrong" and s.presets == ("no-spec", "ngram") and s.prompts == "tq-continuation"
     assert (s.control_errors, s.prefix_hits) == (80, 800)
     assert verdict(0).verdict == "weak"
 
@@ -313,7 +383,7 @@ def output_logprob_json(target: int, control: int, **claims) -> dict:
 
 def test_output_logprob_drifts_count_as_the_rows_errors(home):
     s = one(home, output_logprob_json(0, 23), release="0.20.0", name="pc-mtp-lp")
-    assert s.verdict == "proof" and s.control_errors == 23 and s.target_errors == 0
+    assert s.verdict == "control wrong" and s.control_errors == 23 and s.target_errors == 0
     s = one(home, output_logprob_json(2, 23), release="0.20.0", name="pc-mtp-lp")
     assert s.verdict == "fails" and s.target_errors == 2
     with pytest.raises(EvidenceError, match="passed is True, but its target rows say otherwise"):
@@ -323,7 +393,7 @@ def test_output_logprob_drifts_count_as_the_rows_errors(home):
 
 def test_prompt_logprob_errors_count_as_the_rows_errors(home):
     s = one(home, prompt_logprob_json(0, 12), release="0.20.0", name="plogprobs-mtp-b1")
-    assert s.verdict == "proof" and s.control_errors == 12 and s.target_errors == 0
+    assert s.verdict == "control wrong" and s.control_errors == 12 and s.target_errors == 0
     s = one(home, prompt_logprob_json(5, 12), release="0.20.0", name="plogprobs-mtp-b1")
     assert s.verdict == "fails" and s.target_errors == 5
 
@@ -362,9 +432,9 @@ def test_a_clean_pristine_run_where_the_fix_is_upstream_and_the_proof_failed_pri
     s = judged["0.33.0"][0]
     assert (s.verdict, s.failed_pristine_on) == ("upstream-fixed", "0.31.0")
     assert "| upstream-fixed (pristine 0.31.0 fails) |" in evidence.row(s)
-    assert [x.verdict for x in judged["0.31.0"]] == ["proof"] and judged["0.31.0"][0].failed_pristine_on is None
+    assert [x.verdict for x in judged["0.31.0"]] == ["control wrong"] and judged["0.31.0"][0].failed_pristine_on is None
     status = evidence.matrix_status(judged["0.33.0"])
-    assert status.startswith("GPU (H100, 2026-11-25): 0 proofs, 1 upstream-fixed, 0 weak")
+    assert status.startswith("no proof of today's series: 0 earlier revision, 1 upstream-fixed, 0 weak")
 
 
 @pytest.mark.parametrize("why", ["fix not upstream", "no pristine failure", "control not pristine", "proof for no fix"])
@@ -377,7 +447,7 @@ def test_a_weak_run_stays_weak_unless_it_shows_an_upstream_fix(home, why):
     fixes = {"gdn-ngram": None} if why == "proof for no fix" else None
     s = _judged(home, upstream, fixes)["0.33.0"][0]
     assert (s.verdict, s.failed_pristine_on) == ("weak", None)
-    assert evidence.matrix_status((s,)).startswith("GPU (H100, 2026-11-25): 0 proofs, 1 weak")
+    assert evidence.matrix_status((s,)).startswith("no proof of today's series: 0 earlier revision, 1 weak")
 
 
 @pytest.mark.parametrize("case", ["a later release", "a release with the fix upstream", "a control that only died"])
@@ -391,3 +461,69 @@ def test_only_an_earlier_release_without_the_fix_whose_pristine_control_erred_co
     write(home, "0.33.0", "gdn-ngram", verify_json("0.33.0", control_errors=0))
     upstream = {v: ("gdn-spec-state",) for v in ("0.32.0", "0.33.0", "0.34.0")}
     assert _judged(home, upstream)["0.33.0"][0].verdict == "weak"
+
+
+SCRIPTED = {"accepted_drafts": 425, "accepted_then_no_drafts": 0, "partial_acceptance": 104, "steps": 1316}
+COUNTED = {"num_accepted_tokens": 0, "num_draft_tokens": 0, "num_drafts": 0}  # vLLM's own, MTP
+
+
+@pytest.mark.parametrize(("name", "case", "verdict", "why"), [
+    # V2 verifies k drafts every step: no accepted draft is followed by a step without drafts
+    ("gdn-ngram-v2", dict(exercised=SCRIPTED), "not exercised", "no accepted draft followed by a step without drafts"),
+    ("gdn-ngram-b1-v2", dict(exercised=SCRIPTED), "not exercised", "no accepted draft followed by a step"),  # variant
+    # names no fix, against the pristine release: judged by the GDN transition as well
+    ("tail-ngram-v2", dict(exercised=SCRIPTED, prompts="prompt-tail", prefix_caching=True, hits=7360),
+     "not exercised", "no accepted draft followed by a step"),
+    # the same counts against a control less another fix: that fix's path needs no such step
+    ("kp1-b1-fix", dict(exercised=SCRIPTED, control_backports=["gdn-spec-state"]), "weak", None),
+    ("gdn-ngram", dict(), "weak", None),  # 57 such steps on each site
+    ("mtp", dict(preset="mtp", exercised=COUNTED), "not exercised", "no draft accepted"),
+    ("mtp", dict(preset="mtp", exercised={**COUNTED, "num_accepted_tokens": 2028}), "weak", None),
+    ("gdn-ngram-prefix", dict(prompts="shared-prefix", prefix_caching=True, hits=0), "not exercised",
+     "no prefix-cache hit"),
+    ("gdn-ngram-prefix", dict(prompts="shared-prefix", prefix_caching=True, hits=3680), "weak", None),
+    # churn asks for prefix caching for Mamba's align mode; its bug needs no hit
+    ("churn-mtp-async", dict(preset="mtp", prompts="churn", prefix_caching=True, hits=0,
+                             exercised={**COUNTED, "num_accepted_tokens": 986}), "weak", None),
+    ("gdn-ngram", dict(exercised=None), "weak", None),  # nothing counted: cannot tell, stays weak
+])
+def test_a_passing_control_that_never_reached_the_bugs_path_is_not_exercised(home, name, case, verdict, why):
+    s = one(home, verify_json("0.33.0", control_errors=0, **case), release="0.33.0", name=name)
+    assert s.verdict == verdict and (why is None) == (s.unexercised is None)
+    if why:
+        assert s.unexercised.startswith(why) and f"| not exercised ({s.unexercised}) |" in evidence.row(s)
+
+
+def test_a_run_not_exercised_is_neither_a_proof_nor_counted_weak_nor_failing(home):
+    write(home, "0.33.0", "gdn-ngram-v2", _current(home, "0.33.0", control_errors=0, exercised=SCRIPTED))
+    (s,) = _digests(home, "0.33.0")
+    assert evidence.matrix_status((s,)).startswith("no proof of today's series: 0 earlier revision, 0 weak, "
+                                                   "1 not exercised, 0 failing")
+
+
+def test_a_run_not_exercised_does_not_become_upstream_fixed(home):
+    """The same proof failed a pristine release without the fix, and the fix is upstream: a clean
+    run that reached the transition shows it holding; one that never reached it shows nothing."""
+    write(home, "0.31.0", "gdn-ngram", verify_json())
+    write(home, "0.33.0", "gdn-ngram", verify_json("0.33.0", control_errors=0, exercised=SCRIPTED))
+    assert _judged(home, {"0.33.0": ("gdn-spec-state",)})["0.33.0"][0].verdict == "not exercised"
+    write(home, "0.33.0", "gdn-ngram", verify_json("0.33.0", control_errors=0))
+    assert _judged(home, {"0.33.0": ("gdn-spec-state",)})["0.33.0"][0].verdict == "upstream-fixed"
+
+
+def test_a_crashed_control_still_names_a_proof_for_upstream_fixed_only_when_it_erred(home):
+    """control crashed with one erring row among the dead: errors on a pristine release count."""
+    data = verify_json(control_crashed=True)
+    data["rows"].append(verify_json()["rows"][2])  # a second control engine, that returned wrong tokens
+    write(home, "0.31.0", "gdn-ngram", data)
+    write(home, "0.33.0", "gdn-ngram", verify_json("0.33.0", control_errors=0))
+    judged = _judged(home, {"0.33.0": ("gdn-spec-state",)})
+    assert judged["0.31.0"][0].verdict == "control crashed" and judged["0.33.0"][0].verdict == "upstream-fixed"
+
+
+@pytest.mark.parametrize(("name", "proof"), [
+    ("gdn-ngram", "gdn-ngram"), ("gdn-ngram-b1-v2", "gdn-ngram-b1"), ("gdn-ngram-kp1-b1", "gdn-ngram-kp1"),
+    ("qwen3_5-mtp-eager", "qwen3_5-mtp"), ("tq-mtp-b1", "tq-mtp-b1"), ("pc-hit-candidate", None),
+])
+def test_a_file_runs_the_proof_its_name_extends(name, proof):
+    assert evidence.proof_of(name) == proof

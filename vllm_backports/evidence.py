@@ -16,16 +16,25 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import EvidenceError
+from .verify.proofs import BLOCK_TUNED, GDN
+from .verify.proofs import PROOFS as NAMED_PROOFS
 from .verify.run import JUDGED_LOGPROBS
 
 EVIDENCE_DIR = Path("docs") / "evidence"
 PAGE = EVIDENCE_DIR / "README.md"
 WRITE_COMMAND = "python -m vllm_backports.maint evidence --write"
 
-# verify's own words (verify/run.py conclude) -> the page's
+# verify's own words (verify/run.py conclude) -> the page's, before the control's rows are read
 PROOFS = {"control fails, target passes": "proof", "weak: the control passes too": "weak", "target fails": "fails"}
+# A proof is named by how its control failed: wrong tokens, or an engine that died (which shows
+# the bug's path is reached, not that it corrupts output).
+CONTROL_WRONG, CONTROL_CRASHED = "control wrong", "control crashed"
+PROVEN = (CONTROL_WRONG, CONTROL_CRASHED)
+NOT_EXERCISED = "not exercised"  # a passing control whose run never reached the bug's path
 UPSTREAM_FIXED = "upstream-fixed"  # a weak run that shows upstream's own fix holding (with_upstream_fixes)
-VERDICTS = ("proof", UPSTREAM_FIXED, "weak", "fails", "no control", "uncalibrated")
+VERDICTS = (*PROVEN, UPSTREAM_FIXED, "weak", NOT_EXERCISED, "fails", "no control", "uncalibrated")
+# Whether the target ran the patches shipped today (with_digests): a proof counts only then.
+CURRENT, EARLIER, UNKNOWN = "current", "earlier revision", "unknown"
 
 _TOP = {
     "command": str,
@@ -90,6 +99,15 @@ class Summary:
     model_class: str = "qwen3_next"
     # upstream-fixed only: the release whose pristine control failed the same proof
     failed_pristine_on: str | None = None
+    # not exercised only: which path the run never reached
+    unexercised: str | None = None
+    # The target engines' engine.patches as the file has them, (backport id, sha256 of its patch);
+    # None where they did not record it or disagree.
+    target_patches: tuple[tuple[str, str | None], ...] | None = None
+    # CURRENT, EARLIER or UNKNOWN. Files from before verify recorded the patches are EARLIER: what
+    # they ran cannot be shown to be today's series. Recorded patches stay UNKNOWN until
+    # with_digests compares them with the release's shipped series.
+    digest: str = UNKNOWN
 
     @property
     def link(self) -> str:
@@ -131,6 +149,54 @@ def _counter(rows: list[dict], name: str) -> int | None:
         if isinstance(value, int | float) and not isinstance(value, bool):
             found.append(int(value))
     return sum(found) if found else None
+
+
+def _patches(rows: list[dict]) -> tuple[str, tuple | None]:
+    """(digest state, the patches) the rows' engines recorded: EARLIER where an engine did not
+    record them (verify before it did), UNKNOWN where none could say, where one could not read
+    its manifest (None) or where they disagree."""
+    said = [r["engine"] for r in rows if r["engine"]]
+    if any("patches" not in e for e in said):
+        return EARLIER, None
+    found = _distinct(None if e["patches"] is None else tuple(e["patches"].items()) for e in said)
+    return UNKNOWN, found[0] if len(found) == 1 else None
+
+
+def proof_of(name: str) -> str | None:
+    """The named proof (verify/proofs.py) a file runs: its own name, or the longest proof name it
+    extends by a variant ("gdn-ngram-b1-v2" runs gdn-ngram-b1 on V2); None for neither."""
+    if name in NAMED_PROOFS:
+        return name
+    return max((p for p in NAMED_PROOFS if name.startswith(p + "-")), key=len, default=None)
+
+
+def _total(rows: list[dict], *keys: str) -> int | None:
+    """A counter of the rows' `exercised` summed (the first of `keys` a row has); None when a row
+    does not report it, so that what was not counted is never read as zero."""
+    total = 0
+    for r in rows:
+        counters = r.get("exercised") or {}
+        value = next((counters[k] for k in keys if k in counters), None)
+        if not isinstance(value, int) or isinstance(value, bool):
+            return None
+        total += value
+    return total
+
+
+def _unexercised(data: dict, hits: int | None, gdn: bool) -> str | None:
+    """Why a run whose control passed says nothing of the bug: the path it is about never ran.
+    None where it ran, or where the rows cannot tell (then the run stays weak)."""
+    rows = [r for r in data["rows"] if r["scenario"] != "baseline"]  # both sites' speculative rows
+    # the GDN state bug needs an accepted draft followed by a step without drafts (verify/drafts.py)
+    if gdn and _total(rows, "accepted_then_no_drafts") == 0:
+        return "no accepted draft followed by a step without drafts"
+    if _total(rows, "accepted_drafts", "num_accepted_tokens") == 0:
+        return "no draft accepted"
+    # The prompt sets built to hit the prefix cache. Not every run with prefix caching on: churn
+    # turns it on for Mamba's align mode, and its bug needs no hit.
+    if data["scenario"]["prompts"] in BLOCK_TUNED and hits == 0:
+        return "no prefix-cache hit"
+    return None
 
 
 def _errors(row: dict) -> int:
@@ -207,6 +273,18 @@ def summarise(data: object, release: str, name: str, where: str) -> Summary:
         verdict = "no control"
     else:
         verdict = PROOFS[data["proof"]]
+    if verdict == "proof":
+        verdict = CONTROL_CRASHED if any(r.get("crashed") for r in control) else CONTROL_WRONG
+    hits = _counter(speculative, "hits")
+    unexercised = None
+    if verdict == "weak":
+        # A GDN proof, or a run against the pristine release that names no other fix: the
+        # pristine release lacks (or has upstream's) GDN state fix, which is what such a run shows.
+        fix = NAMED_PROOFS[p].fix if (p := proof_of(name)) else None
+        gdn = fix == GDN or (fix is None and _backports(control) == ())
+        unexercised = _unexercised(data, hits, gdn)
+        verdict = NOT_EXERCISED if unexercised else verdict
+    digest, patches = _patches(target)
 
     def facts(key: str) -> tuple:
         return _distinct((r["engine"] or {}).get(key) for r in speculative)
@@ -234,11 +312,14 @@ def summarise(data: object, release: str, name: str, where: str) -> Summary:
         control_tokens=sum(r["tokens"] for r in control) if has_control else None,
         target_backports=_backports(target),
         control_backports=_backports(control) if has_control else None,
-        prefix_hits=_counter(speculative, "hits"),
+        prefix_hits=hits,
         prefix_queries=_counter(speculative, "queries"),
         verdict=verdict,
         model_class=data["scenario"].get("model_class", "qwen3_next"),
         control_crashed=sum(1 for r in control if r.get("crashed")),
+        unexercised=unexercised,
+        target_patches=patches,
+        digest=digest,
     )
 
 
@@ -301,13 +382,33 @@ def with_upstream_fixes(
         )
         for s in summaries:  # errors, not a control that only died, on a release the bug is in
             if (
-                s.verdict == "proof"
+                s.verdict in PROVEN
                 and s.control_backports == ()
                 and (s.control_errors or 0) > 0
                 and fixes.get(s.name) not in upstream.get(release, ())
             ):
                 failed[s.name] = release
     return out
+
+
+def with_digests(
+    evidence: dict[str, tuple[Summary, ...]], shipped: dict[str, dict[str, str]]
+) -> dict[str, tuple[Summary, ...]]:
+    """`evidence` with each file whose target recorded its patches judged against what the
+    release ships today (`shipped`: release -> {backport id: pinned sha256}): CURRENT when they
+    are the same backports with the same patch sha256, EARLIER when not (a patch changed since,
+    one joined or left, or the target was a candidate rather than the series). Compared as a
+    mapping: verify's --json sorts keys, so a file does not keep the order applied (which the
+    pinned series file fixes). Any other file keeps its state."""
+    return {
+        release: tuple(
+            s
+            if s.target_patches is None or release not in shipped
+            else replace(s, digest=CURRENT if dict(s.target_patches) == shipped[release] else EARLIER)
+            for s in summaries
+        )
+        for release, summaries in evidence.items()
+    }
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -370,9 +471,17 @@ def row(s: Summary) -> str:
         if s.prefix_hits is None
         else str(s.prefix_hits) + ("" if s.prefix_queries is None else f" of {s.prefix_queries}")
     )
+    why = (
+        f" (pristine {s.failed_pristine_on} fails)"
+        if s.failed_pristine_on
+        else f" ({s.unexercised})"
+        if s.unexercised
+        else ""
+    )
     cells = [
         f"[{s.name}]({s.link})",
-        s.verdict + (f" (pristine {s.failed_pristine_on} fails)" if s.failed_pristine_on else ""),
+        s.verdict + why,
+        s.digest,
         run,
         engine,
         _site(s.target_errors, s.target_tokens, s.target_backports),
@@ -384,7 +493,7 @@ def row(s: Summary) -> str:
 
 
 HEADER = (
-    "| evidence | verdict | run | engine as run (target) | target: errors, backports | "
+    "| evidence | verdict | patches | run | engine as run (target) | target: errors, backports | "
     "control: errors, backports | prefix-cache hits | GPU, date |"
 )
 
@@ -396,39 +505,63 @@ def render_page(evidence: dict[str, tuple[Summary, ...]]) -> str:
         f"Generated by `{WRITE_COMMAND}` from the `apply.py verify --json` files in "
         "`docs/evidence/<release>/`; CI fails on drift.",
         "",
-        "Each file is one verify run. Verdicts: **proof** the control (an install of the same release "
-        "without the fix) has errors in every speculative run and the target none; **upstream-fixed** the "
-        "release carries upstream's own fix for what the proof is for (`upstream_in` in versions.toml), and "
-        "its pristine install passes a proof whose pristine control erred on the earlier release named; **weak** the "
-        "control passes too, so the scenario does not show the bug; **fails** the target has errors; **no control** "
-        "the target passes, nothing to compare it with; **uncalibrated** the plain baseline itself strays "
-        "from the reference, nothing concluded. Errors and tokens count the speculative runs; engine facts "
-        "are what vLLM's resolved config said, not what verify asked for.",
+        "Each file is one verify run. Verdicts: **control wrong** the control (an install of the same release "
+        "without the fix) has errors in every speculative run and the target none; **control crashed** every "
+        "control run failed, at least one because its engine died, and the target has no errors; **upstream-fixed** "
+        "the release carries upstream's own fix for what the proof is for (`upstream_in` in versions.toml), and "
+        "its pristine install passes a proof whose pristine control erred on the earlier release named; **weak** "
+        "the control passes too, though the run reached the bug's path, so the scenario does not show the bug; "
+        "**not exercised** the control passes and the run never reached the bug's path (named in brackets: for "
+        "a GDN proof, or any run against the pristine release that names no other fix, no accepted draft "
+        "followed by a step without drafts; no draft accepted; for the prompt sets built to hit the prefix "
+        "cache, no hit on the target); **fails** the target has errors; **no control** the target passes, "
+        "nothing to compare it with; **uncalibrated** the plain baseline itself strays from the reference, "
+        "nothing concluded. Errors and tokens count the speculative runs; engine facts are what vLLM's "
+        "resolved config said, not what verify asked for.",
+        "",
+        "Patches: **current** the target's engines recorded the patches the release's series ships today "
+        "(each backport's patch sha256 as pinned in versions.toml); **earlier revision** "
+        "they recorded other patches (an earlier revision of the series, or a candidate fix), or the file "
+        "was written before verify recorded them; **unknown** the engines could not say. Only a control "
+        "wrong or control crashed file with current patches counts as a proof in the support matrix.",
         "",
     ]
     if not evidence:
         lines.append("No GPU evidence is recorded yet: no `docs/evidence/<release>/*.json` file.")
         return "\n".join(lines) + "\n"
     for release, summaries in evidence.items():
-        lines += [f"## {heading(release)}", "", HEADER, "|---|---|---|---|---|---|---|---|"]
+        lines += [f"## {heading(release)}", "", HEADER, "|---|---|---|---|---|---|---|---|---|"]
         lines += [row(s) for s in summaries]
         lines.append("")
     return "\n".join(lines)
 
 
 def matrix_status(summaries: tuple[Summary, ...], page: str = PAGE.as_posix()) -> str:
-    """The generated start of a release's verification cell: GPUs, days, verdict counts, a link."""
+    """The generated start of a release's verification cell: the proofs of the patches shipped
+    today, those of an earlier revision, the other verdicts, GPUs and days, a link. A release
+    without a current proof does not read as proven on a GPU."""
     gpus = "/".join(_distinct(short_gpu(s.gpu) for s in summaries))
     days = sorted({s.date for s in summaries})
     when = days[0] if len(days) == 1 else f"{days[0]} .. {days[-1]}"
     count = {v: sum(s.verdict == v for s in summaries) for v in VERDICTS}
-    parts = [_plural(count["proof"], "proof")]
+    proofs = [s for s in summaries if s.verdict in PROVEN and s.digest == CURRENT]
+    crashed = sum(s.verdict == CONTROL_CRASHED for s in proofs)
+    earlier = sum(s.verdict in PROVEN and s.digest == EARLIER for s in summaries)
+    unknown = sum(s.verdict in PROVEN and s.digest == UNKNOWN for s in summaries)
+    others = [f"{unknown} of unknown patches"] if unknown else []
     if count[UPSTREAM_FIXED]:
-        parts.append(f"{count[UPSTREAM_FIXED]} {UPSTREAM_FIXED}")
-    parts += [f"{count['weak']} weak", f"{count['fails']} failing"]
+        others.append(f"{count[UPSTREAM_FIXED]} {UPSTREAM_FIXED}")
+    others.append(f"{count['weak']} weak")
+    if count[NOT_EXERCISED]:
+        others.append(f"{count[NOT_EXERCISED]} {NOT_EXERCISED}")
+    others.append(f"{count['fails']} failing")
     if count["no control"]:
-        parts.append(f"{count['no control']} without a control")
+        others.append(f"{count['no control']} without a control")
     if count["uncalibrated"]:
-        parts.append(f"{count['uncalibrated']} uncalibrated")
-    release = summaries[0].release
-    return f"GPU ({gpus}, {when}): {', '.join(parts)} ([evidence]({page}#{slug(heading(release))}))"
+        others.append(f"{count['uncalibrated']} uncalibrated")
+    link = f"[evidence]({page}#{slug(heading(summaries[0].release))})"
+    if not proofs:
+        return f"no proof of today's series: {earlier} earlier revision, {', '.join(others)} ({gpus}, {when}; {link})"
+    lead = _plural(len(proofs), "proof") + (f" ({crashed} {CONTROL_CRASHED})" if crashed else "")
+    parts = [lead] + ([f"{earlier} earlier revision"] if earlier else []) + others
+    return f"GPU ({gpus}, {when}): {', '.join(parts)} ({link})"

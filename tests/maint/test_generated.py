@@ -53,8 +53,8 @@ def test_matrix_cell_is_the_status_of_the_releases_evidence(tmp_path, monkeypatc
     toml.write_text(with_owed(toml.read_text(), "0.31.0", ["gdn-ngram-flashinfer", "tp2"]))
     assert CliRunner().invoke(maint.main, ["matrix", "--write"]).exit_code == 0
     before, notes_before = _matrix_rows((home / "README.md").read_text()), _notes(home)
-    write(home, "0.31.0", "gdn-ngram", verify_json())
-    write(home, "0.31.0", "tq-mtp", verify_json(preset="mtp", control_errors=0))
+    write(home, "0.31.0", "gdn-ngram", _current(home, "0.31.0"))
+    write(home, "0.31.0", "tq-mtp", _current(home, "0.31.0", preset="mtp", control_errors=0))
     drift = CliRunner().invoke(maint.main, ["matrix"])
     assert drift.exit_code == 1 and "+| 0.31.0 |" in drift.output
     assert "docs/SUPPORT.md" in drift.output  # both files' drift shown by one run
@@ -211,6 +211,14 @@ def _small_home(tmp_path: Path, monkeypatch, own: dict[str, tuple[list[str], lis
     return home
 
 
+def _current(home: Path, release: str, **case) -> dict:
+    """A run whose target carried the patches `release` ships today, as verify records them."""
+    from evidence_case import verify_json
+
+    now = generated.shipped_patches(Catalogue(home), release)
+    return verify_json(release, target_backports=list(now), target_patches=now, **case)
+
+
 # what backports/0.22.0/series carries, by backport id
 SERIES_0_22 = [p.backport_id for p in Catalogue(REPO).series("0.22.0").patches]
 
@@ -224,8 +232,8 @@ def test_small_catalogue_with_evidence_generates_status_owed_and_notes(tmp_path,
     from evidence_case import verify_json, write
 
     home = _small_home(tmp_path, monkeypatch, OWN)
-    write(home, "0.22.0", "gdn-ngram", verify_json("0.22.0"))
-    write(home, "0.22.0", "tq-mtp", verify_json("0.22.0", preset="mtp", control_errors=0))
+    write(home, "0.22.0", "gdn-ngram", _current(home, "0.22.0"))
+    write(home, "0.22.0", "tq-mtp", _current(home, "0.22.0", preset="mtp", control_errors=0))
     r = CliRunner().invoke(maint.main, ["matrix"])
     assert r.exit_code == 1 and "docs/SUPPORT.md" in r.output
     assert CliRunner().invoke(maint.main, ["matrix", "--write"]).exit_code == 0
@@ -287,11 +295,13 @@ def test_a_scenario_run_before_a_backport_joined_the_series_may_be_owed_again(tm
     from evidence_case import verify_json, write
 
     home = _small_home(tmp_path, monkeypatch, {"0.22.0": (["gdn-ngram"], [])})
-    older = [b for b in SERIES_0_22 if b != "turboquant-decode-workspace"]
-    write(home, "0.22.0", "gdn-ngram", verify_json("0.22.0", target_backports=older))
+    older = {b: sha for b, sha in generated.shipped_patches(Catalogue(home), "0.22.0").items()
+             if b != "turboquant-decode-workspace"}
+    write(home, "0.22.0", "gdn-ngram", verify_json("0.22.0", target_backports=list(older), target_patches=older))
     assert CliRunner().invoke(maint.main, ["matrix", "--write"]).exit_code == 0
     cells = {v: row.rsplit(" | ", 1)[1] for v, row in _matrix_rows((home / "README.md").read_text()).items()}
-    assert f"[owed: 1 run]({OWED})" in cells["0.22.0"] and "1 proof" in cells["0.22.0"]
+    assert f"[owed: 1 run]({OWED})" in cells["0.22.0"]
+    assert cells["0.22.0"].startswith("no proof of today's series: 1 earlier revision, 0 weak, 0 failing")
 
 
 def test_bench_table_is_generated_from_the_run_jsons_and_links_their_plots(tmp_path, monkeypatch):
@@ -401,10 +411,37 @@ def test_an_upstream_table_without_patch_hashes_says_so(tmp_path, monkeypatch):
 def test_the_kept_evidence_tells_an_upstream_fix_from_a_weak_scenario():
     """On the runs kept in docs/evidence: 0.33.0 ships no GDN fix (upstream from 0.32.0), and its
     clean pristine GDN runs count as that fix holding only where the same proof failed a pristine
-    release before; the V2 proof, which never failed anywhere, stays weak."""
+    release before; the V2 runs, whose steps never reached the GDN transition, are not exercised."""
     judged = generated.judged_evidence(maint.CHECKOUT)
     by_name = {s.name: s for s in judged["0.33.0"]}
     assert (by_name["gdn-ngram"].verdict, by_name["gdn-ngram"].failed_pristine_on) == ("upstream-fixed", "0.31.0")
-    assert by_name["gdn-ngram-v2"].verdict == "weak" and by_name["tail-ngram-v2"].verdict == "weak"
-    assert by_name["kp1-b1-fix"].verdict == "proof"
-    assert {s.verdict for s in judged["0.31.0"]} <= {"proof", "weak"}  # the series carries the GDN fix there
+    for release in ("0.32.0", "0.33.0"):  # V2 verifies k drafts every step: 0 accepted-then-no-drafts
+        v2 = {s.name: s.verdict for s in judged[release] if s.name in ("gdn-ngram-v2", "tail-ngram-v2")}
+        assert v2 == {"gdn-ngram-v2": "not exercised", "tail-ngram-v2": "not exercised"}, release
+    assert sum(s.verdict == "not exercised" for ss in judged.values() for s in ss) == 4
+    assert by_name["kp1-b1-fix"].verdict == "control wrong"
+    assert {s.verdict for s in judged["0.31.0"]} <= {"control wrong", "weak"}  # the series carries the GDN fix there
+    assert "control crashed" in {s.verdict for s in judged["0.21.0"]}  # TurboQuant's pristine engines died
+
+
+def test_no_kept_file_is_a_proof_of_todays_series_until_it_records_its_patches():
+    """Every file kept today was written before verify recorded engine.patches: each is an earlier
+    revision, and no release's matrix cell reads as proven on a GPU."""
+    judged = generated.judged_evidence(maint.CHECKOUT)
+    assert {s.digest for ss in judged.values() for s in ss} == {"earlier revision"}
+    matrix = generated.render_matrix(Catalogue(maint.CHECKOUT), judged)
+    assert "GPU (" not in matrix and "no proof of today's series" in matrix
+
+
+def test_the_shipped_patches_are_the_releases_series_less_what_it_has_upstream():
+    """What apply.py's manifest records today: the series' backports the release does not carry
+    upstream (Release.backports, in series order), each with its patch file's pin; a release on
+    another's series compares with that series."""
+    cat = Catalogue(REPO)
+    series = cat.series("0.20.0")
+    pins = {p.backport_id: series.pinned[p.name] for p in series.patches}
+    shipped = generated.shipped_patches(cat, "0.20.1")
+    assert cat.releases["0.20.1"].series == "0.20.0" and shipped == generated.shipped_patches(cat, "0.20.0")
+    assert list(shipped) == list(cat.releases["0.20.1"].backports)
+    assert all(shipped[b] == pins[b] for b in shipped)
+    assert generated.shipped_patches(cat, "0.33.0").keys() == set(cat.releases["0.33.0"].backports)

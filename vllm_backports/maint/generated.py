@@ -15,7 +15,17 @@ from packaging.version import Version
 from ..bench import table as bench_table_
 from ..catalogue import KNOWN_STATUSES, SCENARIOS, Catalogue
 from ..errors import BackportError, CatalogueError, EvidenceError
-from ..evidence import EVIDENCE_DIR, PAGE, heading, load, matrix_status, render_page, slug, with_upstream_fixes
+from ..evidence import (
+    EVIDENCE_DIR,
+    PAGE,
+    heading,
+    load,
+    matrix_status,
+    render_page,
+    slug,
+    with_digests,
+    with_upstream_fixes,
+)
 from ..images import BAKE_DATA, render_bake_data
 from ..upstream_tests import markdown, series_patches, stale_patches
 from ..verify.proofs import PROOFS
@@ -32,14 +42,27 @@ VERIFICATION = Path("docs/VERIFICATION.md")
 OWED_HEADING = "Runs still owed"
 
 
+def shipped_patches(cat: Catalogue, version: str) -> dict[str, str]:
+    """What apply.py's manifest records on `version` today: each backport its series applies there
+    (those upstream in the release are found in place, not applied), in series order, with its
+    patch file's pin in versions.toml. A release on another's series compares with that series."""
+    r = cat.releases[version]
+    if not r.series:
+        return {}
+    series = cat.series(r.series)
+    return {p.backport_id: series.pinned[p.name] for p in series.patches if p.backport_id in r.backports}
+
+
 def judged_evidence(home: Path, cat: Catalogue | None = None) -> dict:
     """The GPU evidence as the generated pages count it: evidence.load (a bad file stops here,
-    before versions.toml is read), with the weak runs that show a release's upstream fix holding
-    told apart (evidence.with_upstream_fixes)."""
+    before versions.toml is read), each file's patches compared with the release's shipped series
+    (evidence.with_digests), with the weak runs that show a release's upstream fix holding told
+    apart (evidence.with_upstream_fixes)."""
     found = load(home)
     cat = cat or Catalogue(home)
+    shipped = {v: shipped_patches(cat, v) for v in found if v in cat.releases}
     upstream = {v: r.upstream for v, r in cat.releases.items()}
-    return with_upstream_fixes(found, upstream, {name: p.fix for name, p in PROOFS.items()})
+    return with_upstream_fixes(with_digests(found, shipped), upstream, {name: p.fix for name, p in PROOFS.items()})
 
 
 def _known_evidence(cat: Catalogue, evidence: dict) -> None:
