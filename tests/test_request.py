@@ -17,8 +17,10 @@ def cat(home) -> Catalogue:
     return Catalogue(home.root)
 
 
-def _parse(cat, command=Command.APPLY, *, vllm="0.20.0", target=None, fetch=False, only=(), skip=()):
-    return parse_request(cat, command, vllm=vllm, target=target, fetch=fetch, only=only, skip=skip)
+def _parse(cat, command=Command.APPLY, *, vllm="0.20.0", target=None, fetch=False, only=(), skip=(), lock_timeout=None):
+    return parse_request(
+        cat, command, vllm=vllm, target=target, fetch=fetch, only=only, skip=skip, lock_timeout=lock_timeout
+    )
 
 
 def test_a_request_is_frozen_data_naming_its_release(cat, tmp_path):
@@ -74,7 +76,14 @@ def test_status_refuses_a_selection(cat, words, flag):
 
 def test_request_holds_what_the_core_needs_and_nothing_of_the_command_line(cat):
     assert {f.name for f in dataclasses.fields(Request)} == {
-        "command", "vllm", "target", "fetch", "only", "skip", "output"}
+        "command", "vllm", "target", "fetch", "only", "skip", "output", "lock_timeout"}
+
+
+def test_a_lock_timeout_outside_its_range_is_refused(cat):
+    assert _parse(cat, lock_timeout=5).lock_timeout == 5
+    for bad in (-1, 86401):
+        with pytest.raises(UsageError, match="--lock-timeout takes seconds"):
+            _parse(cat, lock_timeout=bad)
 
 
 def test_the_output_mode_is_part_of_the_request(cat):

@@ -51,10 +51,17 @@ def shared_options(fn):
     @click.option("--only", multiple=True, metavar="ID", help="Only these backports (repeatable).")
     @click.option("--skip", multiple=True, metavar="ID", help="All but these backports (repeatable).")
     @click.option("--json", "as_json", is_flag=True, default=None, help="One JSON object on stdout.")
+    @click.option(
+        "--lock-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="Wait this long for another run's lock (default 60), then stop naming its PID.",
+    )
     @functools.wraps(fn)
     def wrapper(**kwargs):
         parent = click.get_current_context().find_root().params
-        for key in ("vllm", "target", "fetch", "as_json"):
+        for key in ("vllm", "target", "fetch", "as_json", "lock_timeout"):
             if kwargs.get(key) is None:
                 kwargs[key] = parent.get(key)
         for key in ("only", "skip"):
@@ -82,7 +89,7 @@ def guarded_request(command: Command):
 
     def decorate(fn):
         @functools.wraps(fn)
-        def wrapper(vllm, target, fetch, only, skip, as_json) -> None:
+        def wrapper(vllm, target, fetch, only, skip, as_json, lock_timeout=None) -> None:
             def body() -> int:
                 cat = Catalogue(HOME)
                 request = parse_request(
@@ -94,6 +101,7 @@ def guarded_request(command: Command):
                     only=only,
                     skip=skip,
                     as_json=bool(as_json),
+                    lock_timeout=lock_timeout,
                 )
                 return fn(cat, request, Reporter(request.output is Output.JSON))
 

@@ -73,14 +73,14 @@ def run(cat: Catalogue, request: Request, progress: Say, note: Say) -> Run:
     chosen = engine.select(res.series, request.only, request.skip, together(cat))
     # Read under the shared lock, as status reads: a run mid-commit would otherwise show its live
     # journal as an interrupted run, or a file it has written but not yet recorded as an edit.
-    with state.reading(tree, note):
+    with state.reading(tree, note, request.lock_timeout):
         if not chosen >= {p.backport_id for p in res.series.patches}:  # a selection: does it cut a stack?
             if request.command is Command.REVERT:
                 _refuse_unstacking(tree, res, chosen)
             else:
                 _refuse_unstacked(tree, res, chosen)
         dry = _dry_run(request.command, tree, res, chosen) if request.command is Command.CHECK else None
-    plan = dry if dry is not None else _write(request.command, tree, res, chosen, note)
+    plan = dry if dry is not None else _write(request.command, tree, res, chosen, note, request.lock_timeout)
     if request.fresh_copy and request.command is Command.APPLY:
         plan.notes.append(f"patched files in {tree.root} (a fresh copy each run; --target DIR keeps one)")
     return Run(tree, res, fetched, plan)
@@ -89,7 +89,7 @@ def run(cat: Catalogue, request: Request, progress: Say, note: Say) -> Run:
 def status(cat: Catalogue, request: Request, progress: Say, note: Say) -> Status:
     """What the tree carries, from the manifest beside it, checked against the files."""
     tree, res, _ = _open(cat, request, progress, note)
-    with state.reading(tree, note):
+    with state.reading(tree, note, request.lock_timeout):
         journal = state.pending_journal(tree)
         manifest = manifests.read(tree)
         files = _file_states(tree, res, manifest)
@@ -233,7 +233,9 @@ def _needs_commit(plan: engine.Plan, manifest: Manifest | None) -> bool:
     return not plan.failed and (bool(plan.changes) or not manifests.same(plan.manifest, manifest))
 
 
-def _write(command: Command, tree: Tree, res: Resolution, chosen: set[str], note: Say) -> engine.Plan:
+def _write(
+    command: Command, tree: Tree, res: Resolution, chosen: set[str], note: Say, lock_timeout: float
+) -> engine.Plan:
     """Plan, and commit under the lock what the plan changes."""
     assert res.series is not None
     refused: BackportError | None = None
@@ -247,7 +249,7 @@ def _write(command: Command, tree: Tree, res: Resolution, chosen: set[str], note
             try:
                 plan = _plan(command, tree, res, manifest, chosen)
             except BackportError as exc:
-                if (tree.state_dir / state.LOCK).exists() or state.pending_journal(tree):
+                if tree.state_path(state.LOCK).exists() or state.pending_journal(tree):
                     refused = exc
                     break
                 if attempt == 2:
@@ -262,7 +264,7 @@ def _write(command: Command, tree: Tree, res: Resolution, chosen: set[str], note
         if refused is not None:
             raise refused from None  # the tree's own problem comes first
         raise
-    with state.locked(tree, note):
+    with state.locked(tree, note, lock_timeout):
         restored = state.recover(tree)
         if restored:
             note(f"rolled back an interrupted run ({', '.join(restored)} restored)")

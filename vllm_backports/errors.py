@@ -43,3 +43,7 @@ class EvidenceError(BackportError):
 class DraftsNotServed(UsageError):
     """verify's scripted drafts never reached the engine's proposer: the run would judge nothing of
     what it is for."""
+
+
+class LockTimeout(BackportError):
+    """Another run held the tree's lock past the wait allowed; nothing was touched."""

@@ -36,6 +36,7 @@ class Request:
     only: tuple[str, ...] = ()
     skip: tuple[str, ...] = ()
     output: Output = Output.TEXT
+    lock_timeout: float = 60.0  # seconds to wait for another run's lock before giving up, naming it
 
     @property
     def fresh_copy(self) -> bool:
@@ -58,6 +59,7 @@ def parse_request(
     only: tuple[str, ...] = (),
     skip: tuple[str, ...] = (),
     as_json: bool = False,
+    lock_timeout: float | None = None,
 ) -> Request:
     """The command line's words as a Request, or the one usage error that refuses them."""
     if command is Command.STATUS and (only or skip):
@@ -69,6 +71,8 @@ def parse_request(
             f"{command.value} --fetch needs --target DIR: without it every run lays out a fresh pristine copy "
             "(apply --fetch --target DIR keeps one to come back to)"
         )
+    if lock_timeout is not None and not 0 <= lock_timeout <= 86400:
+        raise UsageError("--lock-timeout takes seconds from 0 to 86400")
     if vllm is not None and not vllm.strip():
         raise UsageError("--vllm needs a version (e.g. 0.20.0) or 'auto'")
     requested = parse_vllm(cat, vllm or "auto")
@@ -89,4 +93,5 @@ def parse_request(
         only=only,
         skip=skip,
         output=Output.JSON if as_json else Output.TEXT,
+        **({} if lock_timeout is None else {"lock_timeout": lock_timeout}),
     )

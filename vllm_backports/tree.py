@@ -7,6 +7,7 @@ from __future__ import annotations
 import binascii
 import csv
 import importlib.metadata
+import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,10 +32,25 @@ class Tree:
             raise TargetError(f"{path}: is a symlink; the state directory must be a directory inside the package")
         return path
 
+    def state_path(self, name: str, directory: bool = False) -> Path:
+        """An entry of the state directory, refused when it is a link or not what vllm-backports
+        writes there (a regular file, or the backups' directory): through a link a sweep or a
+        rollback would delete or overwrite files outside the package, and opening a FIFO waits
+        for a writer for ever."""
+        path = self.state_dir / name
+        try:
+            mode = path.lstat().st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return path
+        if stat.S_ISDIR(mode) if directory else stat.S_ISREG(mode):
+            return path
+        what = "a symlink" if stat.S_ISLNK(mode) else "not a directory" if directory else "not a regular file"
+        raise TargetError(f"{path}: is {what}; vllm-backports wrote no such thing there: remove it and run again")
+
     def read_state(self, name: str) -> bytes | None:
         """A file of the state directory (the manifest, the journal); None where there is none."""
         try:
-            return (self.state_dir / name).read_bytes()
+            return read_regular(self.state_path(name), follow=False)
         except FileNotFoundError:
             return None
 
@@ -59,7 +75,23 @@ class Tree:
             raise TargetError(f"{rel}: is a directory")
         if not stat.S_ISREG(kind):  # reading a FIFO would wait for a writer for ever
             raise TargetError(f"{rel}: is not a regular file (a FIFO, socket or device); reinstall vllm")
-        return path.read_bytes()
+        return read_regular(path)
+
+
+def read_regular(path: Path, follow: bool = True) -> bytes:
+    """The bytes of a regular file, refusing anything else without blocking: opening a FIFO for
+    reading waits for a writer, so it is opened non-blocking and checked before it is read."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == getattr(os, "ELOOP", 40) and not follow:
+            raise TargetError(f"{path}: is a symlink; refusing to read through it") from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise TargetError(f"{path}: is not a regular file (a FIFO, socket or device); reinstall vllm")
+        return fh.read()
 
 
 def _dist_info(root: Path) -> Path:
@@ -76,7 +108,7 @@ def _dist_info(root: Path) -> Path:
 
 def _version_of(dist_info: Path) -> str:
     try:
-        for line in (dist_info / "METADATA").read_text(encoding="utf-8").splitlines():
+        for line in read_regular(dist_info / "METADATA").decode("utf-8").splitlines():
             if line.startswith("Version:"):
                 return line.split(":", 1)[1].strip()
     except FileNotFoundError:
@@ -94,7 +126,7 @@ def open_tree(root: Path) -> Tree:
     if not (root / "vllm").is_dir():
         raise TargetError(f"{root}: has {dist_info.name} but no vllm/ package")
     try:
-        record = parse_record((dist_info / "RECORD").read_bytes())
+        record = parse_record(read_regular(dist_info / "RECORD"))
     except FileNotFoundError:
         raise TargetError(f"{dist_info}: no RECORD, so the pristine files cannot be verified") from None
     except (UnicodeDecodeError, csv.Error, binascii.Error) as exc:
