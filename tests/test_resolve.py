@@ -62,7 +62,21 @@ def test_nightly_past_every_series_takes_the_latest(home):
     assert res.series is not None and res.series.name == "s2"
 
 
-def test_nightly_matching_no_series(home, tmp_path):
+# The image the #40880 reporter ran: a nightly with a local segment (its git hash)
+REPORTED = "0.19.2rc1.dev21+g893611813"
+
+
+def test_the_reported_nightly_image_gets_the_series_its_files_match(home):
+    site = home.tree(REPORTED, files=home.pristine["0.20.0"])
+    result = run("--vllm", "auto", "--target", str(site), "--json")
+    assert result.code == 0, result.out + result.err
+    assert result.json["series"] == "s1" and result.json["vllm"] == REPORTED
+    assert (site / "vllm/mod.py").read_bytes() == MOD_FIXED
+
+
+@pytest.mark.parametrize("version", [NIGHTLY, REPORTED])
+def test_nightly_matching_no_series(home, tmp_path, version):
+    NIGHTLY = version  # noqa: N806 - the assertions below read it
     site = home.tree(NIGHTLY, files={"vllm/mod.py": b"".join(b"other %d\n" % i for i in range(20))})
     before = snapshot(tmp_path)
     for requested in ("0.19.2", "auto"):
@@ -73,6 +87,7 @@ def test_nightly_matching_no_series(home, tmp_path):
         assert len(errors) == 1 and errors[0].startswith("error: "), result.err
         assert f"no series matches the files of vLLM {NIGHTLY} exactly" in errors[0]
         assert "hunk #1 at line 8" in errors[0]
+        assert "install a published release instead (known releases:" in errors[0]
         as_json = run("--vllm", requested, "--target", str(site), "--json")
         assert as_json.code == 2 and as_json.json["exit_code"] == 2
         assert_unchanged(tmp_path, before)

@@ -158,7 +158,10 @@ def _match_nightly(cat: Catalogue, tree: Tree) -> Resolution:
             matches.append(series)
     if not matches:
         detail = "; ".join(f"{n}: {m}" for n, m in nearest[:2])
-        raise UsageError(f"no series matches the files of vLLM {tree.version} exactly ({detail})")
+        raise UsageError(
+            f"no series matches the files of vLLM {tree.version} exactly ({detail}); nothing was changed: "
+            f"install a published release instead ({_known(cat)}) and run with --vllm auto"
+        )
 
     # Several can match when the hunks' surroundings did not change: prefer the release the
     # nightly was heading to, i.e. the first release at or after it.
