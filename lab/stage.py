@@ -25,6 +25,7 @@ from vllm_backports.digest import sha256_file
 HERE = Path(__file__).resolve().parent
 IMAGE = HERE / "data" / "gpu-image.txt"
 MACHINE_TORCH = "2.11.0"  # the GPU machine's own torch (cu130): releases pinning it use the image's
+MACHINE_CUDA = 13  # the CUDA major of the image's libraries
 # Dropped whatever the image holds: CUDA's libraries come with the image's torch (the same CUDA 13
 # major), FlashInfer is staged on its own where a proof runs it, and vLLM comes as its own wheel.
 DROP_PREFIXES = ("nvidia-", "cuda-", "flashinfer")
@@ -92,15 +93,20 @@ def parse_pins(text: str) -> dict[str, str]:
     return pins
 
 
-def needed(pins: dict[str, str], image: set[str]) -> dict[str, str]:
+def needed(pins: dict[str, str], image: set[str], cuda: int = MACHINE_CUDA) -> dict[str, str]:
     """The pins the machine lacks. A release on the machine's torch uses the image's whole stack;
     one pinning another torch brings torch, triton, torchvision and torchaudio as its pins say
     (the image's CUDA 13 libraries serve them), and NCCL, whose image build lacks symbols newer
-    torch calls (ncclCommResume, seen with 2.13.0 on 2026-11-23)."""
+    torch calls (ncclCommResume, seen with 2.13.0 on 2026-11-23). A release built for another
+    CUDA major (0.17 .. 0.19: torch 2.10.0 on CUDA 12) brings every CUDA library its pins name:
+    the image's are CUDA 13's, and which of its own a run never opens only a run can tell."""
     own_torch = pins.get("torch") not in (None, MACHINE_TORCH)
+    own_cuda = cuda != MACHINE_CUDA
     out = {}
     for name, version in pins.items():
-        if own_torch and (name in TORCH_STACK or name == "nvidia-nccl-cu13"):
+        if own_cuda and (name in TORCH_STACK or name.startswith(("nvidia-", "cuda-"))):
+            out[name] = version
+        elif own_torch and (name in TORCH_STACK or name == "nvidia-nccl-cu13"):
             out[name] = version
         elif name in DROP or name.startswith(DROP_PREFIXES) or name in image:
             continue
@@ -200,7 +206,7 @@ def stage(release: str, home: Path, log: Callable[[str], None] = print) -> Stage
     torch = pins.get("torch", "")
     if torch != catalogue.releases[release].torch:
         raise SystemExit(f"stage: vLLM {release} resolves torch {torch}, versions.toml says {catalogue.releases[release].torch}")
-    wanted = needed(pins, image_packages())
+    wanted = needed(pins, image_packages(), catalogue.releases[release].cuda)
     log(f"{release}: torch {torch}; {len(wanted)} dependency wheels the machine lacks")
     wheels = download(wanted, cache() / "wheels")
     blobs = [_into_store(vllm_wheel(release, home), "vllm")] + [_into_store(w, "wheel") for w in wheels]

@@ -48,13 +48,13 @@ def test_evidence_is_kept_byte_for_byte_in_meaning_and_a_crash_is_named_not_kept
     by = {p.name: p for p in found.proofs}
     kept = tmp_path / "docs" / "evidence" / "0.22.0" / "gdn-ngram.json"
     assert by["gdn-ngram"].written == kept and json.loads(kept.read_text()) == json.loads(REAL.read_text())
-    assert by["gdn-ngram"].verdict == "proof"
+    assert by["gdn-ngram"].verdict == "control wrong"
     assert by["mtp"].written is None and "illegal memory access" in by["mtp"].problem
     assert by["tq-mtp"].rc is None and by["tq-mtp"].problem == "still running when collected"
     assert not (tmp_path / "docs" / "evidence" / "0.22.0" / "mtp.json").exists()
     assert records.device_time(found.timeline) == {"0.22.0": {"install_s": 60.0, "span_s": 360.0}}
     lines = records.summary_lines(found)
-    assert "0.22.0/gdn-ngram: exit 0, proof -> docs/evidence/0.22.0/gdn-ngram.json" in lines
+    assert "0.22.0/gdn-ngram: exit 0, control wrong -> docs/evidence/0.22.0/gdn-ngram.json" in lines
     assert "run: 6.0 min from the first install to the last proof" in lines
 
 

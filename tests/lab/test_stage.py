@@ -53,3 +53,11 @@ def test_a_stage_round_trips_through_its_json(tmp_path):
     s = stage.Stage("0.22.0", "2.11.0", (stage.Blob("vllm.whl", "a" * 64, 3, "vllm"),))
     s.write(tmp_path / "s.json")
     assert stage.Stage.from_json(__import__("json").loads((tmp_path / "s.json").read_text())) == s
+
+
+def test_a_release_on_cuda_12_brings_its_own_cuda_libraries_and_torch_stack():
+    pins = {"torch": "2.10.0", "triton": "3.5.1", "nvidia-cublas-cu12": "12.8", "nvidia-nccl-cu12": "2.27",
+            "cuda-bindings": "12.9", "numpy": "2.2", "xgrammar": "0.1.2", "flashinfer-python": "0.5"}
+    got = stage.needed(pins, {"torch", "triton", "numpy", "cuda-bindings"}, cuda=12)
+    assert got == {"torch": "2.10.0", "triton": "3.5.1", "nvidia-cublas-cu12": "12.8", "nvidia-nccl-cu12": "2.27",
+                   "cuda-bindings": "12.9", "xgrammar": "0.1.2"}
