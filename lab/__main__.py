@@ -34,7 +34,10 @@ MARGIN = 2 << 20  # what the tree may grow by between planning and the calls
 def tree_size(root: Path) -> int:
     """What every call carries besides its parts: tracked files and untracked ones git does not ignore."""
     out = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root, capture_output=True, check=True
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=root,
+        capture_output=True,
+        check=True,
     ).stdout
     return sum((root / n).stat().st_size for n in out.decode().split("\0") if n and (root / n).is_file())
 

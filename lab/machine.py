@@ -3,6 +3,8 @@ compare, run the proofs detached from the call, and collect what they wrote.
 
     python3 -m lab.machine put .lab/parts/p000 [.lab/parts/p001 ...]
     python3 -m lab.machine start 0.22.0 0.23.0:gdn-ngram,tq-mtp [--slots 8]
+    python3 -m lab.machine start 0.26.0:bench=qwen3_5-9b/fixcost-ngram-sparse=30 \
+        --bench-args "--layout resident --levels 1 --profile 1 --prefill-backend triton"
     python3 -m lab.machine collect [--wait 540]        # results under $OUT/results.tgz
 
 Everything lives under $VLLM_BACKPORTS_LAB_HOME (default ~/lab): the store of blobs, each
@@ -12,14 +14,18 @@ ends, and a process whose working directory vanished fails. A release's proofs s
 it is installed, while the next one installs; at most `--slots` verifies run at once, and a
 memory watchdog kills the youngest verify when the machine runs short (a machine out of memory
 stops answering and loses every result on it) and starts it once more when memory is back.
+A/B benchmarks (`bench=SHAPE/EXPERIMENT[=PAIRS]`, benchmarks/bench_ab.py) run after every proof
+has ended, one at a time: a timing needs the GPU and the host to itself.
 Standard library only, beside the project's own package.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -34,7 +40,11 @@ from . import parts
 
 # NVLink multicast stays off on the shared GPU hosts; engines' workers inherit these.
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-TOOL = ("apply.py", "vllm_backports", "backports", "versions.toml", "lab")
+TOOL = ("apply.py", "vllm_backports", "backports", "versions.toml", "lab", "benchmarks")
+BENCH = "bench="
+# What comes back of a benchmark's folder: not its profiler traces (tens of MiB each; their
+# tables come back) nor engine logs whole (their tails do)
+BENCH_LEFT_OUT = (".trace.json", ".log")
 WATCH_MIB = 6144  # available memory under which the watchdog kills the youngest verify
 ERR_TAIL = 200_000  # bytes of each verify's stderr that come back (progress bars fill megabytes)
 
@@ -44,22 +54,36 @@ def lab_home() -> Path:
 
 
 def parse_jobs(specs: list[str], default: dict[str, list[str]] | None = None) -> list[dict]:
-    """RELEASE or RELEASE:PROOF,PROOF... as jobs; a bare release runs `default[release]`."""
+    """RELEASE or RELEASE:NAME,NAME... as jobs, each NAME a proof or bench=SHAPE/EXPERIMENT[=PAIRS];
+    a bare release runs `default[release]`."""
     jobs = []
     for spec in specs:
         release, _, names = spec.partition(":")
-        proofs = [n for n in names.split(",") if n] if names else list((default or {}).get(release, []))
-        if not proofs:
+        items = [n for n in names.split(",") if n] if names else list((default or {}).get(release, []))
+        if not items:
             raise SystemExit(f"{spec}: no proofs to run")
-        jobs.append({"release": release, "proofs": proofs})
+        benches = [_bench(n) for n in items if n.startswith(BENCH)]
+        jobs.append({"release": release, "proofs": [n for n in items if not n.startswith(BENCH)], "benches": benches})
     return jobs
+
+
+def _bench(item: str) -> dict:
+    shape, slash, rest = item.removeprefix(BENCH).partition("/")
+    experiment, _, pairs = rest.partition("=")
+    if not slash or not shape or not experiment or (pairs and not (pairs.isdigit() and int(pairs) >= 2)):
+        raise SystemExit(f"{item}: write bench=SHAPE/EXPERIMENT[=PAIRS], PAIRS at least 2")
+    return {"shape": shape, "experiment": experiment, "pairs": int(pairs or 20)}
 
 
 class Runner:
     """One run of jobs on this machine; `verify` builds each proof's command (tests give a fake)."""
 
-    def __init__(self, home: Path, jobs: list[dict], slots: int = 8, watch_mib: int = WATCH_MIB):
+    def __init__(
+        self, home: Path, jobs: list[dict], slots: int = 8, watch_mib: int = WATCH_MIB, bench_args: list | None = None
+    ):
         self.home, self.jobs, self.slots, self.watch_mib = home, jobs, slots, watch_mib
+        self.bench_args = list(bench_args or [])
+        self.sites: dict[str, dict[str, Path]] = {}
         self.results = home / "results"
         self.lock = threading.Lock()
         self.running: dict[str, tuple[subprocess.Popen, float]] = {}
@@ -157,6 +181,39 @@ class Runner:
         _trim(out / f"{name}.err")
         return rc
 
+    # -- benchmarking ------------------------------------------------------------------------
+    def bench_command(self, release: str, bench: dict, out: Path, sites: dict[str, Path]) -> list[str]:
+        cmd = [sys.executable, "benchmarks/bench_ab.py", "run", "--experiment", bench["experiment"]]
+        cmd += ["--shape", bench["shape"], "--pairs", str(bench["pairs"]), "--out", str(out)]
+        return cmd + [f"--site={label}={path}" for label, path in sites.items()] + self.bench_args
+
+    def bench(self, release: str, bench: dict) -> int:
+        """One A/B run, alone on the machine, over the sites its experiment compares."""
+        from vllm_backports.bench.experiments import EXPERIMENTS
+
+        name = f"bench-{bench['experiment']}-{bench['shape']}"
+        out = self.results / release / name
+        out.mkdir(parents=True, exist_ok=True)
+        self.event(release=release, what=name, event="start")
+        try:
+            labels = EXPERIMENTS[bench["experiment"]].sites()
+            have = self.sites[release]
+            for label in labels:
+                if label not in have:
+                    have[label] = self.site(release, label, self.home / release / "pristine")
+            sites = {label: have[label] for label in labels}
+        except (KeyError, ValueError, RuntimeError, OSError, subprocess.CalledProcessError) as exc:
+            (out / "run.err").write_text(f"not run: {exc}\n")
+            (out / "run.rc").write_text("2\n")
+            self.event(release=release, what=name, event="end", rc=2)
+            return 2
+        env = {**os.environ, **SAFE_ENV, "PYTHONUNBUFFERED": "1"}
+        with open(out / "run.out", "a") as stdout, open(out / "run.err", "a") as stderr:
+            rc = subprocess.run(self.bench_command(release, bench, out, sites), stdout=stdout, stderr=stderr, env=env)
+        (out / "run.rc").write_text(f"{rc.returncode}\n")
+        self.event(release=release, what=name, event="end", rc=rc.returncode)
+        return rc.returncode
+
     def watchdog(self) -> None:
         while not self.stop.wait(5):
             if _available_mib() >= self.watch_mib:
@@ -167,10 +224,8 @@ class Runner:
                 key, (proc, _) = max(self.running.items(), key=lambda kv: kv[1][1])
                 self.killed.add(key)
             self.event(what=key, event="killed", available_mib=_available_mib())
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self.stop.wait(20)  # the memory comes back before the next look
 
     def run(self) -> int:
@@ -186,7 +241,7 @@ class Runner:
                 self.event(release=release, what="install", event="start")
                 try:
                     pristine = self.install(release)
-                    sites = {"fix": self.site(release, "fix", pristine)}
+                    sites = self.sites[release] = {"fix": self.site(release, "fix", pristine)}
                     for name in job["proofs"]:
                         kind = control_site(name)
                         if kind not in sites:
@@ -200,7 +255,14 @@ class Runner:
                     futures.append(pool.submit(self.prove, release, name, sites["fix"], sites[control_site(name)]))
         self.stop.set()
         failed = sum(1 for f in futures if f.result() != 0)
-        (self.home / "done").write_text(f"{len(futures)} proofs, {failed} exited non-zero\n")
+        benches = [
+            (job["release"], b) for job in self.jobs if job["release"] in self.sites for b in job.get("benches", [])
+        ]
+        bench_failed = sum(1 for release, b in benches if self.bench(release, b) != 0)
+        done = f"{len(futures)} proofs, {failed} exited non-zero"
+        if benches:
+            done += f"; {len(benches)} benchmarks, {bench_failed} exited non-zero"
+        (self.home / "done").write_text(done + "\n")
         return 0
 
 
@@ -214,6 +276,12 @@ def _available_mib() -> int:
     return 1 << 30  # unknown: never kill on a guess
 
 
+def _tail(src: Path, dest: Path, size: int = 20_000) -> None:
+    with open(src, "rb") as f:
+        f.seek(max(0, src.stat().st_size - size))
+        dest.write_bytes(f.read())
+
+
 def _trim(path: Path) -> None:
     if path.stat().st_size > ERR_TAIL:
         with open(path, "rb") as f:
@@ -225,6 +293,8 @@ def _trim(path: Path) -> None:
 def status_lines(home: Path) -> list[str]:
     """A line per proof: its exit and each site's errors of its tokens, or what it is doing."""
     lines = []
+    for rc in sorted((home / "results").glob("*/bench-*/run.rc")):
+        lines.append(f"{rc.parent.parent.name}/{rc.parent.name}: exit {rc.read_text().strip()}")
     for err in sorted((home / "results").glob("*/*.err")):
         key = f"{err.parent.name}/{err.stem}"
         if err.stem == "install":
@@ -238,7 +308,8 @@ def status_lines(home: Path) -> list[str]:
         try:
             data = json.loads(err.with_suffix(".json").read_text())
             rows = [
-                f"{r['scenario']}/{r.get('site', 'target')}:" + ("dead" if r.get("crashed") else f"{r['errors']}/{r['tokens']}")
+                f"{r['scenario']}/{r.get('site', 'target')}:"
+                + ("dead" if r.get("crashed") else f"{r['errors']}/{r['tokens']}")
                 for r in data.get("rows", [])
                 if r["scenario"] != "baseline"
             ]
@@ -258,14 +329,21 @@ def collect(home: Path, wait: float, out: Path) -> bool:
     done = (home / "done").exists()
     print("done: " + (home / "done").read_text().strip() if done else "still running")
     out.mkdir(parents=True, exist_ok=True)
+    for log in (home / "results").glob("*/bench-*/*.log"):
+        _tail(log, log.with_name(log.name + ".tail"))
+
+    def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        in_bench = "/bench-" in info.name
+        return None if in_bench and info.name.endswith(BENCH_LEFT_OUT) else info
+
     with tarfile.open(out / "results.tgz", "w:gz") as tar:
         for name in ("results", "timeline.jsonl", "run.log", "machine.json", "jobs.json"):
             if (home / name).exists():
-                tar.add(home / name, arcname=name)
+                tar.add(home / name, arcname=name, filter=keep)
     return done
 
 
-def start(specs: list[str], slots: int, source: Path, home: Path) -> None:
+def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: str = "") -> None:
     from vllm_backports.catalogue import Catalogue
 
     from .proofs import core
@@ -291,7 +369,7 @@ def start(specs: list[str], slots: int, source: Path, home: Path) -> None:
     for stale in ("done", "timeline.jsonl"):
         (home / stale).unlink(missing_ok=True)
     shutil.rmtree(home / "results", ignore_errors=True)
-    (home / "jobs.json").write_text(json.dumps({"jobs": jobs, "slots": slots}))
+    (home / "jobs.json").write_text(json.dumps({"jobs": jobs, "slots": slots, "bench_args": shlex.split(bench_args)}))
     (home / "machine.json").write_text(json.dumps(_machine()))
     with open(home / "run.log", "w") as log:
         subprocess.Popen(
@@ -304,7 +382,8 @@ def start(specs: list[str], slots: int, source: Path, home: Path) -> None:
             env={**os.environ, **SAFE_ENV, "VLLM_BACKPORTS_LAB_HOME": str(home)},
         )
     for job in jobs:
-        print(f"started {job['release']}: {', '.join(job['proofs'])}")
+        benches = [f"bench={b['shape']}/{b['experiment']}={b['pairs']}" for b in job["benches"]]
+        print(f"started {job['release']}: {', '.join(job['proofs'] + benches)}")
 
 
 def _machine() -> dict:
@@ -325,6 +404,9 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("start")
     s.add_argument("jobs", nargs="+", metavar="RELEASE[:PROOF,...]")
     s.add_argument("--slots", type=int, default=8)
+    s.add_argument(
+        "--bench-args", default="--layout resident --prefill-backend triton", help="bench_ab.py run's options"
+    )
     sub.add_parser("run")
     c = sub.add_parser("collect")
     c.add_argument("--wait", type=float, default=0)
@@ -334,10 +416,10 @@ def main(argv: list[str] | None = None) -> int:
         for part in args.parts:
             print(f"put {part}: {parts.put(part, home / 'store') >> 20} MiB")
     elif args.step == "start":
-        start(args.jobs, args.slots, Path.cwd(), home)
+        start(args.jobs, args.slots, Path.cwd(), home, args.bench_args)
     elif args.step == "run":
         spec = json.loads((home / "jobs.json").read_text())
-        return Runner(home, spec["jobs"], spec["slots"]).run()
+        return Runner(home, spec["jobs"], spec["slots"], bench_args=spec.get("bench_args")).run()
     else:
         done = collect(home, args.wait, Path(os.environ.get("OUT", "/tmp/out")))
         return 0 if done else 3

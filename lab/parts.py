@@ -81,7 +81,9 @@ def assemble(store: Path, digest: str, size: int) -> Path:
     whole = store / digest
     if whole.is_file() and whole.stat().st_size == size:
         return whole
-    pieces = sorted(((int(p.name.split(".")[1]), p) for p in (store / "chunks").glob(f"{digest}.*")), key=lambda x: x[0])
+    pieces = sorted(
+        ((int(p.name.split(".")[1]), p) for p in (store / "chunks").glob(f"{digest}.*")), key=lambda x: x[0]
+    )
     pieces = [(o, p) for o, p in pieces if not p.name.endswith(".tmp")]
     expected = 0
     for offset, piece in pieces:

@@ -104,9 +104,8 @@ def needed(pins: dict[str, str], image: set[str], cuda: int = MACHINE_CUDA) -> d
     own_cuda = cuda != MACHINE_CUDA
     out = {}
     for name, version in pins.items():
-        if own_cuda and (name in TORCH_STACK or name.startswith(("nvidia-", "cuda-"))):
-            out[name] = version
-        elif own_torch and (name in TORCH_STACK or name == "nvidia-nccl-cu13"):
+        cuda_lib = name.startswith(("nvidia-", "cuda-")) if own_cuda else name == "nvidia-nccl-cu13"
+        if (own_torch or own_cuda) and (name in TORCH_STACK or cuda_lib):
             out[name] = version
         elif name in DROP or name.startswith(DROP_PREFIXES) or name in image:
             continue
@@ -205,7 +204,9 @@ def stage(release: str, home: Path, log: Callable[[str], None] = print) -> Stage
     pins = resolve(release)
     torch = pins.get("torch", "")
     if torch != catalogue.releases[release].torch:
-        raise SystemExit(f"stage: vLLM {release} resolves torch {torch}, versions.toml says {catalogue.releases[release].torch}")
+        raise SystemExit(
+            f"stage: vLLM {release} resolves torch {torch}, versions.toml says {catalogue.releases[release].torch}"
+        )
     wanted = needed(pins, image_packages(), catalogue.releases[release].cuda)
     log(f"{release}: torch {torch}; {len(wanted)} dependency wheels the machine lacks")
     wheels = download(wanted, cache() / "wheels")

@@ -46,7 +46,9 @@ def staged(tmp_path, release="0.22.0"):
     digest = hashlib.sha256(w.read_bytes()).hexdigest()
     (home / "stage").mkdir(parents=True)
     blob = {"name": w.name, "sha256": digest, "size": w.stat().st_size, "role": "vllm"}
-    (home / "stage" / f"{release}.json").write_text(json.dumps({"release": release, "torch": "2.11.0", "blobs": [blob]}))
+    (home / "stage" / f"{release}.json").write_text(
+        json.dumps({"release": release, "torch": "2.11.0", "blobs": [blob]})
+    )
     for p in parts.pack([(digest, w)], 300, tmp_path / "parts"):
         parts.put(p, home / "store")
     return home
@@ -116,10 +118,54 @@ def test_collect_prints_a_line_a_proof_and_packs_the_results(tmp_path, capsys):
 
 def test_jobs_name_their_proofs_or_take_the_releases_default():
     assert machine.parse_jobs(["0.22.0:mtp,tq-mtp", "0.23.0"], {"0.23.0": ["gdn-ngram"]}) == [
-        {"release": "0.22.0", "proofs": ["mtp", "tq-mtp"]},
-        {"release": "0.23.0", "proofs": ["gdn-ngram"]},
+        {"release": "0.22.0", "proofs": ["mtp", "tq-mtp"], "benches": []},
+        {"release": "0.23.0", "proofs": ["gdn-ngram"], "benches": []},
     ]
     import pytest
 
     with pytest.raises(SystemExit, match="no proofs"):
         machine.parse_jobs(["0.99.0"], {})
+
+
+def test_benchmarks_run_after_every_proof_alone_over_their_experiments_sites(tmp_path):
+    home = staged(tmp_path)
+    order = tmp_path / "order.txt"
+
+    class Bench(FakeRunner):
+        script = f"import pathlib; open({str(order)!r}, 'a').write('proof\\n'); print('{{}}')"
+        built: list = []
+
+        def site(self, release, name, pristine):
+            self.built.append(name)
+            return super().site(release, name, pristine)
+
+        def bench_command(self, release, bench, out, sites):
+            assert sorted(sites) == ["fix", "less-gdn-draft-free-plain"]
+            return [sys.executable, "-c", f"open({str(order)!r}, 'a').write('bench\\n'); print('ran')"]
+
+    jobs = machine.parse_jobs(["0.26.0:gdn-ngram,mtp,bench=qwen3_5-9b/dfp-ngram-sparse=30"])
+    assert jobs[0]["benches"] == [{"shape": "qwen3_5-9b", "experiment": "dfp-ngram-sparse", "pairs": 30}]
+    (home / "stage" / "0.22.0.json").rename(home / "stage" / "0.26.0.json")
+    runner = Bench(home, jobs, slots=2, watch_mib=0)
+    runner.run()
+    assert order.read_text() == "proof\nproof\nbench\n"
+    assert "less-gdn-draft-free-plain" in runner.built
+    out = home / "results" / "0.26.0" / "bench-dfp-ngram-sparse-qwen3_5-9b"
+    assert (out / "run.rc").read_text() == "0\n" and (out / "run.out").read_text() == "ran\n"
+    assert (home / "done").read_text() == "2 proofs, 0 exited non-zero; 1 benchmarks, 0 exited non-zero\n"
+    (out / "profile.trace.json").write_text("x" * 1000)
+    (out / "engine.log").write_text("line\n" * 10)
+    machine.collect(home, 0, tmp_path / "out")
+    with tarfile.open(tmp_path / "out" / "results.tgz") as tar:
+        names = tar.getnames()
+    bench = "results/0.26.0/bench-dfp-ngram-sparse-qwen3_5-9b"
+    assert f"{bench}/run.rc" in names and f"{bench}/engine.log.tail" in names
+    assert f"{bench}/profile.trace.json" not in names and f"{bench}/engine.log" not in names
+
+
+def test_a_bench_item_is_checked_when_it_is_read():
+    import pytest
+
+    for bad in ("bench=qwen3_5-9b", "bench=/mtp", "bench=qwen3_5-9b/mtp=1", "bench=qwen3_5-9b/mtp=x"):
+        with pytest.raises(SystemExit, match="bench=SHAPE/EXPERIMENT"):
+            machine.parse_jobs([f"0.26.0:{bad}"])

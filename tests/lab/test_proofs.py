@@ -38,7 +38,12 @@ def test_each_site_leaves_out_its_backport_and_what_is_written_on_it():
     carried = ("turboquant-spec-decode", "gdn-spec-state", "turboquant-prefill-fastpath", "turboquant-decode-workspace")
     assert site_skips("raw", carried) is None and site_skips("fix", carried) == []
     assert site_skips("ctl", carried) == [
-        "--skip", "turboquant-spec-decode", "--skip", "turboquant-prefill-fastpath", "--skip", "turboquant-decode-workspace"
+        "--skip",
+        "turboquant-spec-decode",
+        "--skip",
+        "turboquant-prefill-fastpath",
+        "--skip",
+        "turboquant-decode-workspace",
     ]
     assert site_skips("less-turboquant-prefill-fastpath", carried[:3]) == ["--skip", "turboquant-prefill-fastpath"]
     with pytest.raises(ValueError, match="does not carry spec-prefill-decode-graph"):

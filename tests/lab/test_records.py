@@ -29,21 +29,24 @@ def timeline(*events) -> bytes:
 
 
 def test_evidence_is_kept_byte_for_byte_in_meaning_and_a_crash_is_named_not_kept(tmp_path):
-    results = tgz(tmp_path / "r.tgz", {
-        "results/0.22.0/gdn-ngram.json": REAL.read_bytes(),
-        "results/0.22.0/gdn-ngram.err": b"",
-        "results/0.22.0/gdn-ngram.rc": b"0\n",
-        "results/0.22.0/mtp.json": b"",
-        "results/0.22.0/mtp.err": b"Traceback\nRuntimeError: CUDA error: illegal memory access\n",
-        "results/0.22.0/mtp.rc": b"1\n",
-        "results/0.22.0/tq-mtp.err": b"loading",
-        "timeline.jsonl": timeline(
-            {"t": 100.0, "release": "0.22.0", "what": "install", "event": "start"},
-            {"t": 160.0, "release": "0.22.0", "what": "install", "event": "end"},
-            {"t": 170.0, "release": "0.22.0", "what": "gdn-ngram", "event": "start"},
-            {"t": 460.0, "release": "0.22.0", "what": "gdn-ngram", "event": "end", "rc": 0},
-        ),
-    })
+    results = tgz(
+        tmp_path / "r.tgz",
+        {
+            "results/0.22.0/gdn-ngram.json": REAL.read_bytes(),
+            "results/0.22.0/gdn-ngram.err": b"",
+            "results/0.22.0/gdn-ngram.rc": b"0\n",
+            "results/0.22.0/mtp.json": b"",
+            "results/0.22.0/mtp.err": b"Traceback\nRuntimeError: CUDA error: illegal memory access\n",
+            "results/0.22.0/mtp.rc": b"1\n",
+            "results/0.22.0/tq-mtp.err": b"loading",
+            "timeline.jsonl": timeline(
+                {"t": 100.0, "release": "0.22.0", "what": "install", "event": "start"},
+                {"t": 160.0, "release": "0.22.0", "what": "install", "event": "end"},
+                {"t": 170.0, "release": "0.22.0", "what": "gdn-ngram", "event": "start"},
+                {"t": 460.0, "release": "0.22.0", "what": "gdn-ngram", "event": "end", "rc": 0},
+            ),
+        },
+    )
     found = records.read_results(results, tmp_path, write=True)
     by = {p.name: p for p in found.proofs}
     kept = tmp_path / "docs" / "evidence" / "0.22.0" / "gdn-ngram.json"
@@ -59,11 +62,14 @@ def test_evidence_is_kept_byte_for_byte_in_meaning_and_a_crash_is_named_not_kept
 
 
 def test_a_file_filed_under_another_release_is_not_evidence(tmp_path):
-    results = tgz(tmp_path / "r.tgz", {
-        "results/0.23.0/gdn-ngram.json": REAL.read_bytes(),  # ran 0.22.0
-        "results/0.23.0/gdn-ngram.err": b"",
-        "results/0.23.0/gdn-ngram.rc": b"0\n",
-    })
+    results = tgz(
+        tmp_path / "r.tgz",
+        {
+            "results/0.23.0/gdn-ngram.json": REAL.read_bytes(),  # ran 0.22.0
+            "results/0.23.0/gdn-ngram.err": b"",
+            "results/0.23.0/gdn-ngram.rc": b"0\n",
+        },
+    )
     found = records.read_results(results, tmp_path, write=True)
     assert "ran vLLM 0.22.0" in found.proofs[0].problem and not (tmp_path / "docs").exists()
 

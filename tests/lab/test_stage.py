@@ -14,17 +14,37 @@ def test_pins_read_from_uvs_output_by_canonical_name():
 
 
 def test_a_release_on_the_machines_torch_brings_none_of_its_stack_or_cuda():
-    pins = {"torch": "2.11.0", "triton": "3.6.0", "nvidia-nccl-cu13": "2.28.9", "vllm": "0.22.0", "numpy": "2.2",
-            "xgrammar": "0.2.5", "flashinfer-python": "0.6", "z3-solver": "4"}
+    pins = {
+        "torch": "2.11.0",
+        "triton": "3.6.0",
+        "nvidia-nccl-cu13": "2.28.9",
+        "vllm": "0.22.0",
+        "numpy": "2.2",
+        "xgrammar": "0.2.5",
+        "flashinfer-python": "0.6",
+        "z3-solver": "4",
+    }
     assert stage.needed(pins, {"torch", "triton", "numpy"}) == {"xgrammar": "0.2.5"}
 
 
 def test_a_release_pinning_another_torch_brings_its_stack_and_nccl_only():
-    pins = {"torch": "2.13.0", "triton": "3.7.0", "torchvision": "0.28.0", "nvidia-nccl-cu13": "2.29",
-            "nvidia-cublas": "13.1", "numpy": "2.2", "xgrammar": "0.2.5"}
+    pins = {
+        "torch": "2.13.0",
+        "triton": "3.7.0",
+        "torchvision": "0.28.0",
+        "nvidia-nccl-cu13": "2.29",
+        "nvidia-cublas": "13.1",
+        "numpy": "2.2",
+        "xgrammar": "0.2.5",
+    }
     got = stage.needed(pins, {"torch", "triton", "torchvision", "numpy", "nvidia-cublas"})
-    assert got == {"torch": "2.13.0", "triton": "3.7.0", "torchvision": "0.28.0", "nvidia-nccl-cu13": "2.29",
-                   "xgrammar": "0.2.5"}
+    assert got == {
+        "torch": "2.13.0",
+        "triton": "3.7.0",
+        "torchvision": "0.28.0",
+        "nvidia-nccl-cu13": "2.29",
+        "xgrammar": "0.2.5",
+    }
 
 
 def test_the_image_list_is_read_by_canonical_name():
@@ -56,8 +76,22 @@ def test_a_stage_round_trips_through_its_json(tmp_path):
 
 
 def test_a_release_on_cuda_12_brings_its_own_cuda_libraries_and_torch_stack():
-    pins = {"torch": "2.10.0", "triton": "3.5.1", "nvidia-cublas-cu12": "12.8", "nvidia-nccl-cu12": "2.27",
-            "cuda-bindings": "12.9", "numpy": "2.2", "xgrammar": "0.1.2", "flashinfer-python": "0.5"}
+    pins = {
+        "torch": "2.10.0",
+        "triton": "3.5.1",
+        "nvidia-cublas-cu12": "12.8",
+        "nvidia-nccl-cu12": "2.27",
+        "cuda-bindings": "12.9",
+        "numpy": "2.2",
+        "xgrammar": "0.1.2",
+        "flashinfer-python": "0.5",
+    }
     got = stage.needed(pins, {"torch", "triton", "numpy", "cuda-bindings"}, cuda=12)
-    assert got == {"torch": "2.10.0", "triton": "3.5.1", "nvidia-cublas-cu12": "12.8", "nvidia-nccl-cu12": "2.27",
-                   "cuda-bindings": "12.9", "xgrammar": "0.1.2"}
+    assert got == {
+        "torch": "2.10.0",
+        "triton": "3.5.1",
+        "nvidia-cublas-cu12": "12.8",
+        "nvidia-nccl-cu12": "2.27",
+        "cuda-bindings": "12.9",
+        "xgrammar": "0.1.2",
+    }
