@@ -142,7 +142,7 @@ def test_known_bugs_cell_groups_by_what_the_gpu_showed(tmp_path, monkeypatch):
     toml.write_text(toml.read_text().replace(old, old.replace('"not reproduced"', '"reproduced"'), 1))
     assert CliRunner().invoke(maint.main, ["matrix", "--write"]).exit_code == 0
     row = _matrix_rows((home / "README.md").read_text())["0.20.0"]
-    assert "| [#50021 (reproduced); #51571, #53912, #53488 (not reproduced)](docs/SUPPORT.md#known" in row
+    assert "| [#39271, #50021 (reproduced); #51571, #53912, #53488 (not reproduced)](docs/SUPPORT.md#known" in row
     table = (home / "docs/SUPPORT.md").read_text()
     assert "| [#50021](https://github.com/vllm-project/vllm/issues/50021) | " in table
     assert "| no code path found | absent |" in table
