@@ -142,7 +142,7 @@ def test_known_bugs_cell_groups_by_what_the_gpu_showed(tmp_path, monkeypatch):
     toml.write_text(toml.read_text().replace(old, old.replace('"not reproduced"', '"reproduced"'), 1))
     assert CliRunner().invoke(maint.main, ["matrix", "--write"]).exit_code == 0
     row = _matrix_rows((home / "README.md").read_text())["0.20.0"]
-    assert "| [#39271, #50021 (reproduced); #51571, #53912, #53488 (not reproduced)](docs/SUPPORT.md#known" in row
+    assert "| [#50021, #39271 (reproduced); #51571, #53912, #53488 (not reproduced)](docs/SUPPORT.md#known" in row
     table = (home / "docs/SUPPORT.md").read_text()
     assert "| [#50021](https://github.com/vllm-project/vllm/issues/50021) | " in table
     assert "| no code path found | absent |" in table
@@ -424,13 +424,25 @@ def test_the_kept_evidence_tells_an_upstream_fix_from_a_weak_scenario():
     assert "control crashed" in {s.verdict for s in judged["0.21.0"]}  # TurboQuant's pristine engines died
 
 
-def test_no_kept_file_is_a_proof_of_todays_series_until_it_records_its_patches():
-    """Every file kept today was written before verify recorded engine.patches: each is an earlier
-    revision, and no release's matrix cell reads as proven on a GPU."""
+def test_a_kept_file_is_a_proof_of_todays_series_only_with_todays_patches():
+    """A file written before verify recorded engine.patches is an earlier revision; one that
+    records them is current exactly when they are the pins the release ships today."""
+    import json
+
+    cat = Catalogue(maint.CHECKOUT)
     judged = generated.judged_evidence(maint.CHECKOUT)
-    assert {s.digest for ss in judged.values() for s in ss} == {"earlier revision"}
-    matrix = generated.render_matrix(Catalogue(maint.CHECKOUT), judged)
-    assert "GPU (" not in matrix and "no proof of today's series" in matrix
+    seen = set()
+    for release, summaries in judged.items():
+        for s in summaries:
+            data = json.loads((maint.CHECKOUT / "docs/evidence" / s.link).read_text())
+            recorded = [r["engine"].get("patches") for r in data["rows"] if r["site"] == "target" and r.get("engine")]
+            if not recorded or any(p is None for p in recorded):
+                assert s.digest != "current", s.link
+                continue
+            same = all(p == generated.shipped_patches(cat, release) for p in recorded)
+            assert (s.digest == "current") is same, s.link
+            seen.add(s.digest)
+    assert "current" in seen  # else the rule above was never exercised
 
 
 def test_the_shipped_patches_are_the_releases_series_less_what_it_has_upstream():
