@@ -170,3 +170,85 @@ def test_status_beside_a_finishing_run_reads_the_lock_file_that_is_there(home, s
             with pytest.raises(state.LockTimeout):
                 with state.reading(tree, timeout=0.5):
                     pass
+
+
+def test_a_probe_that_cannot_be_removed_is_named_not_left_unsaid(site, monkeypatch):
+    real = Path.unlink
+
+    def stuck(self, *args, **kwargs):
+        if self.name.startswith(".vllm-backports-probe."):
+            raise OSError(16, "Device or resource busy", str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "unlink", stuck)
+    result = run("apply", "--vllm", "0.20.0", "--target", str(site))
+    _one_error_line(result, 1, ".vllm-backports-probe.", "remove it by hand")
+
+
+def test_files_of_another_owner_are_refused_rather_than_taken(site, monkeypatch):
+    from vllm_backports import state
+
+    uid = os.stat(site / "vllm/mod.py").st_uid
+    monkeypatch.setattr(state.os, "geteuid", lambda: uid + 1)  # a user who can write the directories
+    before = snapshot(site)
+    result = run("apply", "--vllm", "0.20.0", "--target", str(site))
+    _one_error_line(result, 1, "vllm/mod.py", f"owned by uid {uid}", "run as its owner")
+    assert_unchanged(site, before, allow_added=("vllm/.backports",))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file another owner")
+def test_root_restoring_a_file_keeps_its_owner(home, site):
+    os.chown(site / "vllm/mod.py", 4242, 4242)
+    killed(home, site, "apply", 1)
+    assert run("revert", "--vllm", "0.20.0", "--target", str(site)).code == 0
+    st = os.stat(site / "vllm/mod.py")
+    assert (st.st_uid, st.st_gid) == (4242, 4242) and (site / "vllm/mod.py").read_bytes() == MOD
+
+
+@pytest.mark.parametrize(("err", "words"), [
+    (30, "read-only file system"),  # EROFS: running as the owner would not help
+    (13, "run as the owner"),  # EACCES
+])
+def test_an_unwritable_directory_says_why(site, monkeypatch, err, words):
+    real = Path.write_bytes
+
+    def refuse(self, data):
+        if self.name.startswith(".vllm-backports-probe."):
+            raise OSError(err, os.strerror(err), str(self))
+        return real(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", refuse)
+    result = run("apply", "--vllm", "0.20.0", "--target", str(site))
+    _one_error_line(result, 1, words)
+    if err == 30:
+        assert "run as the owner" not in result.err
+
+
+def test_a_file_that_cannot_be_replaced_is_named_not_its_temporary_copy(site, monkeypatch):
+    from vllm_backports import state
+
+    real = os.replace
+
+    def immutable(src, dst, *args, **kwargs):
+        if str(dst).endswith("vllm/mod.py"):
+            raise OSError(1, "Operation not permitted", str(src))
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(state.os, "replace", immutable)
+    result = run("apply", "--vllm", "0.20.0", "--target", str(site))
+    _one_error_line(result, 1, "vllm/mod.py: Operation not permitted")
+    assert ".tmp" not in result.err
+    assert (site / "vllm/mod.py").read_bytes() == MOD
+
+
+def test_tidying_up_that_fails_after_the_journal_went_says_what_is_left(site, monkeypatch):
+    from vllm_backports import state
+
+    def stuck(backups):
+        raise OSError(5, "Input/output error", str(backups / "0"))
+
+    monkeypatch.setattr(state, "_remove_backups", stuck)
+    result = run("apply", "--vllm", "0.20.0", "--target", str(site))
+    _one_error_line(result, 1, "every change landed", "txn is left")
+    assert "journal.json is left" not in result.err and not (site / "vllm/.backports/journal.json").exists()
+    assert (site / "vllm/mod.py").read_bytes() == MOD_FIXED
