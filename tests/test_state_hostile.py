@@ -17,7 +17,7 @@ import pytest
 
 from cli_runner import run
 from conftest import MOD, MOD_FIXED, sha
-from test_state import REPO, _one_error_line, killed
+from test_state import _one_error_line, killed
 from tree_snapshot import assert_unchanged, snapshot
 
 
@@ -167,9 +167,8 @@ def test_status_beside_a_finishing_run_reads_the_lock_file_that_is_there(home, s
         os.unlink(lock)  # the holder ends: its file goes
         with open(lock, "a+") as new:  # the next run's file, held
             fcntl.flock(new, fcntl.LOCK_EX)
-            with pytest.raises(state.LockTimeout):
-                with state.reading(tree, timeout=0.5):
-                    pass
+            with pytest.raises(state.LockTimeout), state.reading(tree, timeout=0.5):
+                pass
 
 
 def test_a_probe_that_cannot_be_removed_is_named_not_left_unsaid(site, monkeypatch):
