@@ -117,7 +117,7 @@ def build_home(root: Path) -> Home:
         '[backports.add-kernel]\ntitle = "a new kernel"\nbug = "https://github.com/vllm-project/vllm/issues/2"\n',
         '[known.lost-count]\ntitle = "a count read from a moved row"\n'
         'bug = "https://github.com/vllm-project/vllm/issues/3"\npresent = "<0.20.0"\nstatus = "not reproduced"\n'
-        'evidence = "one run, clean"\n',
+        'evidence = "one run, clean"\nchecked = "2026-11-25"\n',
         '[unpublished."0.19.2"]\ndev_prefix = "0.19.2"\n'
         'message = "vLLM 0.19.2 was never published; use --vllm auto on a nightly, or 0.19.1 / 0.20.0"\n',
         release("0.19.1", ""),

@@ -73,7 +73,8 @@ REPO = Path(__file__).resolve().parent.parent
         ('owed = ["gdn-ngram-flashinfer", "tp2"]\n', 'covered_by = "0.32.0"\n',
          "'covered_by' is replaced by the pinned hashes"),
         ('present = ">=0.19.0"\nstatus = "not reproduced"', 'present = ">=0.19.0"\nstatus = "maybe"',
-         "[known.async-count-moved-rows]: status 'maybe' is not one of reproduced, not reproduced, absent"),
+         "[known.async-count-moved-rows]: status 'maybe' is not one of reproduced, not reproduced, not yet run, "
+         "absent"),
         ('present = ">=0.19.0"\n', 'present = "from 0.19"\n',
          "[known.async-count-moved-rows]: present 'from 0.19' is not a version specifier"),
         ('bug = "https://github.com/vllm-project/vllm/issues/53505"\n',
@@ -89,6 +90,16 @@ REPO = Path(__file__).resolve().parent.parent
          "[known.prompt-logprobs-mtp]: title must be one line without '|'"),
         ('[releases."0.33.0"]\n', '[releases."0.33.0"]\nknown = ["prompt-logprobs-mtp"]\n',
          "'known' is derived from the [known] bugs' present; remove it"),
+        ('present = ">=0.19.0"\nstatus = "not reproduced"', 'status = "not yet run"',
+         "[known.async-count-moved-rows]: a not yet run bug is present somewhere; say where in present"),
+        ('checked = "2026-11-29"\n', "",
+         "[known.align-allocate-shrink] lacks 'checked'"),
+        ('checked = "2026-11-29"\n', 'checked = "2026-11-31"\n',
+         "[known.align-allocate-shrink]: checked '2026-11-31' is not a date YYYY-MM-DD"),
+        ('checked = "2026-11-29"\n', 'checked = "29.11.2026"\n',
+         "[known.align-allocate-shrink]: checked '29.11.2026' is not a date YYYY-MM-DD"),
+        ('checked = "2026-11-29"\n', 'checked = 2026-11-29\n',
+         "[known.align-allocate-shrink]: checked must be str, not datetime.date(2026, 11, 29)"),
     ],
     ids=[
         "missing-key",
@@ -116,6 +127,11 @@ REPO = Path(__file__).resolve().parent.parent
         "known-reproduced-nowhere",
         "known-pipe",
         "known-derived",
+        "known-not-yet-run-nowhere",
+        "known-checked-missing",
+        "known-checked-bad-day",
+        "known-checked-form",
+        "known-checked-toml-date",
     ],
 )
 def test_a_typo_in_versions_toml_is_one_line(tmp_path, old, new, message):
@@ -128,8 +144,22 @@ def test_a_typo_in_versions_toml_is_one_line(tmp_path, old, new, message):
     assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
+def test_every_known_bug_says_when_it_was_last_checked():
+    for bug in CAT.known.values():
+        assert len(bug.checked) == 10 and bug.checked.startswith("2026-"), bug.id
+    assert CAT.known["align-allocate-shrink"].checked == "2026-11-29"
+
+
 def test_known_bugs_are_derived_per_release_from_their_present_releases():
-    assert CAT.releases["0.17.0"].known == ("accepted-count-index", "prompt-logprobs-mtp")
+    assert CAT.releases["0.17.0"].known == (
+        "accepted-count-index",
+        "align-allocate-shrink",
+        "prompt-logprobs-mtp",
+        "gdn-one-token-first-chunk",
+        "ngram-tool-calls",
+    )
+    assert "gdn-one-token-first-chunk" in CAT.releases["0.30.0"].known
+    assert "gdn-one-token-first-chunk" not in CAT.releases["0.31.0"].known
     assert "async-count-moved-rows" in CAT.releases["0.19.0"].known
     assert "async-count-moved-rows" not in CAT.releases["0.18.1"].known
     # the coordinator over-hit of #53912 is gone from 0.26.0

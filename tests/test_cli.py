@@ -112,6 +112,8 @@ def test_list_names_every_backport(home):
     # a known bug without a backport, on the releases whose code has it
     (known,) = result.json["known"]
     assert known["id"] == "lost-count" and known["releases"] == ["0.19.1"] and known["status"] == "not reproduced"
+    assert known["number"] == "#3" and known["title"] == "a count read from a moved row"
+    assert known["present"] == "<0.20.0" and known["checked"] == "2026-11-25"
 
 
 def test_list_for_humans_keeps_ids_whole_and_ends_with_a_summary(home, monkeypatch):
@@ -122,7 +124,10 @@ def test_list_for_humans_keeps_ids_whole_and_ends_with_a_summary(home, monkeypat
     assert any(" fix-thing " in f" {ln} " for ln in lines) and any(" add-kernel " in f" {ln} " for ln in lines)
     summary = "backports=2 shipped=2 not_yet_backported=1 known_without_backport=1 releases=3 (0.19.1 .. 0.21.0)"
     assert lines[-1] == summary
-    assert lines[-2] == "known, no backport: lost-count (vllm#3, not reproduced) on 0.19.1"
+    assert lines[-2] == (
+        "known, no backport: lost-count (vllm#3, not reproduced, checked 2026-11-25) on 0.19.1: "
+        "a count read from a moved row"
+    )
     assert not any(ln.strip().startswith("lost-count") for ln in lines)  # not a row of the backports' table
     assert "https://" not in result.out  # issue links are shortened to vllm#N
 

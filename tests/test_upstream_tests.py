@@ -57,6 +57,30 @@ def test_selection_by_dotted_name_or_mirrored_path(tmp_path):
     }
 
 
+def test_selection_by_import_from_the_package(tmp_path):
+    # tests/model_executor/test_routed_experts_capture.py imports the runner this way
+    root = _tests_tree(
+        tmp_path,
+        {
+            "tests/model_executor/test_routed_experts_capture.py": (
+                "import torch\nfrom vllm.v1.worker import gpu_model_runner as gmr\n"
+            ),
+            "tests/v1/test_plain.py": "from vllm.v1.worker import gpu_input_batch, gpu_model_runner\n",
+            "tests/v1/test_paren.py": (
+                "from vllm.v1.attention.backends import (\n    utils,\n    gdn_attn as gdn,\n)\n"
+            ),
+            "tests/v1/test_other.py": "from vllm.v1.worker import gpu_model_runner_v2\nfrom vllm.v1 import worker\n",
+            "tests/v1/test_deeper.py": "from vllm.v1.worker.gpu import gpu_model_runner\n",
+        },
+    )
+    chosen = {s.module: s.why for s in ut.select(root, [GDN, RUNNER])}
+    assert chosen == {
+        "tests/model_executor/test_routed_experts_capture.py": "names vllm.v1.worker.gpu_model_runner",
+        "tests/v1/test_plain.py": "names vllm.v1.worker.gpu_model_runner",
+        "tests/v1/test_paren.py": "names vllm.v1.attention.backends.gdn_attn",
+    }
+
+
 # -- the archive
 
 

@@ -58,11 +58,11 @@ SERIES_KEYS = {"files"}
 # Derived, never written: the releases a series serves are those whose `series` names it.
 DERIVED_SERIES_KEYS = {"releases": "the releases' series"}
 BACKPORT_KEYS = {"title", "bug", "origin", "upstream_in", "releases", "together_with"}
-KNOWN_KEYS = {"title", "bug", "present", "status", "evidence"}
+KNOWN_KEYS = {"title", "bug", "present", "status", "evidence", "checked"}
 # What is known of a bug the series leave alone (docs/SIBLING-BUGS.md), a closed list: the GPU made
-# an affected release fail; it ran the conditions the report describes and decoded clean; or the
-# code has no path to it.
-KNOWN_STATUSES = ("reproduced", "not reproduced", "absent")
+# an affected release fail; it ran the conditions the report describes and decoded clean; the code
+# has it (`present`) but no GPU run has tried it yet; or the code has no path to it.
+KNOWN_STATUSES = ("reproduced", "not reproduced", "not yet run", "absent")
 ARCH_KEYS = {"platforms", "gpus", "gdn_prefill_backend", "why"}
 VARIANT_KEYS = {"tag_suffix", "since", "why"}
 # The GPU scenarios a release may owe, each once: the proofs of docs/runs/steps.sh (its `proofs`
@@ -231,6 +231,7 @@ class Known:
     present: str  # the releases whose code has it, a version specifier ("" where no code path has it)
     status: str  # one of KNOWN_STATUSES
     evidence: str  # the runs, or the reading of the code, the status rests on
+    checked: str  # the day the status was last checked, YYYY-MM-DD
 
     @property
     def number(self) -> str:
@@ -428,14 +429,21 @@ class Catalogue:
             raise CatalogueError(f"versions.toml: {where}: status {status!r} is not one of {', '.join(KNOWN_STATUSES)}")
         if status == "absent" and present:
             raise CatalogueError(f"versions.toml: {where}: an absent bug is present in no release; drop present")
-        if status == "reproduced" and not present:
-            raise CatalogueError(f"versions.toml: {where}: a reproduced bug is present somewhere; say where in present")
+        if status in ("reproduced", "not yet run") and not present:
+            raise CatalogueError(f"versions.toml: {where}: a {status} bug is present somewhere; say where in present")
+        checked = _field(raw, "checked", str, where)
+        try:
+            if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", checked):
+                raise ValueError
+            date.fromisoformat(checked)
+        except ValueError:
+            raise CatalogueError(f"versions.toml: {where}: checked {checked!r} is not a date YYYY-MM-DD") from None
         text = {k: _field(raw, k, str, where) for k in ("title", "bug", "evidence")}
         for k, value in text.items():
             # one cell of a markdown table each (docs/SUPPORT.md)
             if "|" in value or "\n" in value:
                 raise CatalogueError(f"versions.toml: {where}: {k} must be one line without '|'")
-        return Known(id=key, present=present, status=status, **text)
+        return Known(id=key, present=present, status=status, checked=checked, **text)
 
     def _release(self, key: str, raw: dict) -> Release:
         for derived, source in DERIVED_RELEASE_KEYS.items():

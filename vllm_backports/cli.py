@@ -323,15 +323,21 @@ def list_cmd(reporter: Reporter, as_json) -> int:
         others.append(
             {
                 "id": bug.id,
+                "number": bug.number,
                 "title": bug.title,
                 "bug": bug.bug,
+                "present": bug.present or None,
                 "status": bug.status,
+                "checked": bug.checked,
                 "releases": affected,
                 "evidence": bug.evidence,
             }
         )
         where = _span(affected, cat.versions) if affected else "no release"
-        lines.append(f"known, no backport: {bug.id} ({_short_bug(bug.bug)}, {bug.status}) on {where}")
+        lines.append(
+            f"known, no backport: {bug.id} ({_short_bug(bug.bug)}, {bug.status}, checked {bug.checked}) on {where}: "
+            f"{bug.title}"
+        )
     n_shipped = sum(1 for r in rows if r["releases"])
     known = sum(1 for r in rows if r["affected_without_backport"])
     summary = (

@@ -5,7 +5,8 @@ there the archive may come from a local file with its sha256, since GPU machines
 
 Selection: a module `tests/**/test_*.py` of the archive is selected when its text names a module
 the series patches by its dotted name (`vllm.v1.attention.backends.gdn_attn`, in an import or a
-mock target), or when its path mirrors one (`tests/v1/attention/backends/test_gdn_attn.py` for
+mock target), imports it from its package (`from vllm.v1.worker import gpu_model_runner as gmr`,
+also inside parentheses), or when its path mirrors one (`tests/v1/attention/backends/test_gdn_attn.py` for
 `vllm/v1/attention/backends/gdn_attn.py`).
 
 Verdict: a test that passes pristine and does not pass patched (fails, errors, is skipped or is
@@ -78,6 +79,18 @@ def patched_modules(paths) -> dict[str, str]:
     return out
 
 
+def _names(dotted: str) -> tuple[re.Pattern[str], ...]:
+    """What names a module in a test's text: its dotted name, or an import of it from its package
+    (`from vllm.v1.worker import gpu_model_runner as gmr`, one line or in parentheses)."""
+    parent, _, name = dotted.rpartition(".")
+    word = rf"(?<![\w.]){re.escape(name)}(?![\w])"
+    return (
+        re.compile(rf"(?<![\w.]){re.escape(dotted)}(?![\w])"),
+        re.compile(rf"^[ \t]*from[ \t]+{re.escape(parent)}[ \t]+import[ \t]+[^(\n]*?{word}", re.M),
+        re.compile(rf"^[ \t]*from[ \t]+{re.escape(parent)}[ \t]+import[ \t]*\([^)]*?{word}", re.M),
+    )
+
+
 def select(root: Path, paths) -> list[Selected]:
     """The modules under root/tests that the selection rule (this module's docstring) picks."""
     modules = patched_modules(paths)
@@ -85,7 +98,7 @@ def select(root: Path, paths) -> list[Selected]:
     for path in modules:
         parent, _, name = path.removeprefix("vllm/").rpartition("/")
         mirrors[f"tests/{parent}/test_{name}".replace("//", "/")] = path
-    names = {dotted: re.compile(rf"(?<![\w.]){re.escape(dotted)}(?![\w])") for dotted in modules.values()}
+    names = {dotted: _names(dotted) for dotted in modules.values()}
     chosen = []
     for file in sorted((root / "tests").rglob("test_*.py")):
         rel = file.relative_to(root).as_posix()
@@ -93,7 +106,7 @@ def select(root: Path, paths) -> list[Selected]:
             chosen.append(Selected(rel, f"mirrors {mirrors[rel]}"))
             continue
         text = file.read_text(encoding="utf-8", errors="replace")
-        named = [dotted for dotted, pattern in names.items() if pattern.search(text)]
+        named = [dotted for dotted, patterns in names.items() if any(p.search(text) for p in patterns)]
         if named:
             chosen.append(Selected(rel, "names " + ", ".join(named)))
     return chosen
@@ -490,7 +503,8 @@ def markdown(reports: list[dict], gpu_reports: list[dict] | None = None) -> str:
         "Each release's own tests, from its source archive on PyPI (sha256 checked against PyPI's),",
         "run on the CPU against the installed release as published (pristine) and against a copy with",
         "its series applied by `apply.py --target` (patched). A test module is selected when its text",
-        "names a module the series patches by its dotted name (an import, a mock target), or when its",
+        "names a module the series patches by its dotted name (an import, a mock target) or imports it",
+        "from its package (`from vllm.v1.worker import gpu_model_runner as gmr`), or when its",
         "path mirrors one (`tests/v1/worker/test_gpu_model_runner.py` for",
         "`vllm/v1/worker/gpu_model_runner.py`). The CPU shims (CPU platform, no pinned memory, no",
         "global accelerator clean-up, hub models as local config-only directories, torch's AVX-512",

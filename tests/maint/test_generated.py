@@ -130,7 +130,10 @@ def test_matrix_cell_of_a_release_without_a_series_is_a_dash(tmp_path, monkeypat
                                              'series = ""\nbugs = ["turboquant-prefill-fastpath"]\n', 1))
     assert CliRunner().invoke(maint.main, ["matrix", "--write"]).exit_code == 0
     row = _matrix_rows((home / "README.md").read_text())["0.33.0"]
-    known = "[#51571, #50021, #53488 (not reproduced)](docs/SUPPORT.md#known-bugs-the-series-leave-alone)"
+    known = (
+        "[#51571, #50021, #53488 (not reproduced); #53726, #53180, #56077, #41190 (not yet run)]"
+        "(docs/SUPPORT.md#known-bugs-the-series-leave-alone)"
+    )
     assert row.endswith(f"| turboquant-prefill-fastpath; {known} | - |")
     assert _notes(home)["0.33.0"].startswith("Series -,")
 
@@ -142,10 +145,15 @@ def test_known_bugs_cell_groups_by_what_the_gpu_showed(tmp_path, monkeypatch):
     toml.write_text(toml.read_text().replace(old, old.replace('"not reproduced"', '"reproduced"'), 1))
     assert CliRunner().invoke(maint.main, ["matrix", "--write"]).exit_code == 0
     row = _matrix_rows((home / "README.md").read_text())["0.20.0"]
-    assert "| [#50021, #39271 (reproduced); #51571, #53912, #53488 (not reproduced)](docs/SUPPORT.md#known" in row
+    groups = (
+        "#50021, #39271 (reproduced); #51571, #53912, #53488 (not reproduced); "
+        "#53726, #51565, #56077, #41190 (not yet run)"
+    )
+    assert f"| [{groups}](docs/SUPPORT.md#known" in row
     table = (home / "docs/SUPPORT.md").read_text()
     assert "| [#50021](https://github.com/vllm-project/vllm/issues/50021) | " in table
-    assert "| no code path found | absent |" in table
+    assert "| no code path found | absent | 2026-11-25 |" in table
+    assert "| `<0.31.0` | not yet run | 2026-11-29 |" in table  # the day its status was last checked
 
 
 def test_matrix_refuses_bad_or_unknown_evidence_and_writes_nothing(tmp_path, monkeypatch):

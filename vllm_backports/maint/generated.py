@@ -153,14 +153,15 @@ def render_known(cat: Catalogue) -> list[str]:
         "Upstream reports of silent corruption in the code paths the series patch that no backport here",
         "fixes: the releases whose code has each, read release by release, and what the GPU showed",
         "(`known` in `versions.toml`; the reading, with file and line, in",
-        "[SIBLING-BUGS.md](SIBLING-BUGS.md)). The support matrix lists them per release.",
+        '[SIBLING-BUGS.md](SIBLING-BUGS.md)), and the day that status was last checked. "not yet run":',
+        "the code has it, no GPU run has tried it. The support matrix lists them per release.",
         "",
-        "| bug | what | releases | status | evidence |",
-        "|---|---|---|---|---|",
+        "| bug | what | releases | status | last checked | evidence |",
+        "|---|---|---|---|---|---|",
     ]
     for k in cat.known.values():
         where = f"`{k.present}`" if k.present else "no code path found"
-        lines.append(f"| [{k.number}]({k.bug}) | {k.title} | {where} | {k.status} | {k.evidence} |")
+        lines.append(f"| [{k.number}]({k.bug}) | {k.title} | {where} | {k.status} | {k.checked} | {k.evidence} |")
     return lines + [""]
 
 
