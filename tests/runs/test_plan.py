@@ -1,4 +1,4 @@
-"""docs/runs/plan.py: the staging calls, each under what one call may carry."""
+"""lab/runbook/plan.py: the staging calls, each under what one call may carry."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("plan", REPO / "docs/runs/plan.py")
+spec = importlib.util.spec_from_file_location("plan", REPO / "lab/runbook/plan.py")
 plan = importlib.util.module_from_spec(spec)
 sys.modules["plan"] = plan  # its dataclasses look their module up
 spec.loader.exec_module(plan)
@@ -56,7 +56,7 @@ def test_every_piece_once_each_call_within_room_and_the_chain_last_with_install(
         and "chain gdn-ngram-b1 gdn-ngram-flashinfer" in calls[-1]["command"]
     )
     assert not any("chain" in c["command"] for c in calls[:-1])
-    assert all(c["command"].startswith("HOME=/root/h1 REL=0.25.0 bash docs/runs/steps.sh put ") for c in calls)
+    assert all(c["command"].startswith("HOME=/root/h1 REL=0.25.0 bash lab/runbook/steps.sh put ") for c in calls)
 
 
 def test_flashinfer_pieces_are_carried_only_for_a_flashinfer_proof(tmp_path):
@@ -69,7 +69,7 @@ def test_flashinfer_pieces_are_carried_only_for_a_flashinfer_proof(tmp_path):
 
 def test_upstream_gpu_carries_the_sdist_and_names_it_to_the_chain(tmp_path):
     stage(tmp_path, "0.26.0", [58], [52])
-    with pytest.raises(SystemExit, match=r"plan: .stage-sdist-0.26.0 missing: run docs/runs/stage-sdist.sh 0.26.0"):
+    with pytest.raises(SystemExit, match=r"plan: .stage-sdist-0.26.0 missing: run lab/runbook/stage-sdist.sh 0.26.0"):
         plan.plan(tmp_path, [("0.26.0", ["gdn-ngram", "upstream-gpu"])], 61 * MIB)
     sdist = tmp_path / ".stage-sdist-0.26.0"
     sdist.mkdir()
@@ -129,7 +129,7 @@ def test_bench_queues_ab_runs_after_a_chain_without_proofs(tmp_path):
     calls = plan.plan(tmp_path, [("0.26.0", ["bench=qwen3_5-9b/ngram-90+mtp"])], 61 * MIB)
     last = calls[-1]["command"]
     # setup only (`chain none`), then the queue, with the defaults: 20 pairs, resident, Triton prefill
-    assert "chain none && HOME=/root/h1 REL=0.26.0 bash docs/runs/steps.sh bench-ab queue " in last
+    assert "chain none && HOME=/root/h1 REL=0.26.0 bash lab/runbook/steps.sh bench-ab queue " in last
     assert last.endswith("queue qwen3_5-9b 20 resident ngram-90 mtp -- --prefill-backend triton")
     assert plan.gpus_needed("bench=qwen3_5-9b/mtp") == 1
     # beside proofs the chain runs them, and the queue waits for them on the machine
@@ -143,11 +143,11 @@ def test_bench_queues_ab_runs_after_a_chain_without_proofs(tmp_path):
     )
     assert not any("bench-ab" in c["command"] for c in calls[:-1])
     last = calls[-1]["command"]
-    assert last.index("chain gdn-ngram") < last.index("REL=0.26.0 bash docs/runs/steps.sh bench-ab queue")
-    assert last.index("REL=0.26.0 bash docs/runs/steps.sh bench-ab queue") < last.index(
-        "REL=0.28.0 bash docs/runs/steps.sh bench-ab queue"
+    assert last.index("chain gdn-ngram") < last.index("REL=0.26.0 bash lab/runbook/steps.sh bench-ab queue")
+    assert last.index("REL=0.26.0 bash lab/runbook/steps.sh bench-ab queue") < last.index(
+        "REL=0.28.0 bash lab/runbook/steps.sh bench-ab queue"
     )
-    assert "HOME=/root/h1 REL=0.26.0 bash docs/runs/steps.sh bench-ab queue qwen3_5-9b 20 resident mtp" in last
+    assert "HOME=/root/h1 REL=0.26.0 bash lab/runbook/steps.sh bench-ab queue qwen3_5-9b 20 resident mtp" in last
     # one queue a release (steps.sh refuses a second while the first runs)
     with pytest.raises(SystemExit, match="0.26.0: one bench= a release; join its experiments with +"):
         plan.plan(tmp_path, [("0.26.0", ["bench=qwen3_5-9b/mtp", "bench=qwen3_6-27b/nospec"])], 61 * MIB)
@@ -158,9 +158,9 @@ def test_with_two_gpus_the_queues_go_to_each_in_turn(tmp_path, monkeypatch, caps
         stage(tmp_path, rel, [58], [52], sha=sha)
     runs = [(rel, ["bench=qwen3_5-9b/mtp"]) for rel in ("0.26.0", "0.27.0", "0.28.0")]
     last = plan.plan(tmp_path, runs, 61 * MIB, gpus=2)[-1]["command"]
-    assert "GPU=0 HOME=/root/h1 REL=0.26.0 bash docs/runs/steps.sh bench-ab queue" in last
-    assert "GPU=1 HOME=/root/h2 REL=0.27.0 bash docs/runs/steps.sh bench-ab queue" in last
-    assert "GPU=0 HOME=/root/h3 REL=0.28.0 bash docs/runs/steps.sh bench-ab queue" in last
+    assert "GPU=0 HOME=/root/h1 REL=0.26.0 bash lab/runbook/steps.sh bench-ab queue" in last
+    assert "GPU=1 HOME=/root/h2 REL=0.27.0 bash lab/runbook/steps.sh bench-ab queue" in last
+    assert "GPU=0 HOME=/root/h3 REL=0.28.0 bash lab/runbook/steps.sh bench-ab queue" in last
     # beside each other, the pairs alternate which arm goes first
     assert last.count("-- --prefill-backend triton --order abba") == 3
     # one GPU: no GPU= at all, the queues take turns machine-wide, in bench_ab's own order
@@ -183,11 +183,11 @@ def test_early_queues_go_out_with_their_own_chain_on_their_gpus(tmp_path):
     chains = [c["command"] for c in calls if "chain none" in c["command"]]
     assert len(chains) == 2 and chains[-1] == calls[-1]["command"]
     assert chains[0].endswith(
-        "GPU=0 HOME=/root/h1 REL=0.26.0 bash docs/runs/steps.sh bench-ab queue qwen3_5-9b "
+        "GPU=0 HOME=/root/h1 REL=0.26.0 bash lab/runbook/steps.sh bench-ab queue qwen3_5-9b "
         "24 resident tq-mtp=8 nospec -- --prefill-backend triton --order abba"
     )
-    assert "REL=0.26.0 bash docs/runs/steps.sh bench-ab" not in chains[1]
-    assert "GPU=1 HOME=/root/h2 REL=0.27.0 bash docs/runs/steps.sh bench-ab queue" in chains[1]
+    assert "REL=0.26.0 bash lab/runbook/steps.sh bench-ab" not in chains[1]
+    assert "GPU=1 HOME=/root/h2 REL=0.27.0 bash lab/runbook/steps.sh bench-ab queue" in chains[1]
     assert sum(c["command"].count("bench-ab queue") for c in calls) == 2
 
 

@@ -3,7 +3,7 @@
 # from vLLM 0.21 TurboQuant KV runs on FA2 only. This stages it as one more part (xz, about
 # 52 MiB: one carry) from the wheel stage-vllm.sh already downloaded, and prints the run that
 # installs it into $HOME/vllm-site after the bundle's own install.
-#   ../shared/gpu/stage-vllm.sh 0.21.0 && bash docs/runs/stage-fa2.sh 0.21.0
+#   ../shared/gpu/stage-vllm.sh 0.21.0 && bash lab/runbook/stage-fa2.sh 0.21.0
 set -euo pipefail
 release=$1
 wheel=$(ls "$HOME"/.cache/vllm-stage/"$release"/whl/vllm-"$release"-*.whl 2>/dev/null | head -1)
@@ -29,7 +29,7 @@ if [ "$(stat -c %s "$out/fa2.so.xz")" -gt "$part" ]; then
   split -b "$part" -d -a 1 "$out/fa2.so.xz" "$out/fa2.so.xz."
   mv "$out/fa2.so.xz.0" .stage/fa2a/ && mv "$out"/fa2.so.xz.[1-9] "$out/fa2.so.sha256" .stage/fa2b/
   rm -rf "$out"
-  echo "in two halves, .stage/fa2a and .stage/fa2b: put them with docs/runs/steps.sh (docs/runs/plan.py prints the calls)"
+  echo "in two halves, .stage/fa2a and .stage/fa2b: put them with lab/runbook/steps.sh (lab/runbook/plan.py prints the calls)"
   exit 0
 fi
 echo "After the bundle's install, on the same warm machine:"
