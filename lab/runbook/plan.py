@@ -17,12 +17,10 @@ ended, one at a time over every release (one a GPU with --gpus). A release with 
 gets no proofs, and one `bench=` at most. The machine goes back 30 s after a call ends: keep a `bench-ab poll` (or
 `collect`) call in flight meanwhile.
 
-Run after ../shared/gpu/stage-vllm.sh REL (from the project root), lab/runbook/stage-fa2.sh REL and
-`rm -rf .stage-REL && mv .stage .stage-REL` (both scripts write .stage/, one release at a time; a
-.stage-REL left from before would take the new .stage inside it), and, for FlashInfer
-proofs, lab/runbook/stage-flashinfer.sh REL; for `upstream-gpu` (the release's own tests on the GPU,
-beside its proofs), lab/runbook/stage-sdist.sh REL. Releases with the same FA2 (its sha256)
-copy it on the machine from the first one's HOME instead of carrying it again.
+Run after `python -m lab bundle REL` (from the project root: .stage-REL/, the release's wheels
+in parts and its install.sh; FA2 comes inside the release's own wheel) and, for FlashInfer
+proofs, lab/runbook/stage-flashinfer.sh REL; for `upstream-gpu` (the release's own tests on the
+GPU, beside its proofs), lab/runbook/stage-sdist.sh REL.
 """
 
 from __future__ import annotations
@@ -171,28 +169,13 @@ def wants_flashinfer(proofs: list[str]) -> bool:
     return any("flashinfer" in PROOFS[p].options for p in named)
 
 
-def pieces(
-    root: Path, release: str, fa2_from: str | None, flashinfer: bool, upstream: bool = False
-) -> tuple[list[Piece], Piece]:
+def pieces(root: Path, release: str, flashinfer: bool, upstream: bool = False) -> tuple[list[Piece], Piece]:
     """A release's pieces, and its install.sh (which goes with the call that starts the chain)."""
     stage = root / f".stage-{release}"
     if not (stage / "install.sh").is_file():
-        raise SystemExit(
-            f"plan: .stage-{release}/install.sh missing: run ../shared/gpu/stage-vllm.sh {release} and "
-            f"lab/runbook/stage-fa2.sh {release}, then rm -rf .stage-{release} && mv .stage .stage-{release}"
-        )
+        raise SystemExit(f"plan: .stage-{release}/install.sh missing: run python -m lab bundle {release}")
     found = []
     for d in sorted(stage.glob("p[0-9]*"), key=lambda p: int(p.name[1:])):
-        found.append(Piece(d.name, [str(d.relative_to(root))], _size(d)))
-    fa2 = [d for d in (stage / "fa2", stage / "fa2a", stage / "fa2b") if d.is_dir()]
-    if fa2_from:
-        found.append(Piece(f"fa2-of={fa2_from}", [], 0))
-    elif not fa2:
-        print(
-            f"plan: no FA2 staged for {release} (lab/runbook/stage-fa2.sh): TurboQuant proofs cannot run",
-            file=sys.stderr,
-        )
-    for d in fa2 if not fa2_from else ():
         found.append(Piece(d.name, [str(d.relative_to(root))], _size(d)))
     fi = root / f".stage-fi-{release}"
     if flashinfer and not fi.is_dir():
@@ -214,12 +197,12 @@ def pack(found: list[Piece], install: Piece, room: int) -> list[list[Piece]]:
     bins: list[list[Piece]] = []
     for p in sorted(found, key=lambda p: -p.size):
         if p.size > room:
-            # the room shrinks as the tree grows: stage-vllm.sh's parts are 58 MiB unless told
+            # the room shrinks as the tree grows: the bundle's parts are 50 MiB unless told
             raise SystemExit(
                 f"plan: {p.paths[0]} is {p.size / 2**20:.1f} MiB, over a call's {room / 2**20:.1f} MiB beside a "
                 f"{(LIMIT - MARGIN - room) / 2**20:.1f} MiB tree: stage it again in smaller parts "
-                f"(PART_MB={int(room // 2**20) - 1} for ../shared/gpu/stage-vllm.sh, lab/runbook/stage-fa2.sh and "
-                "lab/runbook/stage-flashinfer.sh)"
+                f"(python -m lab bundle REL --part-mb {int(room // 2**20) - 1}; "
+                f"PART_MB={int(room // 2**20) - 1} for lab/runbook/stage-flashinfer.sh)"
             )
         for b in bins:
             if sum(x.size for x in b) + p.size <= room:
@@ -236,14 +219,6 @@ def pack(found: list[Piece], install: Piece, room: int) -> list[list[Piece]]:
     return bins + [last]
 
 
-def fa2_sha(root: Path, release: str) -> str | None:
-    for d in ("fa2", "fa2a", "fa2b"):
-        f = root / f".stage-{release}" / d / "fa2.so.sha256"
-        if f.is_file():
-            return f.read_text().split()[0]
-    return None
-
-
 def plan(
     root: Path,
     runs: list[tuple[str, list[str]]],
@@ -256,7 +231,7 @@ def plan(
     """The calls; with `gpus` over 1, the releases' A/B queues go to GPUs 0, 1, ... in turn, so that
     queues on different GPUs run side by side; `early`: each queue in its own release's chain call,
     not the last call."""
-    calls, homes, seen_fa2, queues = [], {}, {}, []
+    calls, homes, queues = [], {}, []
     # beside another GPU's queue, whose engine starts load the host's CPUs for minutes, each pair
     # of arms is run AB then BA, so that a load that rises or falls over a pair weighs on both alike
     order = "abba" if gpus > 1 else None
@@ -275,12 +250,7 @@ def plan(
     for i, (release, proofs) in enumerate(runs, 1):
         home = f"/root/h{i}"
         homes[release] = home
-        sha = fa2_sha(root, release)
-        found, install = pieces(
-            root, release, seen_fa2.get(sha) if sha else None, wants_flashinfer(proofs), UPSTREAM in proofs
-        )
-        if sha and sha not in seen_fa2:
-            seen_fa2[sha] = home
+        found, install = pieces(root, release, wants_flashinfer(proofs), UPSTREAM in proofs)
         bins = pack(found, install, room)
         for n, b in enumerate(bins):
             names = [p.name for p in b if p.name]

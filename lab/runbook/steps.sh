@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Steps on the GPU machine for any stageable release (repo root, after the staged
-# install of ../shared/gpu/stage-vllm.sh; one step per call, each under the 600 s limit):
+# Steps on the GPU machine for any stageable release (repo root, after the install.sh of
+# `python -m lab bundle REL` has installed it into $HOME/vllm-site; one step per call, each under
+# the 600 s limit):
 #   REL=0.26.0 bash lab/runbook/steps.sh setup
 #   REL=0.26.0 bash lab/runbook/steps.sh verify fix mtp 16 graphs turboquant_k8v4
 #   REL=0.31.0 bash lab/runbook/steps.sh fastpath   (after setup; releases whose series carries
@@ -32,9 +33,9 @@
 # and run its steps with that HOME; every
 # path here is under $HOME or named by $REL. `chain` and `collect` do that for five releases at a
 # time (2026-11-25: 0.21.0, 0.23.0, 0.24.0, 0.25.0 and 0.26.0, eleven verifies in about 11 minutes).
-# `setup` installs FA2 (carry .stage/fa2, from lab/runbook/stage-fa2.sh; FA2_XZ and FA2_SHA point
-# elsewhere when it came in pieces, as 0.26.0's 82 MiB one does) and .gpu-pytest. Carry
-# .gpu-pytest in the setup call, not with the last bundle part: the two pass the 64 MiB a call
+# FA2 (vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so, which TurboQuant KV runs on from vLLM 0.21)
+# comes inside the release's wheel, which the bundle carries verbatim. `setup` uses .gpu-pytest:
+# carry it in the setup call, not with the last bundle part: the two pass the 64 MiB a call
 # may carry. TP=2 in the environment runs `verify` at tensor parallel 2 (the two-GPU kind; the
 # proof tp2 asks for it itself);
 # PREFILL=flashinfer runs it on FlashInfer's GDN prefill, from $HOME/fi-site (step fi-site).
@@ -142,13 +143,6 @@ alt_site() { # NAME ALTERNATIVE [APPLY-OPTION...]: site NAME, the series (less w
 case $step in
   setup)
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-    m=vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so
-    [ -f "$HOME/fa2.sha256" ] && : "${FA2_SHA:=$HOME/fa2.sha256}"  # copied there with the pieces
-    sha=$(realpath "${FA2_SHA:-.stage/fa2/fa2.so.sha256}")
-    # FA2 comes in one piece (.stage/fa2) or, when over one call's carry, as pieces copied to
-    # ~/fa2 by earlier calls (lab/runbook/stage-fa2.sh says which)
-    [ -d "$HOME/fa2" ] && cat "$HOME"/fa2/fa2.so.xz.* > "$HOME/fa2.so.xz" && FA2_XZ=$HOME/fa2.so.xz
-    fa2=${FA2_XZ:-.stage/fa2/fa2.so.xz}
     # A second setup on one install (chain with SKIP_INSTALL=1) finds the fix site patched by the
     # first: revert it, or the controls copied from it below would not be pristine.
     applied=$(PYTHONPATH=${SITE[fix]} python3 apply.py status --vllm "$REL" --json 2>/dev/null \
@@ -157,11 +151,8 @@ case $step in
       PYTHONPATH=${SITE[fix]} python3 apply.py revert --vllm "$REL" --json > "$out/revert-fix.json" \
         && echo "fix site: reverted the $applied backports an earlier setup applied" || { echo "setup: the fix site does not revert"; exit 1; }
     fi
-    if [ -f "$fa2" ]; then  # without it, no TurboQuant; an empty library would break vLLM's import
-      # through a new file: the old one may be mapped by a verify of an earlier setup's sites
-      xz -dc "$fa2" > "${SITE[fix]}/$m.new" && mv "${SITE[fix]}/$m.new" "${SITE[fix]}/$m" \
-        && (cd "${SITE[fix]}/vllm/vllm_flash_attn" && sed 's/fa2.so/_vllm_fa2_C.abi3.so/' "$sha" | sha256sum -c)
-    else echo "no FA2 staged: TurboQuant proofs cannot run"; fi
+    if [ -f "${SITE[fix]}/vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so" ]; then echo "FA2: comes with the release's wheel"
+    else echo "no FA2 in ${SITE[fix]} (vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so): TurboQuant proofs cannot run"; fi
     site_copy "${SITE[raw]}"; site_copy "${SITE[ctl]}"
     for id in "${LESS[@]}"; do
       carries "$id" || continue
@@ -213,19 +204,13 @@ case $step in
       chain "${names[@]}") > "$HOME/chain.log" 2>&1 < /dev/null &
     echo "chain of $REL started under $HOME: $*" ;;
   put) # PIECE...: pieces of .stage-$REL and .stage-fi-$REL carried in this call, each where
-      # install.sh, setup and fi-site read it: pN (bundle part), fa2 or fa2a/fa2b (FA2 whole or in
-      # two), fi-pN (FlashInfer part), fa2-of=/root/hN (the FA2 another release's HOME holds),
-      # sdist (the release's source archive, lab/runbook/stage-sdist.sh, for upstream-gpu)
+      # install.sh, fi-site and upstream-gpu read it: pN (bundle part, python -m lab bundle),
+      # fi-pN (FlashInfer part), sdist (the release's source archive, lab/runbook/stage-sdist.sh, for upstream-gpu)
     for p; do
       case $p in
         p[0-9]*) mkdir -p "$HOME/vllm-stage" && cp ".stage-$REL/$p"/part.* "$HOME/vllm-stage/" ;;
-        fa2) mkdir -p "$HOME/fa2" && cp ".stage-$REL/fa2/fa2.so.xz" "$HOME/fa2/fa2.so.xz.0" && cp ".stage-$REL/fa2/fa2.so.sha256" "$HOME/fa2.sha256" ;;
-        # one half carries the checksum
-        fa2a|fa2b) mkdir -p "$HOME/fa2" && cp ".stage-$REL/$p"/fa2.so.xz.* "$HOME/fa2/" &&
-          { [ ! -f ".stage-$REL/$p/fa2.so.sha256" ] || cp ".stage-$REL/$p/fa2.so.sha256" "$HOME/fa2.sha256"; } ;;
         fi-p[0-9]*) mkdir -p "$HOME/fi" && cp ".stage-fi-$REL/${p#fi-}"/* "$HOME/fi/" ;;
         sdist) mkdir -p "$HOME/sdist" && cp ".stage-sdist-$REL"/* "$HOME/sdist/" ;;
-        fa2-of=*) mkdir -p "$HOME/fa2" && cp "${p#fa2-of=}"/fa2/fa2.so.xz.* "$HOME/fa2/" && cp "${p#fa2-of=}/fa2.sha256" "$HOME/" ;;
         *) echo "put: unknown piece $p"; false ;;
       esac || exit 1
     done
