@@ -51,10 +51,13 @@
 # toolkit has no cuRAND headers, CPATH=<nvidia-curand wheel>/nvidia/cu13/include.
 set -euo pipefail
 release=$1
-pin() { # PACKAGE RELEASE: its version in the release's resolution (stage-vllm.sh), or nothing
-  grep -i "^$1==" "$HOME/.cache/vllm-stage/$2/resolved.txt" 2>/dev/null | cut -d= -f3 || true
+resolved_of() { # RELEASE: its resolution, as lab.stage.resolve writes it in the lab's cache
+  echo "${VLLM_BACKPORTS_LAB_CACHE:-$HOME/.cache/vllm-backports-lab}/resolve/$1.txt"
 }
-[ -f "$HOME/.cache/vllm-stage/$release/resolved.txt" ] || { echo "no resolved.txt for vLLM $release: run ../shared/gpu/stage-vllm.sh $release first" >&2; exit 2; }
+pin() { # PACKAGE RELEASE: its version in the release's resolution, or nothing
+  grep -i "^$1==" "$(resolved_of "$2")" 2>/dev/null | cut -d= -f3 || true
+}
+[ -f "$(resolved_of "$release")" ] || { echo "no $(resolved_of "$release"): run python -m lab bundle $release first" >&2; exit 2; }
 fi_ver=$(pin flashinfer-python "$release")
 tvm_ver=$(pin apache-tvm-ffi "$release")
 [ -n "$fi_ver" ] && [ -n "$tvm_ver" ] || { echo "vLLM $release resolves no flashinfer-python or apache-tvm-ffi" >&2; exit 2; }
