@@ -3,6 +3,7 @@
     python -m lab plan 0.22.0 0.23.0:gdn-ngram,tq-mtp   # stage, pack, print the GPU machine's calls
     python -m lab evidence RESULTS.tgz [--write]        # their verify JSON as docs/evidence/
     python -m lab core 0.22.0                           # a release's core proof set
+    python -m lab bundle 0.26.0                         # .stage-0.26.0/ for the runbook (lab/runbook/)
 
 A GPU machine without network takes its inputs as calls of at most `--limit` bytes each (the
 working tree travels with every call): `plan` writes the parts under .lab/parts/ and the stages
@@ -23,7 +24,7 @@ import click
 
 from vllm_backports.catalogue import Catalogue
 
-from . import parts, stage
+from . import bundle, parts, stage
 from .proofs import core
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,6 +102,18 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool) -> None:
     log(f"{len(part_dirs)} parts of at most {room >> 20} MiB ({total >> 20} MiB before sharing), {len(found)} calls:")
     for call in found:
         log(f"  run carry={json.dumps(call['carry'])} command: {call['command']}")
+
+
+@main.command("bundle")
+@click.argument("release")
+@click.option("--part-mb", type=int, default=50, show_default=True, help="MiB a part holds at most.")
+def bundle_cmd(release: str, part_mb: int) -> None:
+    """Stage RELEASE and write .stage-RELEASE/ (parts and install.sh) for lab/runbook/plan.py."""
+    if release not in Catalogue(ROOT).releases:
+        raise click.UsageError(f"vLLM {release} is not in versions.toml")
+    if part_mb < 1:
+        raise click.UsageError("--part-mb: at least 1")
+    bundle.bundle(release, ROOT, part_mb, click.echo)
 
 
 @main.command()

@@ -1,4 +1,4 @@
-"""docs/runs/steps.sh's release tables, for the tests that check them against apply.py and the
+"""lab/runbook/steps.sh's release tables, for the tests that check them against apply.py and the
 kept alternatives: SERIES, carries, WRITTEN_ON and `without` (the --skip options that leave a
 backport out with what is written on its lines), read by running its own lines; LESS, read from
 its one line, which stands above them."""
@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def steps(release: str, command: str) -> list[str]:
     """`command` run after steps.sh's own SERIES, carries, WRITTEN_ON and without, for `release`."""
-    text = (REPO / "docs/runs/steps.sh").read_text()
+    text = (REPO / "lab/runbook/steps.sh").read_text()
     start = text.index("SERIES=$(")
     body = text[start : text.index("mapfile -t TQ_SKIP", start)]
     script = f"REL={release}\n{body}\n{command}"
@@ -24,7 +24,7 @@ def steps(release: str, command: str) -> list[str]:
 
 def less() -> list[str]:
     """LESS: the backports steps.sh builds a less-ID site for, where a series carries them."""
-    return re.search(r"^LESS=\((.*)\)", (REPO / "docs/runs/steps.sh").read_text(), re.M).group(1).split()
+    return re.search(r"^LESS=\((.*)\)", (REPO / "lab/runbook/steps.sh").read_text(), re.M).group(1).split()
 
 
 def without(release: str, backport: str) -> list[str]:

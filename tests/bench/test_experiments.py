@@ -11,7 +11,7 @@ from steps_sh import less
 from vllm_backports.bench.experiments import EXPERIMENTS, SCRIPTS, K, script_text, scripted_fraction
 from vllm_backports.verify.scenarios import PRESETS
 
-STEPS = Path(__file__).resolve().parents[2] / "docs/runs/steps.sh"
+STEPS = Path(__file__).resolve().parents[2] / "lab/runbook/steps.sh"
 
 
 @pytest.mark.parametrize("level", [n for n in SCRIPTS if n.isdigit()])

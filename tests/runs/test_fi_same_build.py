@@ -1,4 +1,4 @@
-"""docs/runs/fi_same_build.py: one FlashInfer JIT artifact for two pins only when the build is the same."""
+"""lab/runbook/fi_same_build.py: one FlashInfer JIT artifact for two pins only when the build is the same."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("fi_same_build", REPO / "docs/runs/fi_same_build.py")
+spec = importlib.util.spec_from_file_location("fi_same_build", REPO / "lab/runbook/fi_same_build.py")
 fsb = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(fsb)
 

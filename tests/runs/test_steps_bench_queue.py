@@ -1,4 +1,4 @@
-"""docs/runs/steps.sh's `bench-ab queue`: experiments run one after another from one detached job,
+"""lab/runbook/steps.sh's `bench-ab queue`: experiments run one after another from one detached job,
 after the verifies on the machine have ended, each through `bench-ab start`, a failing one not
 stopping the rest. benchmarks/bench_ab.py is a stand-in that records when each run starts and ends."""
 
@@ -56,8 +56,8 @@ print(json.dumps({"applied": [a for a in os.environ.get("STAND_IN_APPLIED", "x")
 def tree(tmp_path):
     """A working tree with steps.sh, a stand-in bench_ab.py and what `start` copies."""
     root = tmp_path / "tree"
-    (root / "docs/runs").mkdir(parents=True)
-    shutil.copy(REPO / "docs/runs/steps.sh", root / "docs/runs/steps.sh")
+    (root / "lab/runbook").mkdir(parents=True)
+    shutil.copy(REPO / "lab/runbook/steps.sh", root / "lab/runbook/steps.sh")
     (root / "benchmarks").mkdir()
     (root / "benchmarks/bench_ab.py").write_text(STAND_IN)
     for d in ("vllm_backports", "backports"):
@@ -85,7 +85,7 @@ def tree(tmp_path):
 
 def steps(root: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        ["bash", "docs/runs/steps.sh", *args], cwd=root, env=env, capture_output=True, text=True, timeout=60
+        ["bash", "lab/runbook/steps.sh", *args], cwd=root, env=env, capture_output=True, text=True, timeout=60
     )
 
 
@@ -186,7 +186,7 @@ def test_pairs_that_are_not_a_positive_number_are_refused_and_write_nothing(tree
 @pytest.mark.parametrize(
     "what",
     # a verify as bg starts it, the release's own GPU tests, an A/B run started by hand
-    ["python3 apply.py verify", "bash docs/runs/steps.sh upstream-gpu", "python3 benchmarks/bench_ab.py run"],
+    ["python3 apply.py verify", "bash lab/runbook/steps.sh upstream-gpu", "python3 benchmarks/bench_ab.py run"],
 )
 def test_the_first_run_waits_for_what_else_runs_on_the_machine(tree, tmp_path, what):
     root, env, bench = tree

@@ -1,4 +1,4 @@
-"""docs/runs/steps.sh's fi_path: the path FlashInfer runs get, from its site's .pth files."""
+"""lab/runbook/steps.sh's fi_path: the path FlashInfer runs get, from its site's .pth files."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def fi_path(home: Path) -> list[str]:
     """fi_path as steps.sh defines it, run with this Python as python3."""
-    text = (REPO / "docs/runs/steps.sh").read_text()
+    text = (REPO / "lab/runbook/steps.sh").read_text()
     start = text.index("fi_path() {")
     body = text[start : text.index("\n}\n", start) + 3]
     shim = home / "bin"

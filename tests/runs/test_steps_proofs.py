@@ -1,4 +1,4 @@
-"""docs/runs/steps.sh's `proofs`: each name a verify of the fix site against its control, and
+"""lab/runbook/steps.sh's `proofs`: each name a verify of the fix site against its control, and
 SITE@NAME the same verify of another site, tagged SITE-NAME. `bash` is shimmed for the inner
 `bash steps.sh bg ...` call, which records what it was asked instead of starting a verify."""
 
@@ -54,7 +54,12 @@ def machine(tmp_path):
 
 def proofs(env: dict, *names: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        ["bash", "docs/runs/steps.sh", "proofs", *names], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+        ["bash", "lab/runbook/steps.sh", "proofs", *names],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 

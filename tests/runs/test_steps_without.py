@@ -1,4 +1,4 @@
-"""docs/runs/steps.sh's `without`: the --skip options that leave a backport out of a release's
+"""lab/runbook/steps.sh's `without`: the --skip options that leave a backport out of a release's
 series together with what is written on its lines (the ctl and less-ID control sites)."""
 
 from __future__ import annotations

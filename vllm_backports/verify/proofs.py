@@ -1,4 +1,4 @@
-"""The named verify runs: the proofs that docs/runs/steps.sh starts on the GPU machine (each with
+"""The named verify runs: the proofs that lab/runbook/steps.sh starts on the GPU machine (each with
 its control site), the scenarios a release may owe (catalogue.SCENARIOS) and the runs of the
 images' GPU smoke test, all from this one table.
 

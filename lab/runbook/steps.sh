@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Steps on the GPU machine for any stageable release (repo root, after the staged
-# install of ../shared/gpu/stage-vllm.sh; one step per call, each under the 600 s limit):
-#   REL=0.26.0 bash docs/runs/steps.sh setup
-#   REL=0.26.0 bash docs/runs/steps.sh verify fix mtp 16 graphs turboquant_k8v4
-#   REL=0.31.0 bash docs/runs/steps.sh fastpath   (after setup; releases whose series carries
+# Steps on the GPU machine for any stageable release (repo root, after the install.sh of
+# `python -m lab bundle REL` has installed it into $HOME/vllm-site; one step per call, each under
+# the 600 s limit):
+#   REL=0.26.0 bash lab/runbook/steps.sh setup
+#   REL=0.26.0 bash lab/runbook/steps.sh verify fix mtp 16 graphs turboquant_k8v4
+#   REL=0.31.0 bash lab/runbook/steps.sh fastpath   (after setup; releases whose series carries
 #        turboquant-prefill-fastpath, vLLM #46460)
-#   REL=0.28.0 bash docs/runs/steps.sh upstream-gpu   (after setup, carrying .stage-sdist-0.28.0 from
-#        docs/runs/stage-sdist.sh: the release's own tests on the GPU, pristine and patched)
-#   REL=0.31.0 bash docs/runs/steps.sh model; ... poll 500; ... model-compare   (verify --model's
+#   REL=0.28.0 bash lab/runbook/steps.sh upstream-gpu   (after setup, carrying .stage-sdist-0.28.0 from
+#        lab/runbook/stage-sdist.sh: the release's own tests on the GPU, pristine and patched)
+#   REL=0.31.0 bash lab/runbook/steps.sh model; ... poll 500; ... model-compare   (verify --model's
 #        teacher-forced reference against the float32 one, on the tiny checkpoint)
-#   REL=0.28.0 bash docs/runs/steps.sh bench-ab start nospec qwen3_5-9b 20 resident; ... bench-ab poll 540
+#   REL=0.28.0 bash lab/runbook/steps.sh bench-ab start nospec qwen3_5-9b 20 resident; ... bench-ab poll 540
 #        (A/B runs of benchmarks/bench_ab.py in the background, one a call to start, resumable:
 #        docs/BENCHMARKS.md, "A/B runs on models of users' sizes"; `bench-ab queue` runs several
 #        back to back once the machine's chains and verifies have ended)
@@ -28,13 +29,13 @@
 #        turboquant-kv-shape follows it in the runner)
 # Several releases can share one machine: stage each with its parts under its own HOME
 # (`HOME=/root/h2 REL=X steps.sh put p0` a call, carrying .stage-X/p0, and so on; then `chain`;
-# docs/runs/plan.py prints those calls, packed under one call's carry)
+# lab/runbook/plan.py prints those calls, packed under one call's carry)
 # and run its steps with that HOME; every
 # path here is under $HOME or named by $REL. `chain` and `collect` do that for five releases at a
 # time (2026-11-25: 0.21.0, 0.23.0, 0.24.0, 0.25.0 and 0.26.0, eleven verifies in about 11 minutes).
-# `setup` installs FA2 (carry .stage/fa2, from docs/runs/stage-fa2.sh; FA2_XZ and FA2_SHA point
-# elsewhere when it came in pieces, as 0.26.0's 82 MiB one does) and .gpu-pytest. Carry
-# .gpu-pytest in the setup call, not with the last bundle part: the two pass the 64 MiB a call
+# FA2 (vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so, which TurboQuant KV runs on from vLLM 0.21)
+# comes inside the release's wheel, which the bundle carries verbatim. `setup` uses .gpu-pytest:
+# carry it in the setup call, not with the last bundle part: the two pass the 64 MiB a call
 # may carry. TP=2 in the environment runs `verify` at tensor parallel 2 (the two-GPU kind; the
 # proof tp2 asks for it itself);
 # PREFILL=flashinfer runs it on FlashInfer's GDN prefill, from $HOME/fi-site (step fi-site).
@@ -124,8 +125,8 @@ PY
 tool_copy() { # DIR: the tool's own copy in DIR (apply.py, the package, the catalogue, the
   # benchmarks and this script) for a job that outlives its call: the next call may refresh the
   # working tree under a running job
-  rm -rf "$1" && mkdir -p "$1/docs/runs" && cp -r apply.py vllm_backports benchmarks backports versions.toml "$1"/ \
-    && cp "$0" "$1/docs/runs/steps.sh"
+  rm -rf "$1" && mkdir -p "$1/lab/runbook" && cp -r apply.py vllm_backports benchmarks backports versions.toml "$1"/ \
+    && cp "$0" "$1/lab/runbook/steps.sh"
 }
 site_copy() { # a hard-linked copy of the pristine install, with its own copy of every file a patch touches
   rm -rf "$1" && cp -al "${SITE[fix]}" "$1"
@@ -142,13 +143,6 @@ alt_site() { # NAME ALTERNATIVE [APPLY-OPTION...]: site NAME, the series (less w
 case $step in
   setup)
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-    m=vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so
-    [ -f "$HOME/fa2.sha256" ] && : "${FA2_SHA:=$HOME/fa2.sha256}"  # copied there with the pieces
-    sha=$(realpath "${FA2_SHA:-.stage/fa2/fa2.so.sha256}")
-    # FA2 comes in one piece (.stage/fa2) or, when over one call's carry, as pieces copied to
-    # ~/fa2 by earlier calls (docs/runs/stage-fa2.sh says which)
-    [ -d "$HOME/fa2" ] && cat "$HOME"/fa2/fa2.so.xz.* > "$HOME/fa2.so.xz" && FA2_XZ=$HOME/fa2.so.xz
-    fa2=${FA2_XZ:-.stage/fa2/fa2.so.xz}
     # A second setup on one install (chain with SKIP_INSTALL=1) finds the fix site patched by the
     # first: revert it, or the controls copied from it below would not be pristine.
     applied=$(PYTHONPATH=${SITE[fix]} python3 apply.py status --vllm "$REL" --json 2>/dev/null \
@@ -157,11 +151,8 @@ case $step in
       PYTHONPATH=${SITE[fix]} python3 apply.py revert --vllm "$REL" --json > "$out/revert-fix.json" \
         && echo "fix site: reverted the $applied backports an earlier setup applied" || { echo "setup: the fix site does not revert"; exit 1; }
     fi
-    if [ -f "$fa2" ]; then  # without it, no TurboQuant; an empty library would break vLLM's import
-      # through a new file: the old one may be mapped by a verify of an earlier setup's sites
-      xz -dc "$fa2" > "${SITE[fix]}/$m.new" && mv "${SITE[fix]}/$m.new" "${SITE[fix]}/$m" \
-        && (cd "${SITE[fix]}/vllm/vllm_flash_attn" && sed 's/fa2.so/_vllm_fa2_C.abi3.so/' "$sha" | sha256sum -c)
-    else echo "no FA2 staged: TurboQuant proofs cannot run"; fi
+    if [ -f "${SITE[fix]}/vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so" ]; then echo "FA2: comes with the release's wheel"
+    else echo "no FA2 in ${SITE[fix]} (vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so): TurboQuant proofs cannot run"; fi
     site_copy "${SITE[raw]}"; site_copy "${SITE[ctl]}"
     for id in "${LESS[@]}"; do
       carries "$id" || continue
@@ -205,32 +196,26 @@ case $step in
     mark=$CHAINS/$(printf %s "$HOME" | tr / _); mkdir -p "$CHAINS" && touch "$mark" && rm -f "$HOME/chain.rc"
     # the subshell's output goes to the log as well: a caller reading this call's output through
     # a pipe would otherwise wait for the whole chain
-    (cd "$HOME/repo" && OUT=$HOME/out UPS=$ups R=$RES M=$mark exec setsid nohup bash -c 'echo $$ > "$M"; { { [ "${SKIP_INSTALL:-0}" = 1 ] || bash "$HOME/install.sh"; } && { [ ! -d "$HOME/fi" ] || bash docs/runs/steps.sh fi-site || true; } && bash docs/runs/steps.sh setup &&
-      { [ "$*" = none ] || bash docs/runs/steps.sh proofs "$@"; }; }; s=$?
-      if [ "$UPS" = 1 ] && [ $s = 0 ]; then OUT=$R bash docs/runs/steps.sh upstream-gpu > "$R/upstream-gpu.err" 2>&1; echo $? > "$R/upstream-gpu.rc"
+    (cd "$HOME/repo" && OUT=$HOME/out UPS=$ups R=$RES M=$mark exec setsid nohup bash -c 'echo $$ > "$M"; { { [ "${SKIP_INSTALL:-0}" = 1 ] || bash "$HOME/install.sh"; } && { [ ! -d "$HOME/fi" ] || bash lab/runbook/steps.sh fi-site || true; } && bash lab/runbook/steps.sh setup &&
+      { [ "$*" = none ] || bash lab/runbook/steps.sh proofs "$@"; }; }; s=$?
+      if [ "$UPS" = 1 ] && [ $s = 0 ]; then OUT=$R bash lab/runbook/steps.sh upstream-gpu > "$R/upstream-gpu.err" 2>&1; echo $? > "$R/upstream-gpu.rc"
       elif [ "$UPS" = 1 ]; then echo "upstream-gpu not run: the chain stopped before it (exit $s)" >> "$R/upstream-gpu.err"; echo $s > "$R/upstream-gpu.rc"; fi
       echo $s > "$HOME/chain.rc"; rm -f "$M"; exit $s' \
       chain "${names[@]}") > "$HOME/chain.log" 2>&1 < /dev/null &
     echo "chain of $REL started under $HOME: $*" ;;
   put) # PIECE...: pieces of .stage-$REL and .stage-fi-$REL carried in this call, each where
-      # install.sh, setup and fi-site read it: pN (bundle part), fa2 or fa2a/fa2b (FA2 whole or in
-      # two), fi-pN (FlashInfer part), fa2-of=/root/hN (the FA2 another release's HOME holds),
-      # sdist (the release's source archive, docs/runs/stage-sdist.sh, for upstream-gpu)
+      # install.sh, fi-site and upstream-gpu read it: pN (bundle part, python -m lab bundle),
+      # fi-pN (FlashInfer part), sdist (the release's source archive, lab/runbook/stage-sdist.sh, for upstream-gpu)
     for p; do
       case $p in
         p[0-9]*) mkdir -p "$HOME/vllm-stage" && cp ".stage-$REL/$p"/part.* "$HOME/vllm-stage/" ;;
-        fa2) mkdir -p "$HOME/fa2" && cp ".stage-$REL/fa2/fa2.so.xz" "$HOME/fa2/fa2.so.xz.0" && cp ".stage-$REL/fa2/fa2.so.sha256" "$HOME/fa2.sha256" ;;
-        # one half carries the checksum
-        fa2a|fa2b) mkdir -p "$HOME/fa2" && cp ".stage-$REL/$p"/fa2.so.xz.* "$HOME/fa2/" &&
-          { [ ! -f ".stage-$REL/$p/fa2.so.sha256" ] || cp ".stage-$REL/$p/fa2.so.sha256" "$HOME/fa2.sha256"; } ;;
         fi-p[0-9]*) mkdir -p "$HOME/fi" && cp ".stage-fi-$REL/${p#fi-}"/* "$HOME/fi/" ;;
         sdist) mkdir -p "$HOME/sdist" && cp ".stage-sdist-$REL"/* "$HOME/sdist/" ;;
-        fa2-of=*) mkdir -p "$HOME/fa2" && cp "${p#fa2-of=}"/fa2/fa2.so.xz.* "$HOME/fa2/" && cp "${p#fa2-of=}/fa2.sha256" "$HOME/" ;;
         *) echo "put: unknown piece $p"; false ;;
       esac || exit 1
     done
     echo "put under $HOME: $*" ;;
-  fi-site) # FlashInfer into $HOME/fi-site, from the parts of docs/runs/stage-flashinfer.sh copied
+  fi-site) # FlashInfer into $HOME/fi-site, from the parts of lab/runbook/stage-flashinfer.sh copied
       # to $HOME/fi (p0 brings fi.tar.sha256)
     (cd "$HOME/fi" && cat fi.tar.[0-9] > fi.tar && sha256sum -c fi.tar.sha256) || exit 1
     rm -rf "$HOME/fi-w" && mkdir -p "$HOME/fi-w" && tar -xf "$HOME/fi/fi.tar" -C "$HOME/fi-w" && rm -f "$HOME/fi/fi.tar"
@@ -243,7 +228,7 @@ case $step in
       mkdir -p "$HOME/fi-off" && mv "$HOME"/fi-site/nvidia_cutlass_dsl*.pth "$HOME/fi-off/" && echo "fi-site: cutlass-dsl has no CUDA toolkit flavor: left off the path"
     fi
     # the CuTe DSL (cutlass) only where the pin brought it: flashinfer-python before 0.6.14 builds its
-    # sm90 GDN prefill with nvcc instead (docs/runs/stage-flashinfer-jit.sh pre-builds it)
+    # sm90 GDN prefill with nvcc instead (lab/runbook/stage-flashinfer-jit.sh pre-builds it)
     PYTHONPATH=${SITE[fix]}:$(fi_path) python3 -c "import importlib.util as u, pathlib, flashinfer, flashinfer.gdn_prefill
 dsl = u.find_spec('cutlass') is not None
 dsl and __import__('cutlass')
@@ -257,7 +242,7 @@ print('flashinfer', flashinfer.__version__, 'importable; cutlass dsl:', dsl, '; 
     grep -E '^[0-9.]+ cuda |passed|failed|FAILED|Error' "$out/fastpath.txt" | tail -20 ;;
   upstream-gpu) # the release's own tests that exercise the series' files, on the GPU, pristine
       # (the raw site) and patched (a copy apply.py patches): `maint upstream-tests --device cuda`
-      # from the archive of docs/runs/stage-sdist.sh, carried as .stage-sdist-$REL in this call or
+      # from the archive of lab/runbook/stage-sdist.sh, carried as .stage-sdist-$REL in this call or
       # put before as the piece sdist (chain runs it so); exits as the tests' run did
     # each side may take UPSTREAM_TIMEOUT s (default 1500): 0.28.0's pristine side took 417 s on
     # an H200 beside other verifies and 0.31.0's ran past 560 s (2026-11-27); the chain runs this
@@ -283,7 +268,7 @@ print('flashinfer', flashinfer.__version__, 'importable; cutlass dsl:', dsl, '; 
       # one call's 600 s); several may share the GPU when each takes a fixed --kv-cache-gib
     tag=$1; shift; mkdir -p "$RES" && rm -f "$RES/$tag.rc"  # a restart is not its last run's result
     src=/tmp/vb-$REL-$tag && tool_copy "$src"
-    # FlashInfer (docs/runs/stage-flashinfer.sh) lives in a site of its own, $HOME/fi-site, on the
+    # FlashInfer (lab/runbook/stage-flashinfer.sh) lives in a site of its own, $HOME/fi-site, on the
     # path of FlashInfer runs only: importable, it changes the sampler of every other run too.
     extra=; [[ " $* " == *" --prefill-backend flashinfer "* ]] && extra=$(fi_path)
     # Slots, machine-wide, over every HOME: at most MAX_VERIFIES verifies at once (default 8), and
@@ -512,7 +497,7 @@ PY
           # leaves the GPU idle. An A/B run needs the GPU to itself: each run waits until no chain,
           # verify, upstream-gpu run or other A/B run is left on the machine (queues of several
           # HOMEs take turns), so a queue can go out in the call that starts a chain
-          # (docs/runs/plan.py's bench=). Runs that cannot run end with a status that says why:
+          # (lab/runbook/plan.py's bench=). Runs that cannot run end with a status that says why:
           # the chain failed, the fix site carries no backport, `start` failed, the run vanished.
         shape=${1:?bench-ab queue: SHAPE PAIRS LAYOUT EXPERIMENT...}; pairs=${2:?}; layout=${3:?}; shift 3
         exps=(); while [ $# -gt 0 ] && [ "$1" != -- ]; do exps+=("$1"); shift; done; [ $# -gt 0 ] && shift
@@ -572,7 +557,7 @@ PY
               | python3 -c "import json, sys; sys.exit(0 if json.load(sys.stdin).get(\"applied\") else 1)" \
               || stop "the fix site $HOME/vllm-site carries no backport" 3
             echo "$(date +%T) $e"
-            bash docs/runs/steps.sh bench-ab start "$e" "$shape" "$p" "$layout" "$@" 5>&- 6>&- 7>&- \
+            bash lab/runbook/steps.sh bench-ab start "$e" "$shape" "$p" "$layout" "$@" 5>&- 6>&- 7>&- \
               || { echo "not run: bench-ab start failed" >> "$d/run.err"; echo 2 > "$d/run.rc"; }
             until [ -f "$d/run.rc" ]; do
               # a run gone without a status (killed with its wrapper) ends here, not in a wait forever

@@ -2,9 +2,9 @@
 # Pre-builds, on a machine without a GPU, a FlashInfer nvcc-JIT module that vLLM's FlashInfer
 # path would build at engine start on the GPU machine (the bundle has no flashinfer-cubin or
 # flashinfer-jit-cache), for sm_90a (H100), and packs it where FlashInfer loads it without a
-# build. Companion of docs/runs/stage-flashinfer.sh (same release, same flashinfer-python pin).
-#   bash docs/runs/stage-flashinfer-jit.sh 0.25.0                  # -> .stage-fi-prebuilt-0.25.0/
-#   SAME_AS=0.25.0 bash docs/runs/stage-flashinfer-jit.sh 0.23.0   # 0.25.0's build, if the same (below)
+# build. Companion of lab/runbook/stage-flashinfer.sh (same release, same flashinfer-python pin).
+#   bash lab/runbook/stage-flashinfer-jit.sh 0.25.0                  # -> .stage-fi-prebuilt-0.25.0/
+#   SAME_AS=0.25.0 bash lab/runbook/stage-flashinfer-jit.sh 0.23.0   # 0.25.0's build, if the same (below)
 # MODULE=sampling|gdn_prefill_sm90 picks one; by default, the one the pin builds with nvcc on the
 # path verify takes:
 # - `gdn_prefill_sm90` (flashinfer.jit.gdn.gen_gdn_prefill_sm90_module(): 64 CUTLASS instances,
@@ -51,10 +51,13 @@
 # toolkit has no cuRAND headers, CPATH=<nvidia-curand wheel>/nvidia/cu13/include.
 set -euo pipefail
 release=$1
-pin() { # PACKAGE RELEASE: its version in the release's resolution (stage-vllm.sh), or nothing
-  grep -i "^$1==" "$HOME/.cache/vllm-stage/$2/resolved.txt" 2>/dev/null | cut -d= -f3 || true
+resolved_of() { # RELEASE: its resolution, as lab.stage.resolve writes it in the lab's cache
+  echo "${VLLM_BACKPORTS_LAB_CACHE:-$HOME/.cache/vllm-backports-lab}/resolve/$1.txt"
 }
-[ -f "$HOME/.cache/vllm-stage/$release/resolved.txt" ] || { echo "no resolved.txt for vLLM $release: run ../shared/gpu/stage-vllm.sh $release first" >&2; exit 2; }
+pin() { # PACKAGE RELEASE: its version in the release's resolution, or nothing
+  grep -i "^$1==" "$(resolved_of "$2")" 2>/dev/null | cut -d= -f3 || true
+}
+[ -f "$(resolved_of "$release")" ] || { echo "no $(resolved_of "$release"): run python -m lab bundle $release first" >&2; exit 2; }
 fi_ver=$(pin flashinfer-python "$release")
 tvm_ver=$(pin apache-tvm-ffi "$release")
 [ -n "$fi_ver" ] && [ -n "$tvm_ver" ] || { echo "vLLM $release resolves no flashinfer-python or apache-tvm-ffi" >&2; exit 2; }
@@ -101,7 +104,7 @@ mkdir -p "$work/stubs"
 [ -f "$CUDA_HOME/lib64/stubs/libcuda.so" ] || [ -f "$work/stubs/libcuda.so" ] ||
   echo 'void flashinfer_prebuild_stub(void) {}' | gcc -shared -fPIC -x c - -Wl,-soname,libcuda.so.1 -o "$work/stubs/libcuda.so"
 # SAME_AS=REL2 takes the module built for vLLM REL2's pin instead of building it again, when
-# docs/runs/fi_same_build.py finds the build the same: build.ninja alike but for each install's
+# lab/runbook/fi_same_build.py finds the build the same: build.ninja alike but for each install's
 # paths, and every input ninja recorded from inside the install byte for byte (0.6.12 and 0.6.13
 # compare the same; 0.6.8.post1 has their GDN sources but other CUTLASS headers).
 ops=$(ops_of "$fi_ver")
@@ -131,7 +134,7 @@ else:
     print("built", spec.jit_library_path)
 PY
 if [ -n "${SAME_AS:-}" ]; then
-  python3 "$repo/docs/runs/fi_same_build.py" "$ref_ops" "$ops" "$ref_work/=$work/" "/flashinfer/$ref_ver/=/flashinfer/$fi_ver/" || {
+  python3 "$repo/lab/runbook/fi_same_build.py" "$ref_ops" "$ops" "$ref_work/=$work/" "/flashinfer/$ref_ver/=/flashinfer/$fi_ver/" || {
     echo "flashinfer-python $fi_ver would not build $module as $ref_ver did (above): build it without SAME_AS" >&2; exit 1; }
   so=$ref_ops/$module.so
   same_as=" same_build_as=flashinfer-python-$ref_ver(vLLM-$SAME_AS)"
@@ -150,9 +153,9 @@ tar -C "$work/pkg" -cJf "$out/$art" flashinfer
   echo "so sha256: $(sha256sum "$so" | cut -d' ' -f1)"
   readelf -d "$so" | grep NEEDED; } > "$out/MANIFEST-$module.txt"
 cat "$out/MANIFEST-$module.txt"
-echo "staged in $(du -sh "$out" | cut -f1): $out; docs/runs/stage-flashinfer.sh $release packs it with FlashInfer"
+echo "staged in $(du -sh "$out" | cut -f1): $out; lab/runbook/stage-flashinfer.sh $release packs it with FlashInfer"
 cat <<EOF
-GPU side, 'REL=$release bash docs/runs/steps.sh fi-site' extracts it into \$HOME/fi-site/flashinfer.
+GPU side, 'REL=$release bash lab/runbook/steps.sh fi-site' extracts it into \$HOME/fi-site/flashinfer.
 No env var is needed (FLASHINFER_WORKSPACE_BASE does not matter for this path). To confirm it loads
 without a build (FLASHINFER_DISABLE_JIT=1 makes any build raise):
   PYTHONPATH=\$HOME/vllm-site:\$HOME/fi-site FLASHINFER_DISABLE_JIT=1 python3 -c "import torch, flashinfer

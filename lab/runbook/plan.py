@@ -3,11 +3,11 @@
 call may carry (64 MiB with the working tree): each release under its own HOME, its pieces put
 with `steps.sh put`, the last call starting `steps.sh chain` with install.sh.
 
-    python3 docs/runs/plan.py 0.25.0:gdn-ngram-b1,tq-continuation 0.26.0:gdn-ngram-flashinfer
-    python3 docs/runs/plan.py --json 0.33.0:tq-continuation    # one object a call: command, carry
-    python3 docs/runs/plan.py 0.26.0:bench=qwen3_5-9b/ngram-90+mtp   # setup only, then A/B runs
-    python3 docs/runs/plan.py --gpus 2 0.26.0:bench=qwen3_5-9b/mtp 0.27.0:bench=qwen3_5-9b/mtp  # one GPU each
-    python3 docs/runs/plan.py 0.26.0:p65@tq-mtp   # a proof of an alternative's site (steps.sh p65)
+    python3 lab/runbook/plan.py 0.25.0:gdn-ngram-b1,tq-continuation 0.26.0:gdn-ngram-flashinfer
+    python3 lab/runbook/plan.py --json 0.33.0:tq-continuation    # one object a call: command, carry
+    python3 lab/runbook/plan.py 0.26.0:bench=qwen3_5-9b/ngram-90+mtp   # setup only, then A/B runs
+    python3 lab/runbook/plan.py --gpus 2 0.26.0:bench=qwen3_5-9b/mtp 0.27.0:bench=qwen3_5-9b/mtp  # one GPU each
+    python3 lab/runbook/plan.py 0.26.0:p65@tq-mtp   # a proof of an alternative's site (steps.sh p65)
 
 `bench=SHAPE/EXPERIMENT+EXPERIMENT...[/PAIRS[/LAYOUT]]` (20 pairs, resident unless told; an
 EXPERIMENT=PAIRS its own) queues A/B runs of benchmarks/bench_ab.py on the Triton GDN prefill
@@ -17,12 +17,10 @@ ended, one at a time over every release (one a GPU with --gpus). A release with 
 gets no proofs, and one `bench=` at most. The machine goes back 30 s after a call ends: keep a `bench-ab poll` (or
 `collect`) call in flight meanwhile.
 
-Run after ../shared/gpu/stage-vllm.sh REL (from the project root), docs/runs/stage-fa2.sh REL and
-`rm -rf .stage-REL && mv .stage .stage-REL` (both scripts write .stage/, one release at a time; a
-.stage-REL left from before would take the new .stage inside it), and, for FlashInfer
-proofs, docs/runs/stage-flashinfer.sh REL; for `upstream-gpu` (the release's own tests on the GPU,
-beside its proofs), docs/runs/stage-sdist.sh REL. Releases with the same FA2 (its sha256)
-copy it on the machine from the first one's HOME instead of carrying it again.
+Run after `python -m lab bundle REL` (from the project root: .stage-REL/, the release's wheels
+in parts and its install.sh; FA2 comes inside the release's own wheel) and, for FlashInfer
+proofs, lab/runbook/stage-flashinfer.sh REL; for `upstream-gpu` (the release's own tests on the
+GPU, beside its proofs), lab/runbook/stage-sdist.sh REL.
 """
 
 from __future__ import annotations
@@ -171,37 +169,23 @@ def wants_flashinfer(proofs: list[str]) -> bool:
     return any("flashinfer" in PROOFS[p].options for p in named)
 
 
-def pieces(
-    root: Path, release: str, fa2_from: str | None, flashinfer: bool, upstream: bool = False
-) -> tuple[list[Piece], Piece]:
+def pieces(root: Path, release: str, flashinfer: bool, upstream: bool = False) -> tuple[list[Piece], Piece]:
     """A release's pieces, and its install.sh (which goes with the call that starts the chain)."""
     stage = root / f".stage-{release}"
     if not (stage / "install.sh").is_file():
-        raise SystemExit(
-            f"plan: .stage-{release}/install.sh missing: run ../shared/gpu/stage-vllm.sh {release} and "
-            f"docs/runs/stage-fa2.sh {release}, then rm -rf .stage-{release} && mv .stage .stage-{release}"
-        )
+        raise SystemExit(f"plan: .stage-{release}/install.sh missing: run python -m lab bundle {release}")
     found = []
     for d in sorted(stage.glob("p[0-9]*"), key=lambda p: int(p.name[1:])):
         found.append(Piece(d.name, [str(d.relative_to(root))], _size(d)))
-    fa2 = [d for d in (stage / "fa2", stage / "fa2a", stage / "fa2b") if d.is_dir()]
-    if fa2_from:
-        found.append(Piece(f"fa2-of={fa2_from}", [], 0))
-    elif not fa2:
-        print(
-            f"plan: no FA2 staged for {release} (docs/runs/stage-fa2.sh): TurboQuant proofs cannot run", file=sys.stderr
-        )
-    for d in fa2 if not fa2_from else ():
-        found.append(Piece(d.name, [str(d.relative_to(root))], _size(d)))
     fi = root / f".stage-fi-{release}"
     if flashinfer and not fi.is_dir():
-        raise SystemExit(f"plan: .stage-fi-{release} missing: run docs/runs/stage-flashinfer.sh {release}")
+        raise SystemExit(f"plan: .stage-fi-{release} missing: run lab/runbook/stage-flashinfer.sh {release}")
     for d in sorted(fi.glob("p[0-9]*"), key=lambda p: int(p.name[1:])) if flashinfer else ():
         found.append(Piece(f"fi-{d.name}", [str(d.relative_to(root))], _size(d)))
     if upstream:
         sdist = root / f".stage-sdist-{release}"
         if not (sdist / "sdist.sha256").is_file():
-            raise SystemExit(f"plan: .stage-sdist-{release} missing: run docs/runs/stage-sdist.sh {release}")
+            raise SystemExit(f"plan: .stage-sdist-{release} missing: run lab/runbook/stage-sdist.sh {release}")
         found.append(Piece("sdist", [str(sdist.relative_to(root))], _size(sdist)))
     install = Piece("", [str((stage / "install.sh").relative_to(root))], _size(stage / "install.sh"))
     return found, install
@@ -213,12 +197,12 @@ def pack(found: list[Piece], install: Piece, room: int) -> list[list[Piece]]:
     bins: list[list[Piece]] = []
     for p in sorted(found, key=lambda p: -p.size):
         if p.size > room:
-            # the room shrinks as the tree grows: stage-vllm.sh's parts are 58 MiB unless told
+            # the room shrinks as the tree grows: the bundle's parts are 50 MiB unless told
             raise SystemExit(
                 f"plan: {p.paths[0]} is {p.size / 2**20:.1f} MiB, over a call's {room / 2**20:.1f} MiB beside a "
                 f"{(LIMIT - MARGIN - room) / 2**20:.1f} MiB tree: stage it again in smaller parts "
-                f"(PART_MB={int(room // 2**20) - 1} for ../shared/gpu/stage-vllm.sh, docs/runs/stage-fa2.sh and "
-                "docs/runs/stage-flashinfer.sh)"
+                f"(python -m lab bundle REL --part-mb {int(room // 2**20) - 1}; "
+                f"PART_MB={int(room // 2**20) - 1} for lab/runbook/stage-flashinfer.sh)"
             )
         for b in bins:
             if sum(x.size for x in b) + p.size <= room:
@@ -235,14 +219,6 @@ def pack(found: list[Piece], install: Piece, room: int) -> list[list[Piece]]:
     return bins + [last]
 
 
-def fa2_sha(root: Path, release: str) -> str | None:
-    for d in ("fa2", "fa2a", "fa2b"):
-        f = root / f".stage-{release}" / d / "fa2.so.sha256"
-        if f.is_file():
-            return f.read_text().split()[0]
-    return None
-
-
 def plan(
     root: Path,
     runs: list[tuple[str, list[str]]],
@@ -255,7 +231,7 @@ def plan(
     """The calls; with `gpus` over 1, the releases' A/B queues go to GPUs 0, 1, ... in turn, so that
     queues on different GPUs run side by side; `early`: each queue in its own release's chain call,
     not the last call."""
-    calls, homes, seen_fa2, queues = [], {}, {}, []
+    calls, homes, queues = [], {}, []
     # beside another GPU's queue, whose engine starts load the host's CPUs for minutes, each pair
     # of arms is run AB then BA, so that a load that rises or falls over a pair weighs on both alike
     order = "abba" if gpus > 1 else None
@@ -274,29 +250,25 @@ def plan(
     for i, (release, proofs) in enumerate(runs, 1):
         home = f"/root/h{i}"
         homes[release] = home
-        sha = fa2_sha(root, release)
-        found, install = pieces(
-            root, release, seen_fa2.get(sha) if sha else None, wants_flashinfer(proofs), UPSTREAM in proofs
-        )
-        if sha and sha not in seen_fa2:
-            seen_fa2[sha] = home
+        found, install = pieces(root, release, wants_flashinfer(proofs), UPSTREAM in proofs)
         bins = pack(found, install, room)
         for n, b in enumerate(bins):
             names = [p.name for p in b if p.name]
             carry = [path for p in b for path in p.paths]
-            put = f"HOME={home} REL={release} bash docs/runs/steps.sh put {' '.join(names)}" if names else ""
+            put = f"HOME={home} REL={release} bash lab/runbook/steps.sh put {' '.join(names)}" if names else ""
             if n < len(bins) - 1:
                 command = put
             else:
                 env = f"HOME={home} REL={release} GPU_TESTS=0 RELEASE_TESTS=0"
                 names = [p for p in proofs if not p.startswith(BENCH)] or ["none"]  # none: setup only
-                chain = f"{env} bash docs/runs/steps.sh chain {' '.join(names)}"
+                chain = f"{env} bash lab/runbook/steps.sh chain {' '.join(names)}"
                 mine = queued[release]
                 if len(mine) > 1:  # steps.sh keeps one queue a release and HOME
                     raise SystemExit(f"plan: {release}: one bench= a release; join its experiments with +")
                 on = f"GPU={len(queues) % gpus} " if gpus > 1 else ""
                 queues += [
-                    f"{on}HOME={home} REL={release} bash docs/runs/steps.sh bench-ab queue {' '.join(q)}" for q in mine
+                    f"{on}HOME={home} REL={release} bash lab/runbook/steps.sh bench-ab queue {' '.join(q)}"
+                    for q in mine
                 ]
                 command = f"{put} && {chain}" if put else chain
                 if early:
