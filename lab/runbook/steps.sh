@@ -522,10 +522,13 @@ PY
               [ -f "$d/run.rc" ] || { echo "not run: $1" >> "$d/run.err"; echo "$2" > "$d/run.rc"; }; done
             echo "$(date +%T) stopped: $1"; exit "$2"
           }
-          chains() { # whether a chain runs: a marker with a live pid, or one just made (no pid yet)
-            local m p; for m in "$C"/*; do [ -e "$m" ] || continue; p=$(cat "$m" 2> /dev/null)
+          chains() { # whether a chain runs: a marker with a live pid, or one just made (no pid yet).
+            # A marker its chain removes between the looks is gone, not a fault: an empty mtime in
+            # the arithmetic would end this whole job.
+            local m p t; for m in "$C"/*; do [ -e "$m" ] || continue; p=$(cat "$m" 2> /dev/null)
               if [ -n "$p" ]; then kill -0 "$p" 2> /dev/null && return 0
-              elif [ $(($(date +%s) - $(stat -c %Y "$m"))) -lt 60 ]; then return 0; fi; done; return 1
+              else t=$(stat -c %Y "$m" 2> /dev/null) || continue
+                [ $(($(date +%s) - t)) -lt 60 ] && return 0; fi; done; return 1
           }
           # one A/B run a machine, over every HOME: a queue without GPU=N holds the machine lock
           # alone; queues with GPU=N share it, each holding the lock of its GPU alone as well (taken in

@@ -230,6 +230,20 @@ def test_a_running_chain_holds_the_queue_until_its_marker_goes(tree, tmp_path):
     assert float(trace(bench)[0][2]) > gone
 
 
+def test_a_marker_gone_between_two_looks_does_not_end_the_queue(tree, tmp_path):
+    """A chain removes its marker as it ends; the queue may have read it (no pid yet) just before
+    and find it gone when it asks its age. Simulated with a `stat` that finds no such file."""
+    root, env, bench = tree
+    chains = tmp_path / "chains"
+    chains.mkdir()
+    (chains / "_root_h9").touch()
+    shim = Path(env["PATH"].split(os.pathsep)[0])
+    (shim / "stat").write_text(f'#!/bin/sh\ncase "$*" in *{chains}*) exit 1;; esac\nexec /usr/bin/stat "$@"\n')
+    (shim / "stat").chmod(0o755)
+    assert steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", "nospec").returncode == 0
+    wait_done(bench, env["REL"], seconds=10)
+
+
 def test_a_marker_whose_chain_died_does_not_hold_the_queue(tree, tmp_path):
     root, env, bench = tree
     chains = tmp_path / "chains"
