@@ -242,17 +242,28 @@ class Runner:
                 try:
                     pristine = self.install(release)
                     sites = self.sites[release] = {"fix": self.site(release, "fix", pristine)}
-                    for name in job["proofs"]:
-                        kind = control_site(name)
-                        if kind not in sites:
-                            sites[kind] = self.site(release, kind, pristine)
                 except (OSError, ValueError, RuntimeError, subprocess.CalledProcessError) as exc:
                     self.event(release=release, what="install", event="end", error=str(exc))
                     (self.results / release / "install.err").write_text(f"{exc}\n")
                     continue
+                # a control site that cannot be built costs its proofs alone, each saying why
+                unbuilt: dict[str, str] = {}
+                for name in job["proofs"]:
+                    kind = control_site(name)
+                    if kind in sites or kind in unbuilt:
+                        continue
+                    try:
+                        sites[kind] = self.site(release, kind, pristine)
+                    except (OSError, ValueError, RuntimeError, subprocess.CalledProcessError) as exc:
+                        unbuilt[kind] = f"control site {kind} not built: {exc}"
                 self.event(release=release, what="install", event="end")
                 for name in job["proofs"]:
-                    futures.append(pool.submit(self.prove, release, name, sites["fix"], sites[control_site(name)]))
+                    kind = control_site(name)
+                    if kind in unbuilt:
+                        (self.results / release / f"{name}.err").write_text(unbuilt[kind] + "\n")
+                        (self.results / release / f"{name}.rc").write_text("2\n")
+                        continue
+                    futures.append(pool.submit(self.prove, release, name, sites["fix"], sites[kind]))
         self.stop.set()
         failed = sum(1 for f in futures if f.result() != 0)
         benches = [

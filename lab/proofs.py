@@ -33,6 +33,9 @@ TURBOQUANT_FROM = (0, 21)
 WRITTEN_ON = {
     "turboquant-spec-decode": ("turboquant-prefill-fastpath", "turboquant-decode-workspace"),
     "turboquant-prefill-fastpath": ("turboquant-decode-workspace",),
+    # 0.25 and 0.26: turboquant-kv-shape's hunks in the runner sit below spec-prefill-decode-graph's;
+    # its proof (kp1-b1-fix, ngram without TurboQuant) never reaches what kv-shape fixes
+    "spec-prefill-decode-graph": ("turboquant-kv-shape",),
 }
 
 

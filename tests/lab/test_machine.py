@@ -169,3 +169,19 @@ def test_a_bench_item_is_checked_when_it_is_read():
     for bad in ("bench=qwen3_5-9b", "bench=/mtp", "bench=qwen3_5-9b/mtp=1", "bench=qwen3_5-9b/mtp=x"):
         with pytest.raises(SystemExit, match="bench=SHAPE/EXPERIMENT"):
             machine.parse_jobs([f"0.26.0:{bad}"])
+
+
+def test_a_control_site_that_cannot_be_built_costs_its_proofs_alone(tmp_path):
+    home = staged(tmp_path)
+
+    class NoCtl(FakeRunner):
+        def site(self, release, name, pristine):
+            if name == "ctl":
+                raise RuntimeError("site ctl: apply.py exited 2")
+            return super().site(release, name, pristine)
+
+    NoCtl(home, [{"release": "0.22.0", "proofs": ["gdn-ngram", "tq-mtp"]}], watch_mib=0).run()
+    res = home / "results" / "0.22.0"
+    assert (res / "gdn-ngram.rc").read_text() == "0\n"
+    assert (res / "tq-mtp.rc").read_text() == "2\n" and "control site ctl not built" in (res / "tq-mtp.err").read_text()
+    assert (home / "done").read_text() == "1 proofs, 0 exited non-zero\n"

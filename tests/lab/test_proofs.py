@@ -50,3 +50,24 @@ def test_each_site_leaves_out_its_backport_and_what_is_written_on_it():
         site_skips("less-spec-prefill-decode-graph", carried)
     with pytest.raises(ValueError, match="unknown site"):
         site_skips("p65", carried)
+
+
+TQ = [v for v in Catalogue(ROOT).versions if "turboquant-spec-decode" in Catalogue(ROOT).releases[v].backports]
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("release", TQ)
+def test_every_control_site_is_a_selection_apply_py_accepts(release):
+    """WRITTEN_ON is kept by hand; apply.py derives the stacking from the series. The skips of each
+    control site a core proof runs on must be accepted there, on the release's real files."""
+    from cli_runner import run
+    from lab.proofs import control_site
+
+    cat = Catalogue(ROOT)
+    carried = cat.releases[release].backports
+    sites = sorted({control_site(n) for n in core(cat, release)} - {"raw"})
+    assert sites  # a TurboQuant release has at least its ctl site
+    for site in sites:
+        skips = site_skips(site, carried)
+        done = run("check", "--vllm", release, "--fetch", *skips)
+        assert done.code == 0, (site, skips, done.err)

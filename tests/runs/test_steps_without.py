@@ -42,6 +42,8 @@ def test_a_backport_leaves_with_what_is_written_on_it(release, backport, skips):
 TQ_RELEASES = [v for v in CATALOGUE.versions if "turboquant-spec-decode" in CATALOGUE.releases[v].backports]
 
 
+# These two read each release's pristine files from PyPI (check --fetch): release tests
+@pytest.mark.network
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 @pytest.mark.parametrize("release", TQ_RELEASES)
 def test_written_on_is_what_apply_py_finds_stacked(release):
@@ -65,6 +67,7 @@ LESS = less()
 NOT_MADE = {(v, "spec-prefill-decode-graph") for v in ("0.25.0", "0.25.1", "0.26.0")}
 
 
+@pytest.mark.network
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 @pytest.mark.parametrize(
     "release, backport", [(v, b) for v in CATALOGUE.versions for b in LESS if b in CATALOGUE.releases[v].backports]
