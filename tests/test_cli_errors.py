@@ -802,3 +802,32 @@ def test_missing_dependencies_say_what_to_install(tmp_path, entry):
     assert "Traceback" not in done.stderr
     assert "needs click, rich, requests and packaging" in lines[0]
     assert "pip install" in lines[0]
+
+
+# --------------------------------------------------------------------------------------------
+# the --vllm value, as typed
+
+
+def test_unpublished_version_explained_before_a_missing_vllm(home, tmp_path):
+    # no vLLM in this Python, no --target: why 0.19.2 cannot be asked for comes first
+    message = refused(tmp_path, ["--vllm", "0.19.2"], 2, "0.19.2 was never published")
+    assert message.startswith("vLLM 0.19.2 was never published"), message
+    message = refused(tmp_path, ["--vllm", "0.19.2", "--target", str(tmp_path / "nowhere")], 2, "never published")
+    assert message.startswith("vLLM 0.19.2 was never published"), message
+
+
+@pytest.mark.parametrize("value", ["0.20.0\n", "0.20.0\nerror: fake", "0.2\r0", "9.9.9\x1b[31m"])
+def test_control_characters_in_the_version_stay_on_one_line(home, site, tmp_path, value):
+    message = refused(tmp_path, ["--vllm", value, "--target", str(site)], 2)
+    assert not any(ord(c) < 32 or ord(c) == 127 for c in message), repr(message)
+
+
+def test_control_characters_in_a_path_stay_on_one_line(home, tmp_path):
+    message = refused(tmp_path, ["--vllm", "0.20.0", "--target", str(tmp_path / "a\nerror: b")], 2)
+    assert "a\\nerror: b" in message, message
+
+
+@pytest.mark.parametrize("value", ["0.16.0", "1.0", "0.2", "0.3.0"])
+def test_no_far_fetched_suggestion(home, site, tmp_path, value):
+    message = refused(tmp_path, ["--vllm", value, "--target", str(site)], 2, "supported: 0.19.1 .. 0.21.0")
+    assert "did you mean" not in message, message

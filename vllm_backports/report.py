@@ -50,10 +50,19 @@ class Reporter:
             self.out.print(line)
 
     def error(self, message: str, code: int) -> None:
+        message = one_line(message)
         if self.as_json:
             click.echo(json.dumps({"error": message, "exit_code": code}))
         else:
             self.err.print(f"[bold red]error:[/bold red] {escape(message)}")
+
+
+def one_line(text: str) -> str:
+    """`text` with its control characters escaped (a newline as \\n): an error echoes what was
+    typed, and stays one line whatever that was."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def outcome_table(title: str, outcomes) -> Table:
