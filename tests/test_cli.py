@@ -157,3 +157,20 @@ def test_status_after_a_revert_reads_as_a_state_not_damage(home):
     assert "no backports applied" in human.out and "applied=0 not_applied=2 consistent=yes" in human.out
     machine = run("status", "--target", str(site), "--json")
     assert machine.json["not_applied"] == ["fix-thing", "add-kernel"] and machine.json["consistent"] is True
+
+
+def test_tables_are_not_cut_at_80_columns_when_piped(monkeypatch):
+    # CliRunner's stdout is no terminal, as with `| grep` or `> file`
+    monkeypatch.delenv("COLUMNS", raising=False)
+    out = run("list").out
+    rows = [line for line in out.splitlines() if line.split() and line.split()[0] == "turboquant-spec-decode"]
+    assert len(rows) == 1 and "0.20.0 .. 0.33.0" in rows[0] and "vllm#40880" in rows[0], out
+    assert not any(line.strip().startswith("│") and not line.split("│")[0].strip() for line in out.splitlines())
+
+
+def test_status_title_is_not_folded_when_piped(home, tmp_path, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    site = home.tree("0.20.0", dest=tmp_path / ("a-long-folder-name-" * 6) / "site-packages")
+    assert run("--vllm", "0.20.0", "--target", str(site)).code == 0
+    out = run("status", "--target", str(site)).out
+    assert f"vLLM 0.20.0 at {site}" in out.splitlines(), out

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -203,6 +204,38 @@ def _unprivileged_prefix(probe_dir: Path) -> list[str]:
     pytest.skip("neither setpriv nor runuser can run this Python as an unprivileged user that is denied writes")
 
 
+def _dependencies_for(prefix: list[str], base: Path) -> list[str]:
+    """sys.path entries that give the unprivileged user this Python's third-party packages.
+
+    This interpreter's site-packages may sit where that user cannot read (a pyenv under /root):
+    it then starts without them and could not import click. The packages the command line loads
+    are copied to a world-readable folder for it."""
+    check = [*prefix, sys.executable, "-c", "import click, rich, requests, packaging"]
+    if subprocess.run(check, capture_output=True, timeout=60).returncode == 0:
+        return []
+    import vllm_backports.cli  # noqa: F401  (loads every package the command line needs)
+
+    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    deps = base / "deps"
+    deps.mkdir()
+    for name, module in list(sys.modules.items()):
+        where = getattr(module, "__file__", None)
+        if "." in name or not where or Path(where).resolve().is_relative_to(REPO):
+            continue
+        path = Path(where).resolve()
+        if path.is_relative_to(stdlib) and "-packages" not in str(path):
+            continue
+        source = path.parent if path.name == "__init__.py" else path
+        if not (deps / source.name).exists():
+            (shutil.copytree if source.is_dir() else shutil.copy)(source, deps / source.name)
+    for p in [deps, *deps.rglob("*")]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    done = subprocess.run(check, env={**os.environ, "PYTHONPATH": str(deps)}, capture_output=True, timeout=60)
+    if done.returncode != 0:
+        pytest.skip(f"the unprivileged user's Python cannot import the dependencies: {done.stderr[-200:]!r}")
+    return [str(deps)]
+
+
 def test_target_not_writable():
     base = _world_readable_tmp()
     try:
@@ -211,7 +244,8 @@ def test_target_not_writable():
         for p in [base, *base.rglob("*")]:
             os.chmod(p, 0o755 if p.is_dir() else 0o644)
         prefix = _unprivileged_prefix(site / "vllm")
-        env = {**os.environ, "VLLM_BACKPORTS_HOME": str(home.root), "PYTHONPATH": str(REPO),
+        path = os.pathsep.join([str(REPO), *_dependencies_for(prefix, base)])
+        env = {**os.environ, "VLLM_BACKPORTS_HOME": str(home.root), "PYTHONPATH": path,
                "PYTHONDONTWRITEBYTECODE": "1", "VLLM_BACKPORTS_CACHE": str(base / "cache"), "HOME": str(base)}
         before = snapshot(base)
         for extra in ([], ["--json"]):
@@ -743,3 +777,57 @@ def test_a_fetch_killed_while_laying_out_files_leaves_a_target_the_next_fetch_ta
 @pytest.mark.parametrize("command", ["revert", "status"])
 def test_revert_or_status_on_a_fresh_fetched_copy_is_refused(home, tmp_path, command):
     refused(tmp_path, [command, "--vllm", "0.20.0", "--fetch"], 2, f"{command} --fetch needs --target DIR")
+
+
+# --------------------------------------------------------------------------------------------
+# a Python without the dependencies
+
+
+@pytest.mark.parametrize("entry", [["apply.py"], ["-m", "vllm_backports"]])
+def test_missing_dependencies_say_what_to_install(tmp_path, entry):
+    # -S: no site-packages, so click, rich, requests and packaging cannot be imported
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "PYTHONSTARTUP")}
+    env.update(PYTHONPATH=str(REPO), PYTHONDONTWRITEBYTECODE="1")
+    probe = subprocess.run([sys.executable, "-S", "-c", "import click"], env=env, capture_output=True)
+    if probe.returncode == 0:
+        pytest.skip("click is importable without site-packages here")
+    done = subprocess.run(
+        [sys.executable, "-S", *entry, "--vllm", "0.20.0"], cwd=REPO, env=env, capture_output=True, text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "needs click, rich, requests and packaging" in lines[0]
+    assert "pip install" in lines[0]
+
+
+# --------------------------------------------------------------------------------------------
+# the --vllm value, as typed
+
+
+def test_unpublished_version_explained_before_a_missing_vllm(home, tmp_path):
+    # no vLLM in this Python, no --target: why 0.19.2 cannot be asked for comes first
+    message = refused(tmp_path, ["--vllm", "0.19.2"], 2, "0.19.2 was never published")
+    assert message.startswith("vLLM 0.19.2 was never published"), message
+    message = refused(tmp_path, ["--vllm", "0.19.2", "--target", str(tmp_path / "nowhere")], 2, "never published")
+    assert message.startswith("vLLM 0.19.2 was never published"), message
+
+
+@pytest.mark.parametrize("value", ["0.20.0\n", "0.20.0\nerror: fake", "0.2\r0", "9.9.9\x1b[31m"])
+def test_control_characters_in_the_version_stay_on_one_line(home, site, tmp_path, value):
+    message = refused(tmp_path, ["--vllm", value, "--target", str(site)], 2)
+    assert not any(ord(c) < 32 or ord(c) == 127 for c in message), repr(message)
+
+
+def test_control_characters_in_a_path_stay_on_one_line(home, tmp_path):
+    message = refused(tmp_path, ["--vllm", "0.20.0", "--target", str(tmp_path / "a\nerror: b")], 2)
+    assert "a\\nerror: b" in message, message
+
+
+@pytest.mark.parametrize("value", ["0.16.0", "1.0", "0.2", "0.3.0"])
+def test_no_far_fetched_suggestion(home, site, tmp_path, value):
+    message = refused(tmp_path, ["--vllm", value, "--target", str(site)], 2, "supported: 0.19.1 .. 0.21.0")
+    assert "did you mean" not in message, message

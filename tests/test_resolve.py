@@ -87,7 +87,7 @@ def test_nightly_matching_no_series(home, tmp_path, version):
         assert len(errors) == 1 and errors[0].startswith("error: "), result.err
         assert f"no series matches the files of vLLM {NIGHTLY} exactly" in errors[0]
         assert "hunk #1 at line 8" in errors[0]
-        assert "install a published release instead (known releases:" in errors[0]
+        assert "install a published release instead (supported:" in errors[0]
         as_json = run("--vllm", requested, "--target", str(site), "--json")
         assert as_json.code == 2 and as_json.json["exit_code"] == 2
         assert_unchanged(tmp_path, before)

@@ -30,34 +30,49 @@ from .verify.scenarios import MODEL_RUNNERS, PRESETS, SWITCHES, TURBOQUANT
 HOME = data_home()
 
 
-def shared_options(fn):
-    @click.option(
-        "--vllm",
-        "vllm",
-        metavar="VERSION",
-        help="vLLM release to patch (e.g. 0.20.0), or 'auto' for the installed one.",
-    )
-    @click.option(
-        "--target",
-        type=click.Path(file_okay=False, path_type=Path),
-        help="site-packages or extracted wheel directory instead of this Python's vLLM.",
-    )
-    @click.option(
-        "--fetch",
-        is_flag=True,
-        default=None,
-        help="Work on the release's pristine files fetched from PyPI (no vLLM needed).",
-    )
-    @click.option("--only", multiple=True, metavar="ID", help="Only these backports (repeatable).")
-    @click.option("--skip", multiple=True, metavar="ID", help="All but these backports (repeatable).")
-    @click.option("--json", "as_json", is_flag=True, default=None, help="One JSON object on stdout.")
-    @click.option(
-        "--lock-timeout",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="Wait this long for another run's lock (default 60), then stop naming its PID.",
-    )
+PATCH_HELP = {
+    "vllm": "vLLM release to patch (e.g. 0.20.0), or 'auto' for the installed one.",
+    "fetch": "Work on the release's pristine files fetched from PyPI (no vLLM needed).",
+}
+# status and revert read a tree that is there already: --vllm checks it, --fetch names a copy
+# laid out before (without --target every --fetch is a fresh pristine copy, so they refuse it).
+INSTALLED_HELP = {
+    "vllm": "The vLLM release the tree is expected to hold (e.g. 0.20.0), or 'auto' (default): whatever it holds.",
+    "fetch": "With --target DIR: the pristine copy an earlier `apply --fetch --target DIR` laid out there.",
+}
+
+
+def shared_options(fn=None, *, helps: dict[str, str] = PATCH_HELP, selection: bool = True):
+    """--vllm, --target, --fetch, --json and (with `selection`) --only/--skip, each also taken
+    from the top level (`apply.py --vllm X check`)."""
+    if fn is None:
+        return functools.partial(shared_options, helps=helps, selection=selection)
+
+    options = [
+        click.option("--vllm", "vllm", metavar="VERSION", help=helps["vllm"]),
+        click.option(
+            "--target",
+            type=click.Path(file_okay=False, path_type=Path),
+            help="site-packages or extracted wheel directory instead of this Python's vLLM.",
+        ),
+        click.option("--fetch", is_flag=True, default=None, help=helps["fetch"]),
+        # status reports the whole tree: it takes no selection, and says so rather than Click
+        click.option(
+            "--only", multiple=True, metavar="ID", hidden=not selection, help="Only these backports (repeatable)."
+        ),
+        click.option(
+            "--skip", multiple=True, metavar="ID", hidden=not selection, help="All but these backports (repeatable)."
+        ),
+        click.option("--json", "as_json", is_flag=True, default=None, help="One JSON object on stdout."),
+        click.option(
+            "--lock-timeout",
+            type=float,
+            default=None,
+            metavar="SECONDS",
+            help="Wait this long for another run's lock (default 60), then stop naming its PID.",
+        ),
+    ]
+
     @functools.wraps(fn)
     def wrapper(**kwargs):
         parent = click.get_current_context().find_root().params
@@ -68,6 +83,8 @@ def shared_options(fn):
             kwargs[key] = tuple(kwargs.get(key) or ()) + tuple(parent.get(key) or ())
         return fn(**kwargs)
 
+    for option in reversed(options):
+        wrapper = option(wrapper)
     return wrapper
 
 
@@ -137,6 +154,8 @@ def main(ctx: click.Context, **kwargs) -> None:
         ctx.invoke(apply_cmd)
 
 
+# Maintainers only: callable, left out of the users' --help.
+maint.main.hidden = True
 main.add_command(maint.main, "maint")
 
 
@@ -235,7 +254,7 @@ def check_cmd(cat: Catalogue, request: Request, reporter: Reporter) -> int:
 
 
 @main.command("revert")
-@shared_options
+@shared_options(helps=INSTALLED_HELP)
 @guarded_request(Command.REVERT)
 def revert_cmd(cat: Catalogue, request: Request, reporter: Reporter) -> int:
     """Undo applied backports; the files get back their exact pristine bytes."""
@@ -243,7 +262,7 @@ def revert_cmd(cat: Catalogue, request: Request, reporter: Reporter) -> int:
 
 
 @main.command("status")
-@shared_options
+@shared_options(helps=INSTALLED_HELP, selection=False)
 @guarded_request(Command.STATUS)
 def status_cmd(cat: Catalogue, request: Request, reporter: Reporter) -> int:
     """What this vLLM install carries, from the manifest beside it, checked against the files."""
@@ -370,7 +389,51 @@ def _span(versions: list[str], order: list[str]) -> str:
     return ", ".join(r[0] if len(r) == 1 else f"{r[0]} .. {r[-1]}" for r in runs)
 
 
-@main.command("verify")
+PROMPTS_HELP_ALL = (
+    'With --model: a JSONL file, one {"messages": [...]} or {"prompt": "..."} a line [default: the built-in '
+    "set of code edits, tool calls and a shared system prompt]. Without it, the tiny model's prompt set "
+    "[default: random]: random; shared-prefix (one long prefix, so prefix caching hits); k-plus-1 (half the prompts "
+    "exactly k+1 tokens, a verify row's size); tq-continuation (prefix-cache continuations beside longer first "
+    "chunks, TurboQuant's prefill fast path: needs --prefix-caching on); producer-consumer (one 480-token "
+    "producer, then 342-token consumers of its first 330 tokens: needs --prefix-caching on); churn (64 short "
+    "requests of 24 tokens, so freed rows take new requests all the time); prompt-tail (one 480-token producer, "
+    "then 321-token consumers of its first 320 tokens, whose hits leave one token: needs --prefix-caching on)."
+)
+
+# verify's options a user sets; the rest (scenarios, batches, calibration, lab switches) keep
+# working but show only under --help-all (docs/VERIFY.md describes them).
+VERIFY_USER_OPTIONS = ("model", "prompt_set", "presets", "kv_cache", "tp", "work_dir", "as_json", "help_all")
+
+
+def _help_all(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """Print the command's help with every option, the hidden ones included."""
+    if not value or ctx.resilient_parsing:
+        return
+    hidden = [p for p in ctx.command.params if isinstance(p, click.Option) and p.hidden]
+    prompts = next(p for p in ctx.command.params if p.name == "prompt_set")
+    assert isinstance(prompts, click.Option)
+    short = prompts.help
+    for p in hidden:
+        p.hidden = False
+    prompts.help = PROMPTS_HELP_ALL
+    try:
+        click.echo(ctx.get_help(), color=ctx.color)
+    finally:
+        for p in hidden:
+            p.hidden = True
+        prompts.help = short
+    ctx.exit()
+
+
+@main.command("verify", epilog="Every option, the lab's included: verify --help-all (docs/VERIFY.md).")
+@click.option(
+    "--help-all",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_help_all,
+    help="Show every option, the lab's included, and exit.",
+)
 @click.option(
     "--batch",
     "batches",
@@ -430,12 +493,7 @@ def _span(versions: list[str], order: list[str]) -> str:
     default=None,
     help='With --model: a JSONL file, one {"messages": [...]} or {"prompt": "..."} a line [default: the built-in '
     "set of code edits, tool calls and a shared system prompt]. Without it, the tiny model's prompt set "
-    "[default: random]: random; shared-prefix (one long prefix, so prefix caching hits); k-plus-1 (half the prompts "
-    "exactly k+1 tokens, a verify row's size); tq-continuation (prefix-cache continuations beside longer first "
-    "chunks, TurboQuant's prefill fast path: needs --prefix-caching on); producer-consumer (one 480-token "
-    "producer, then 342-token consumers of its first 330 tokens: needs --prefix-caching on); churn (64 short "
-    "requests of 24 tokens, so freed rows take new requests all the time); prompt-tail (one 480-token producer, "
-    "then 321-token consumers of its first 320 tokens, whose hits leave one token: needs --prefix-caching on).",
+    "[default: random] (--help-all lists them).",
 )
 @click.option(
     "--calibrate-kv",
@@ -717,6 +775,13 @@ def verify_cmd(
     line, code = verdict(result)
     reporter.emit(_verify_payload(result), table, [*judged_lines(result), line])
     return code
+
+
+for _param in verify_cmd.params:
+    if _param.name not in VERIFY_USER_OPTIONS and isinstance(_param, click.Option):
+        _param.hidden = True
+# a user's options first, in the order they matter
+verify_cmd.params.sort(key=lambda p: VERIFY_USER_OPTIONS.index(p.name) if p.name in VERIFY_USER_OPTIONS else 99)
 
 
 def _verify_payload(result: dict, **extra) -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -22,10 +23,17 @@ STYLE = {
 }
 
 
+PIPED_WIDTH = 10_000  # a table is as wide as its rows need, up to this
+
+
 class Reporter:
     def __init__(self, as_json: bool):
         self.as_json = as_json
         self.out = Console(highlight=False, soft_wrap=True)
+        if not self.out.is_terminal and "COLUMNS" not in os.environ:
+            # piped or redirected: a table row stays one line for grep, however long (rich
+            # would otherwise fold it at 80 columns); COLUMNS still sets a width when asked
+            self.out = Console(highlight=False, soft_wrap=True, width=PIPED_WIDTH)
         self.err = Console(stderr=True, highlight=False, soft_wrap=True)
 
     def progress(self, message: str) -> None:
@@ -50,10 +58,19 @@ class Reporter:
             self.out.print(line)
 
     def error(self, message: str, code: int) -> None:
+        message = one_line(message)
         if self.as_json:
             click.echo(json.dumps({"error": message, "exit_code": code}))
         else:
             self.err.print(f"[bold red]error:[/bold red] {escape(message)}")
+
+
+def one_line(text: str) -> str:
+    """`text` with its control characters escaped (a newline as \\n): an error echoes what was
+    typed, and stays one line whatever that was."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def outcome_table(title: str, outcomes) -> Table:

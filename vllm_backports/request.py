@@ -4,6 +4,7 @@ full before any tree is read, fetched or written."""
 from __future__ import annotations
 
 import enum
+import importlib.metadata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +45,17 @@ class Request:
         return self.fetch and self.target is None
 
 
+def _has_vllm(target: Path | None) -> bool:
+    """Whether there is a vLLM to read: in --target, or installed in this Python."""
+    if target is not None:
+        return (target / "vllm").is_dir()
+    try:
+        importlib.metadata.distribution("vllm")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def together(cat: Catalogue) -> dict[str, tuple[str, ...]]:
     """Each backport's partners, which every selection must take or leave with it."""
     return {b.id: b.together_with for b in cat.backports.values()}
@@ -77,6 +89,9 @@ def parse_request(
         raise UsageError("--vllm needs a version (e.g. 0.20.0) or 'auto'")
     requested = parse_vllm(cat, vllm or "auto")
     if fetch and requested.unpublished is not None:
+        raise UsageError(requested.unpublished.message)
+    if requested.unpublished is not None and not _has_vllm(target):
+        # only its nightlies carry it: with no vLLM to look at, that is the whole answer
         raise UsageError(requested.unpublished.message)
     if fetch and requested.published is None:
         raise UsageError("--fetch needs --vllm with a published release (e.g. --vllm 0.20.0)")

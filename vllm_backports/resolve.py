@@ -31,7 +31,7 @@ class Resolution:
 
 
 def _known(cat: Catalogue) -> str:
-    return f"known releases: {cat.versions[0]} .. {cat.versions[-1]}"
+    return f"supported: {cat.versions[0]} .. {cat.versions[-1]}"
 
 
 def local_build_of(cat: Catalogue, version: str) -> str | None:
@@ -72,13 +72,16 @@ def parse_vllm(cat: Catalogue, text: str) -> Requested:
     if text in cat.unpublished:
         return Requested(text, unpublished=cat.unpublished[text])
     try:
-        Version(text)
+        typed = Version(text)
     except InvalidVersion:
         raise UsageError(f"--vllm {text!r} is not a version (use e.g. 0.20.0, or auto)") from None
-    # A release named short (0.20) means its first patch release, not the closest spelling (0.32.0).
-    hint = [v for v in cat.versions if v.startswith(text + ".")][:1] or difflib.get_close_matches(
-        text, cat.versions, n=1
-    )
+    if text != text.strip() or not text.isprintable():  # packaging reads "0.20.0\n" as 0.20.0
+        raise UsageError(f"--vllm {text!r} is not a version (use e.g. 0.20.0, or auto)")
+    # Only a release of the same major.minor is a likely meaning: a release named short (0.20)
+    # means its first patch release, a wrong patch number (0.21.1) the closest one; 0.16.0, 0.2
+    # or 1.0 mean none of them, and the supported range says so.
+    line = [v for v in cat.versions if Version(v).release[:2] == (typed.release + (0,))[:2]]
+    hint = line[:1] if len(typed.release) < 3 else difflib.get_close_matches(text, line, n=1, cutoff=0) or line[:1]
     more = f"; did you mean {hint[0]}?" if hint else ""
     raise UsageError(f"vLLM {text} is not in versions.toml ({_known(cat)}){more}")
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import click
 
 from ..catalogue import CHECKOUT
+from ..errors import UsageError
 from . import ci, digests, generated, headers, new_release, owed, pins, prune, upstream, verification, watch
 
 # Maintainers edit and regenerate the checkout's files, never an installed wheel's copy of them.
@@ -24,6 +25,10 @@ HOME = CHECKOUT
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """Maintainer tools for the backport catalogue."""
+    # An installed wheel carries its data inside the package, not the checkout's files that
+    # these commands read and regenerate (README.md, docs/, versions.toml at the top).
+    if not (HOME / "versions.toml").is_file() and not (HOME / "docs").is_dir():
+        raise UsageError(f"maint needs a checkout of vllm-backports: run it from the repository (not found in {HOME})")
     ctx.obj = HOME  # read when a command runs, so a test can point it at a copy of the checkout
 
 
