@@ -42,6 +42,19 @@ from . import parts
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 TOOL = ("apply.py", "vllm_backports", "backports", "versions.toml", "lab", "benchmarks")
 BENCH = "bench="
+# SITE@PROOF: the proof on another target than the shipped series, alt-NAME for a candidate kept
+# in benchmarks/alternatives/NAME/<release>/ (its results are not evidence of the series)
+ALT = "alt-"
+
+
+def proof_of(item: str) -> str:
+    return item.partition("@")[2] or item
+
+
+def target_of(item: str) -> str:
+    return item.partition("@")[0] if "@" in item else "fix"
+
+
 # What comes back of a benchmark's folder: not its profiler traces (tens of MiB each; their
 # tables come back) nor engine logs whole (their tails do)
 BENCH_LEFT_OUT = (".trace.json", ".log")
@@ -124,7 +137,11 @@ class Runner:
 
         from .proofs import site_skips
 
-        skips = site_skips(name, Catalogue(Path(".")).releases[release].backports)
+        if name.startswith(ALT):
+            return self.alt_site(release, name, pristine)
+        return self._build(release, name, site_skips(name, Catalogue(Path(".")).releases[release].backports), pristine)
+
+    def _build(self, release: str, name: str, skips: list[str] | None, pristine: Path) -> Path:
         site = self.home / release / f"site-{name}"
         shutil.rmtree(site, ignore_errors=True)
         subprocess.run(["cp", "-al", str(pristine), str(site)], check=True)
@@ -142,11 +159,30 @@ class Runner:
                 raise RuntimeError(f"site {name}: apply.py exited {done.returncode} ({out})")
         return site
 
+    def alt_site(self, release: str, name: str, pristine: Path) -> Path:
+        """Site alt-NAME: the shipped series, then the candidate benchmarks/alternatives/NAME keeps
+        for this release, applied exactly (no fuzz) by the project's own hunks."""
+        from vllm_backports.hunks import Mismatch, apply_file
+        from vllm_backports.patchfile import parse
+
+        alternative = name.removeprefix(ALT)
+        patch = Path("benchmarks/alternatives") / alternative / release / f"0001-{alternative}.patch"
+        if not patch.is_file():
+            raise ValueError(f"site {name}: no candidate for {release} ({patch})")
+        site = self._build(release, name, [], pristine)  # its own copy of the shipped series
+        for fpatch in parse(patch.read_bytes(), patch.name).files:
+            target = site / fpatch.path
+            done = apply_file(target.read_bytes() if target.exists() else None, fpatch)
+            if isinstance(done, Mismatch):
+                raise RuntimeError(f"site {name}: {done}")
+            target.write_bytes(done)
+        return site
+
     # -- proving -----------------------------------------------------------------------------
     def verify(self, release: str, name: str, target: Path, control: Path) -> list[str]:
         from vllm_backports.verify.proofs import PROOFS, with_defaults
 
-        options = list(with_defaults(PROOFS[name].options))
+        options = list(with_defaults(PROOFS[proof_of(name)].options))
         if "--prefill-backend" not in options:
             options += ["--prefill-backend", "triton"]
         if "--kv-cache-gib" not in options:  # a fixed KV size each: engines share the GPU
@@ -249,21 +285,22 @@ class Runner:
                 # a control site that cannot be built costs its proofs alone, each saying why
                 unbuilt: dict[str, str] = {}
                 for name in job["proofs"]:
-                    kind = control_site(name)
-                    if kind in sites or kind in unbuilt:
-                        continue
-                    try:
-                        sites[kind] = self.site(release, kind, pristine)
-                    except (OSError, ValueError, RuntimeError, subprocess.CalledProcessError) as exc:
-                        unbuilt[kind] = f"control site {kind} not built: {exc}"
+                    for kind in (target_of(name), control_site(proof_of(name))):
+                        if kind in sites or kind in unbuilt:
+                            continue
+                        try:
+                            sites[kind] = self.site(release, kind, pristine)
+                        except (OSError, ValueError, RuntimeError, subprocess.CalledProcessError) as exc:
+                            unbuilt[kind] = f"site {kind} not built: {exc}"
                 self.event(release=release, what="install", event="end")
                 for name in job["proofs"]:
-                    kind = control_site(name)
-                    if kind in unbuilt:
-                        (self.results / release / f"{name}.err").write_text(unbuilt[kind] + "\n")
+                    target, control = target_of(name), control_site(proof_of(name))
+                    missing = [unbuilt[k] for k in (target, control) if k in unbuilt]
+                    if missing:
+                        (self.results / release / f"{name}.err").write_text("; ".join(missing) + "\n")
                         (self.results / release / f"{name}.rc").write_text("2\n")
                         continue
-                    futures.append(pool.submit(self.prove, release, name, sites["fix"], sites[kind]))
+                    futures.append(pool.submit(self.prove, release, name, sites[target], sites[control]))
         self.stop.set()
         failed = sum(1 for f in futures if f.result() != 0)
         benches = [

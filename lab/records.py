@@ -60,6 +60,9 @@ def read_results(tgz: Path, root: Path, write: bool = False) -> Found:
         if result.rc is None:
             result.problem = "still running when collected"
             continue
+        if "@" in name:  # a candidate's run: its target is not the series the manifest records
+            result.problem = "a candidate's run: kept with the run's record, not as evidence of the series"
+            continue
         raw = files.get(f"results/{release}/{name}.json", b"")
         try:
             data = json.loads(raw)

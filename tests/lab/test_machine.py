@@ -183,5 +183,48 @@ def test_a_control_site_that_cannot_be_built_costs_its_proofs_alone(tmp_path):
     NoCtl(home, [{"release": "0.22.0", "proofs": ["gdn-ngram", "tq-mtp"]}], watch_mib=0).run()
     res = home / "results" / "0.22.0"
     assert (res / "gdn-ngram.rc").read_text() == "0\n"
-    assert (res / "tq-mtp.rc").read_text() == "2\n" and "control site ctl not built" in (res / "tq-mtp.err").read_text()
+    assert (res / "tq-mtp.rc").read_text() == "2\n" and "site ctl not built" in (res / "tq-mtp.err").read_text()
     assert (home / "done").read_text() == "1 proofs, 0 exited non-zero\n"
+
+
+def test_a_candidate_runs_as_site_at_proof_over_the_proofs_control(tmp_path):
+    home = staged(tmp_path)
+    seen = {}
+
+    class Cand(FakeRunner):
+        def prove(self, release, name, target, control, tries=2):
+            seen[name] = (target.name, control.name)
+            return super().prove(release, name, target, control, tries)
+
+    runner = Cand(home, machine.parse_jobs(["0.22.0:gdn-ngram,alt-gdn-draft-free-plain@gdn-ngram-b1"]), watch_mib=0)
+    runner.run()
+    assert seen == {
+        "gdn-ngram": ("fix", "raw"),
+        "alt-gdn-draft-free-plain@gdn-ngram-b1": ("alt-gdn-draft-free-plain", "raw"),
+    }
+    assert machine.proof_of("alt-x@gdn-ngram-b1") == "gdn-ngram-b1" and machine.target_of("gdn-ngram") == "fix"
+
+
+def test_a_candidate_site_is_the_series_then_the_candidate_applied_exactly(tmp_path, monkeypatch):
+    from pathlib import Path as P
+
+    home = tmp_path / "lab"
+    runner = machine.Runner(home, [], watch_mib=0)
+    release = "0.22.0"
+    built = home / release / "site-alt-gdn-draft-free-plain"
+
+    def fake_build(rel, name, skips, pristine):
+        assert skips == []  # the whole shipped series
+        runner_file = built / "vllm/v1/worker/gpu_model_runner.py"
+        runner_file.parent.mkdir(parents=True)
+        runner_file.write_bytes(b"not the runner the candidate was written for\n")
+        return built
+
+    monkeypatch.setattr(runner, "_build", fake_build)
+    monkeypatch.chdir(P(__file__).resolve().parents[2])
+    import pytest
+
+    with pytest.raises(RuntimeError, match="site alt-gdn-draft-free-plain: .*gpu_model_runner.py"):
+        runner.site(release, "alt-gdn-draft-free-plain", tmp_path)
+    with pytest.raises(ValueError, match="no candidate for 0.26.0"):
+        runner.site("0.26.0", "alt-gdn-draft-free-plain", tmp_path)

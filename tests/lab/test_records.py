@@ -86,3 +86,13 @@ def test_the_plan_puts_every_part_and_starts_the_jobs_with_the_last():
     assert got[1]["command"].endswith("&& python3 -m lab.machine start 0.22.0 0.23.0:mtp")
     assert got[1]["carry"] == [".lab/parts/p001", ".lab/stage"]
     assert got[2]["command"].startswith("python3 -m lab.machine collect")
+
+
+def test_a_candidates_run_is_never_kept_as_evidence_of_the_series(tmp_path):
+    results = tgz(tmp_path / "r.tgz", {
+        "results/0.22.0/alt-gdn-draft-free-plain@gdn-ngram.json": REAL.read_bytes(),
+        "results/0.22.0/alt-gdn-draft-free-plain@gdn-ngram.err": b"",
+        "results/0.22.0/alt-gdn-draft-free-plain@gdn-ngram.rc": b"0\n",
+    })
+    found = records.read_results(results, tmp_path, write=True)
+    assert "candidate" in found.proofs[0].problem and not (tmp_path / "docs").exists()

@@ -24,21 +24,39 @@ RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 METHODS = ("_drafted_before", "_set_decode_draft_tokens")
 CATALOGUE = Catalogue(ROOT)
 CARRIERS = [n for n in CATALOGUE.series_names() if any(p.backport_id == BACKPORT for p in CATALOGUE.series(n).patches)]
+# Its ports not shipped yet: candidates applied after a release's whole series, until a GPU run
+# proves them (the runner methods must behave the same on every one)
+CANDIDATES = ROOT / "benchmarks" / "alternatives" / BACKPORT
+CANDIDATE_RELEASES = sorted(d.name for d in CANDIDATES.iterdir() if (d / f"0001-{BACKPORT}.patch").is_file())
 
 
 def test_a_series_carries_it():  # else every test below would be left out, silently
-    assert CARRIERS
+    assert CARRIERS and CANDIDATE_RELEASES
 
 
-@pytest.fixture(scope="module", params=CARRIERS)
+def test_no_candidate_is_for_a_series_that_ships_it():
+    for release in CANDIDATE_RELEASES:
+        assert CATALOGUE.releases[release].series not in CARRIERS, release
+
+
+@pytest.fixture(scope="module", params=CARRIERS + [f"candidate-{r}" for r in CANDIDATE_RELEASES])
 def sources(request) -> dict[str, bytes]:
-    """The runner of the series' first release with the patches before this one, and with this one."""
+    """The runner of the series' first release with the patches before this one, and with this one
+    (a candidate: the release's whole series, then the candidate)."""
+    from vllm_backports.patchfile import parse
     from vllm_backports.pypi import fetch
 
-    series = CATALOGUE.series(request.param)
-    content = fetch(CATALOGUE.releases[series.releases[0]], [RUNNER]).files[RUNNER]
+    if request.param.startswith("candidate-"):
+        release = request.param.removeprefix("candidate-")
+        series = CATALOGUE.series(CATALOGUE.releases[release].series)
+        patches = [*series.patches, parse((CANDIDATES / release / f"0001-{BACKPORT}.patch").read_bytes(), f"0001-{BACKPORT}.patch")]
+        content = fetch(CATALOGUE.releases[release], [RUNNER]).files[RUNNER]
+    else:
+        series = CATALOGUE.series(request.param)
+        patches = list(series.patches)
+        content = fetch(CATALOGUE.releases[series.releases[0]], [RUNNER]).files[RUNNER]
     out = {}
-    for patch in series.patches:
+    for patch in patches:
         if patch.backport_id == BACKPORT:
             assert patch.header["Bug"] == "https://github.com/vllm-project/vllm/issues/39273"
             assert [f.path for f in patch.files] == [RUNNER]
