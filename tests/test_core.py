@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +92,18 @@ def test_check_waits_for_a_run_that_holds_the_lock(home, cat):
     checker.join(10)
     assert [(o.id, o.state) for o in done[0].plan.outcomes] == [("fix-thing", engine.ALREADY),
                                                                ("add-kernel", engine.CLEAN)]
+
+
+@pytest.mark.network
+def test_a_refused_fetch_run_leaves_no_fresh_copy_behind(tmp_path, monkeypatch):
+    """check --fetch without --target lays out a fresh copy; a selection refused on it (here one
+    that leaves out what a later patch is written on) takes that copy away again."""
+    from cli_runner import run as cli
+
+    monkeypatch.setenv("VLLM_BACKPORTS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr("vllm_backports.cli.HOME", Path(__file__).resolve().parents[1])
+    refused = cli("check", "--vllm", "0.22.0", "--fetch", "--skip", "gdn-spec-state")
+    assert refused.code == 2 and "applies only on top of gdn-spec-state" in refused.err
+    assert not (tmp_path / "cache" / "trees" / "0.22.0").exists()
+    done = cli("check", "--vllm", "0.22.0", "--fetch")
+    assert done.code == 0 and (tmp_path / "cache" / "trees" / "0.22.0").is_dir()

@@ -5,6 +5,7 @@ parses, wires the progress and note callbacks, and renders.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,15 @@ def run(cat: Catalogue, request: Request, progress: Say, note: Say) -> Run:
     """Apply, check or revert the series of the vLLM the request names."""
     assert request.command is not Command.STATUS
     tree, res, fetched = _open(cat, request, progress, note)
+    try:
+        return _run(cat, request, note, tree, res, fetched)
+    except BackportError:
+        if request.fresh_copy:  # a refused or failed run leaves no copy of its own behind
+            shutil.rmtree(tree.root, ignore_errors=True)
+        raise
+
+
+def _run(cat: Catalogue, request: Request, note: Say, tree: Tree, res: Resolution, fetched: Fetched | None) -> Run:
     if res.series is None:
         return Run(tree, res, fetched, None)
     chosen = engine.select(res.series, request.only, request.skip, together(cat))
