@@ -6,11 +6,11 @@ just before (`probe`).
 
 At 1 request a round is a hundred-odd steps of a few milliseconds, and single rounds of one arm
 have read 30 to 40% slower than the arm's median with the GPU's clock steady and no throttle
-reason set (docs/BENCHMARKS.md, seventh run). A round slowed by a few long steps (a stall) and a
+reason set (docs/BENCHMARKS.md: 0.27.0, H200, 2026-11-28 23:35 UTC). A round slowed by a few long steps (a stall) and a
 round whose every step is slower point to different causes; these figures tell them apart. At 1
 request a step is bound by the host, and two engines' processes in one run have run the same
-host ops at rates 1.9x apart (eighth run): the probe tells an arm whose process ran slow from an
-arm whose code does more.
+host ops at rates 1.9x apart (0.26.0 and 0.21.0, H200, 2026-11-29 01:18 UTC): the probe tells
+an arm whose process ran slow from an arm whose code does more.
 """
 
 from __future__ import annotations
