@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,22 +24,11 @@ import click
 from vllm_backports.catalogue import Catalogue
 
 from . import bundle, parts, stage
+from .parts import LIMIT, tree_size
 from .proofs import core
 
 ROOT = Path(__file__).resolve().parents[1]
-LIMIT = 64 << 20  # what one call of the GPU machine carries, the working tree included
 MARGIN = 2 << 20  # what the tree may grow by between planning and the calls
-
-
-def tree_size(root: Path) -> int:
-    """What every call carries besides its parts: tracked files and untracked ones git does not ignore."""
-    out = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=root,
-        capture_output=True,
-        check=True,
-    ).stdout
-    return sum((root / n).stat().st_size for n in out.decode().split("\0") if n and (root / n).is_file())
 
 
 def calls(part_dirs: list[str], jobs: list[str], wait: int = 540) -> list[dict]:

@@ -12,10 +12,23 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
 BLOCK = 1 << 20
+LIMIT = 64 << 20  # what one call of the GPU machine carries, the working tree included
+
+
+def tree_size(root: Path) -> int:
+    """What every call carries besides its parts: tracked files and untracked ones git does not ignore."""
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=root,
+        capture_output=True,
+        check=True,
+    ).stdout
+    return sum((root / n).stat().st_size for n in out.decode().split("\0") if n and (root / n).is_file())
 
 
 def pack(blobs: Iterable[tuple[str, Path]], limit: int, out: Path) -> list[Path]:

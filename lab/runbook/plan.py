@@ -28,13 +28,13 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: its .stage-* folders and its package
 sys.path.insert(0, str(ROOT))
+from lab.parts import LIMIT, tree_size  # noqa: E402  (one call's carry, and the tree in it)
 from vllm_backports.bench.experiments import EXPERIMENTS  # noqa: E402  (after the path, as a script)
 from vllm_backports.bench.schedule import LAYOUTS  # noqa: E402
 from vllm_backports.bench.shapes import SHAPES  # noqa: E402
@@ -43,7 +43,6 @@ from vllm_backports.verify.proofs import PROOFS, option  # noqa: E402
 
 # Not a proof: the release's own tests on the GPU (steps.sh upstream-gpu), run beside the proofs
 UPSTREAM = "upstream-gpu"
-LIMIT = 64 * 2**20
 MARGIN = 2**20  # what the tree may grow by between planning and the calls
 
 
@@ -56,17 +55,6 @@ class Piece:
 
 def _size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
-
-
-def tree_size(root: Path) -> int:
-    """What every call carries besides its pieces: tracked files and untracked ones git does not ignore."""
-    out = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=root,
-        capture_output=True,
-        check=True,
-    ).stdout
-    return sum((root / n).stat().st_size for n in out.decode().split("\0") if n and (root / n).is_file())
 
 
 BENCH = "bench="
