@@ -8,29 +8,16 @@ import os
 import shutil
 import subprocess
 import sys
-import zipfile
 
 import pytest
 
+import fake_wheel
 from lab import bundle, stage
 
 
 def wheel(tmp_path, name, version):
-    """A pure-Python wheel pip installs, with enough incompressible bytes that a 1 MiB part
-    cannot hold two of them."""
-    path = tmp_path / f"{name}-{version}-py3-none-any.whl"
-    info = f"{name}-{version}.dist-info"
-    files = {
-        f"{name}/__init__.py": f"__version__ = VERSION = {version!r}\n",
-        f"{name}/data.bin": os.urandom(700 << 10),
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    with zipfile.ZipFile(path, "w") as z:
-        for n, data in files.items():
-            z.writestr(n, data)
-        z.writestr(f"{info}/RECORD", "".join(f"{n},,\n" for n in files) + f"{info}/RECORD,,\n")
-    return path
+    """A wheel with enough incompressible bytes that a 1 MiB part cannot hold two of them."""
+    return fake_wheel.wheel(tmp_path, name, version, payload=700 << 10)
 
 
 @pytest.fixture

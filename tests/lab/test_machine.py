@@ -7,24 +7,9 @@ import hashlib
 import json
 import sys
 import tarfile
-import zipfile
 
+from fake_wheel import wheel
 from lab import machine, parts
-
-
-def wheel(tmp_path, name="fakepkg", version="1.0"):
-    path = tmp_path / f"{name}-{version}-py3-none-any.whl"
-    info = f"{name}-{version}.dist-info"
-    files = {
-        f"{name}/__init__.py": f"VERSION = {version!r}\n",
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    with zipfile.ZipFile(path, "w") as z:
-        for n, text in files.items():
-            z.writestr(n, text)
-        z.writestr(f"{info}/RECORD", "".join(f"{n},,\n" for n in files) + f"{info}/RECORD,,\n")
-    return path
 
 
 class FakeRunner(machine.Runner):
@@ -58,7 +43,7 @@ def test_a_release_installs_from_its_chunks_and_its_proofs_run_in_slots(tmp_path
     home = staged(tmp_path)
     runner = FakeRunner(home, [{"release": "0.22.0", "proofs": ["gdn-ngram", "tq-mtp", "mtp"]}], slots=2, watch_mib=0)
     assert runner.run() == 0
-    assert (home / "0.22.0" / "pristine" / "fakepkg" / "__init__.py").read_text() == "VERSION = '1.0'\n"
+    assert (home / "0.22.0" / "pristine" / "fakepkg" / "__init__.py").read_text() == "__version__ = VERSION = '1.0'\n"
     res = home / "results" / "0.22.0"
     for name in ("gdn-ngram", "tq-mtp", "mtp"):
         assert (res / f"{name}.rc").read_text() == "0\n"
