@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import shlex
@@ -121,8 +122,10 @@ class Runner:
         subprocess.run([*cmd, "--target", str(pristine), *map(str, sorted(wheels.iterdir()))], check=True)
         return pristine
 
+    @functools.cached_property
     def touched(self) -> list[str]:
-        """Every vLLM file any patch of the catalogue touches, so no site shares one by hard link."""
+        """Every vLLM file any patch of the catalogue touches, so no site shares one by hard link
+        (read once a run: every site needs the same list)."""
         paths = set()
         for patch in Path("backports").glob("*/*.patch"):
             for line in patch.read_text().splitlines():
@@ -145,7 +148,7 @@ class Runner:
         site = self.home / release / f"site-{name}"
         shutil.rmtree(site, ignore_errors=True)
         subprocess.run(["cp", "-al", str(pristine), str(site)], check=True)
-        for rel in self.touched():
+        for rel in self.touched:
             f = site / rel
             if f.is_file():
                 shutil.copyfile(f, f.with_name(f.name + ".own"))
