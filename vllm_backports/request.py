@@ -12,6 +12,7 @@ from .catalogue import Catalogue
 from .engine import select
 from .errors import UsageError
 from .resolve import Requested, parse_vllm
+from .state import LOCK_TIMEOUT
 
 
 class Command(enum.Enum):
@@ -37,7 +38,7 @@ class Request:
     only: tuple[str, ...] = ()
     skip: tuple[str, ...] = ()
     output: Output = Output.TEXT
-    lock_timeout: float = 60.0  # seconds to wait for another run's lock before giving up, naming it
+    lock_timeout: float = LOCK_TIMEOUT
 
     @property
     def fresh_copy(self) -> bool:

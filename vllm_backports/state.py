@@ -166,7 +166,7 @@ def _unwritable(exc: OSError) -> str:
     return f"cannot be written ({exc.strerror})"
 
 
-LOCK_TIMEOUT = 300.0  # seconds a run waits for another's lock before it gives up, naming it
+LOCK_TIMEOUT = 60.0  # seconds a run waits for another's lock before it gives up, naming it
 
 
 def _open_lock(tree: Tree, create: bool):
