@@ -8,7 +8,7 @@ module only chooses among them and names the apply.py options that build each co
 from __future__ import annotations
 
 from vllm_backports.catalogue import Catalogue
-from vllm_backports.verify.proofs import PROOFS
+from vllm_backports.verify.proofs import CONTROL_LEAVES_OUT, PROOFS, left_out
 
 # The core set: for each backport a series carries, the proofs that show it on users' shape (16
 # a batch under CUDA graphs unless the proof says otherwise). The GDN fix shows on ngram, on
@@ -69,10 +69,10 @@ def site_skips(site: str, carried: tuple[str, ...]) -> list[str] | None:
         return None
     if site == "fix":
         return []
-    left_out = "turboquant-spec-decode" if site == "ctl" else site.removeprefix("less-")
-    if site != "ctl" and not site.startswith("less-"):
+    if site not in CONTROL_LEAVES_OUT and not site.startswith("less-"):
         raise ValueError(f"unknown site {site!r}")
-    if left_out not in carried:
-        raise ValueError(f"site {site}: the series does not carry {left_out}")
-    skips = [left_out] + [d for d in WRITTEN_ON.get(left_out, ()) if d in carried]
+    leaves = left_out(site)
+    if leaves not in carried:
+        raise ValueError(f"site {site}: the series does not carry {leaves}")
+    skips = [leaves] + [d for d in WRITTEN_ON.get(leaves, ()) if d in carried]
     return [x for s in skips for x in ("--skip", s)]

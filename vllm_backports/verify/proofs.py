@@ -33,6 +33,13 @@ class Proof:
 
 
 GDN = "gdn-spec-state"  # what a GDN proof against the pristine release shows
+# The backport a control site leaves out: ctl is TurboQuant as released, less-ID names its own
+CONTROL_LEAVES_OUT = {"ctl": "turboquant-spec-decode"}
+
+
+def left_out(control: str) -> str:
+    """The backport the control site `control` (ctl or less-ID) leaves out of the series."""
+    return CONTROL_LEAVES_OUT.get(control) or control.removeprefix("less-")
 
 
 def _p(options: str, control: str = "raw", smoke: bool = False, fix: str | None = None) -> Proof:
@@ -41,8 +48,7 @@ def _p(options: str, control: str = "raw", smoke: bool = False, fix: str | None 
     if fix is not None:
         raise ValueError(f"a {control} control is for the backport it leaves out, not {fix}")
     # a control made by leaving one backport out is for that backport; ctl leaves out this one
-    derived = {"ctl": "turboquant-spec-decode"}.get(control) or control.removeprefix("less-")
-    return Proof(tuple(options.split()), control, smoke, derived)
+    return Proof(tuple(options.split()), control, smoke, left_out(control))
 
 
 SPEC_PREFILL = "less-spec-prefill-decode-graph"
