@@ -471,8 +471,11 @@ PY
         src=/tmp/vb-bench-$name && tool_copy "$src"
         nvidia-smi -q -d CLOCK,PERFORMANCE ${GPU:+-i "$GPU"} > "$dir/clocks-$(date +%s).txt" 2>&1
         pin=(); cores=$(gpu_cores) && pin=(taskset -c "$cores") && echo "cores $cores" >> "$dir/run.err"
-        (cd "$src" && setsid nohup "${pin[@]}" bash -c 'python3 benchmarks/bench_ab.py run --experiment "$0" --shape "$1" --pairs "$2" --layout "$3" --out "$4" "${@:5}" >> "$4/run.out" 2>> "$4/run.err"; echo $? > "$4/run.rc"' \
-          "$exp" "$shape" "$pairs" "$layout" "$dir" "${sites[@]}" "$@" < /dev/null > /dev/null 2>&1 &)
+        # the wrapper's pid is written before `start` returns (setsid -w keeps that pid the wrapper's
+        # even where setsid has to fork), so a queue never mistakes a run not yet exec'd for one gone
+        rm -f "$dir/run.pid"
+        (cd "$src" && { setsid -w nohup "${pin[@]}" bash -c 'python3 benchmarks/bench_ab.py run --experiment "$0" --shape "$1" --pairs "$2" --layout "$3" --out "$4" "${@:5}" >> "$4/run.out" 2>> "$4/run.err"; echo $? > "$4/run.rc"' \
+          "$exp" "$shape" "$pairs" "$layout" "$dir" "${sites[@]}" "$@" < /dev/null > /dev/null 2>&1 & echo $! > "$dir/run.pid"; })
         echo "started $name: $exp on $shape, $pairs pairs in all, layout $layout, sites ${sites[*]} $*" ;;
       poll)
         deadline=$((SECONDS + ${1:-500})); shift || true
@@ -564,7 +567,8 @@ PY
               || { echo "not run: bench-ab start failed" >> "$d/run.err"; echo 2 > "$d/run.rc"; }
             until [ -f "$d/run.rc" ]; do
               # a run gone without a status (killed with its wrapper) ends here, not in a wait forever
-              pgrep -f "bench_ab[.]py run.*$d" > /dev/null \
+              # (a zombie whose parent has not reaped it yet counts as gone)
+              [[ $(ps -o stat= -p "$(cat "$d/run.pid" 2> /dev/null)" 2> /dev/null) == [^Z]* ]] \
                 || { sleep 1; [ -f "$d/run.rc" ] || { echo "the run ended without a status" >> "$d/run.err"; echo 125 > "$d/run.rc"; }; }
               sleep "$every"
             done

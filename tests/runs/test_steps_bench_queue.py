@@ -413,3 +413,18 @@ def test_a_queue_on_every_gpu_and_one_on_gpu_one_take_turns_even_when_started_to
     wait_done(bench2, env["REL"])
     runs = sorted(spans(bench, bench2).values())
     assert len(runs) == 2 and runs[0][1] <= runs[1][0]  # one ended before the other started
+
+
+def test_a_run_not_yet_in_the_process_table_is_not_taken_for_one_gone(tree):
+    """On a loaded machine the detached run may not have exec'd by the queue's first look, so no
+    command line names it yet; the queue must wait for it, not write it off as ended without a
+    status. A `pgrep` that never sees a run by its folder stands in for that look."""
+    root, env, bench = tree
+    env = {**env, "STAND_IN_SECONDS": "2"}
+    shim = Path(env["PATH"].split(os.pathsep)[0])
+    real = shutil.which("pgrep")
+    (shim / "pgrep").write_text(f'#!/bin/sh\ncase "$*" in *{bench}*) exit 1;; esac\nexec {real} "$@"\n')
+    (shim / "pgrep").chmod(0o755)
+    assert steps(root, env, "bench-ab", "queue", "tiny", "2", "resident", "nospec").returncode == 0
+    wait_done(bench, env["REL"])
+    assert rcs(bench, env, "nospec") == {"nospec": "0"}, errs(bench, env, "nospec")
