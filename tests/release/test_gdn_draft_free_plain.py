@@ -165,3 +165,26 @@ def test_finished_requests_leave_the_set(sources):
     runner.step({"r0": 4}, {"r0": 3})
     runner.step({"r1": 1}, {}, finished=["r0"])
     assert runner.state._drafted_last == set()
+
+
+# The releases whose series also route the V2 runner (gdn-spec-state-v2-runner, 0.29 .. 0.31):
+# their candidates change the V1 runner alone, ngram's there; V2's draft-free rows keep the
+# series' speculative routing, which its one-token decode graphs are captured on (the header).
+V2_SERIES_CANDIDATES = [
+    r
+    for r in CANDIDATE_RELEASES
+    if any(p.backport_id == "gdn-spec-state-v2-runner" for p in CATALOGUE.series(CATALOGUE.releases[r].series).patches)
+]
+
+
+def test_the_v2_runner_releases_have_candidates():
+    assert V2_SERIES_CANDIDATES == ["0.29.0", "0.30.0", "0.31.0"]
+
+
+@pytest.mark.parametrize("release", V2_SERIES_CANDIDATES)
+def test_on_the_v2_runner_releases_only_the_v1_runner_changes(release):
+    from vllm_backports.patchfile import parse
+
+    patch = parse((CANDIDATES / release / f"0001-{BACKPORT}.patch").read_bytes(), f"0001-{BACKPORT}.patch")
+    assert [f.path for f in patch.files] == [RUNNER]
+    assert "Only the V1 runner changes" in patch.header["Description"]
