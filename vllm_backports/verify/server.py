@@ -21,8 +21,9 @@ There is no plain engine to calibrate on: the threshold is --threshold, or the f
 calibrated one (run.calibrated_threshold(0) = 1 nat), which every recorded `verify --model` run
 used (their plain engines' worst regrets: 0.03 to 0.21 nats).
 
-vLLM's request fields relied on (vllm/entrypoints/openai/protocol.py, CompletionRequest; from
-0.12 or so vllm/entrypoints/openai/completion/protocol.py): `prompt` as a list of token ids,
+vLLM's request fields relied on (CompletionRequest, in vllm/entrypoints/openai/protocol.py, and
+in vllm/entrypoints/openai/completion/protocol.py once that was split out): `prompt` as a list of
+token ids,
 `prompt_logprobs` (a vLLM extra, capped by the server's --max-logprobs, default 20),
 `return_token_ids` (vLLM 0.10.2+: the choice's `token_ids`), `echo`, `max_tokens`. max_tokens=0
 is taken only with echo=True and then runs as 1 (to_sampling_params: echo_without_generation),
