@@ -402,7 +402,29 @@ PROMPTS_HELP_ALL = (
 
 # verify's options a user sets; the rest (scenarios, batches, calibration, lab switches) keep
 # working but show only under --help-all (docs/VERIFY.md describes them).
-VERIFY_USER_OPTIONS = ("model", "prompt_set", "presets", "kv_cache", "tp", "work_dir", "as_json", "help_all")
+VERIFY_USER_OPTIONS = (
+    "model",
+    "server",
+    "prompt_set",
+    "presets",
+    "kv_cache",
+    "tp",
+    "work_dir",
+    "as_json",
+    "help_all",
+)
+# what `verify --server` takes; any other option set is refused (the server's own flags decide)
+SERVER_OPTIONS = (
+    "server",
+    "model",
+    "prompt_set",
+    "max_tokens",
+    "threshold",
+    "batches",
+    "timeout",
+    "work_dir",
+    "as_json",
+)
 
 
 def _help_all(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -480,11 +502,26 @@ def _help_all(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
 )
 @click.option(
     "--model",
-    type=click.Path(path_type=Path),
+    type=click.Path(),
     default=None,
     help="A local Hugging Face checkpoint of a hybrid GDN model (Qwen3-Next, Qwen3.5, Qwen3.6) to judge instead of "
     "the tiny model: its own tokenizer, chat template and prompts; the reference is this vLLM without speculation, "
-    "teacher-forced over each output (docs/VERIFY.md).",
+    "teacher-forced over each output (docs/VERIFY.md). With --server: the served model's name [default: the one "
+    "it lists].",
+)
+@click.option(
+    "--server",
+    metavar="URL",
+    default=None,
+    help="Judge a running `vllm serve` (e.g. http://localhost:8000) instead, through its OpenAI API: its greedy "
+    "outputs, speculation and all, against its own prefill's prompt logprobs (no GPU or vLLM needed here).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=None,
+    help="With --server: seconds one request may take, and how long a busy server (429, 503) is asked again "
+    "[default: 120].",
 )
 @click.option(
     "--prompts",
@@ -629,6 +666,8 @@ def verify_cmd(
     kv_cache_gib,
     model_class,
     model,
+    server,
+    timeout,
     max_tokens,
     max_num_batched_tokens,
     float32_reference,
@@ -649,7 +688,12 @@ def verify_cmd(
     from .verify.report import judged_lines, output_logprob_cell, prompt_logprob_cell, verdict
     from .verify.run import Plan, check_tiny_model_options, execute
 
+    if server is not None:
+        return _verify_server(reporter, server, model, prompt_set, max_tokens, threshold, batches, timeout, work_dir)
+    if timeout is not None:
+        raise click.UsageError("--timeout goes with --server")
     if model is not None:
+        model = Path(model)
         from .verify import served
 
         ctx = click.get_current_context()
@@ -791,6 +835,40 @@ def _verify_payload(result: dict, **extra) -> dict:
         "rows": [{k: v for k, v in r.items() if k != "regrets"} for r in result["rows"]],
         **extra,
     }
+
+
+def _verify_server(
+    reporter: Reporter, url, model, prompt_set, max_tokens, threshold, batches, timeout, work_dir
+) -> int:
+    """verify --server: every option that sets up a local engine refused, then the run (server.py)."""
+    from .verify import server
+
+    ctx = click.get_current_context()
+    for p in ctx.command.params:
+        given = ctx.get_parameter_source(p.name) not in (None, click.core.ParameterSource.DEFAULT)
+        if given and p.name not in SERVER_OPTIONS and isinstance(p, click.Option):
+            raise click.UsageError(
+                f"{p.opts[0]} goes with a local engine, not with --server (the server's own flags decide)"
+            )
+    if len(set(batches)) > 1:
+        raise click.UsageError("--server runs one batch size: give --batch once")
+    plan = server.ServerPlan(
+        url=url,
+        model=model,
+        prompts=None if prompt_set is None else Path(prompt_set),
+        max_tokens=server.MAX_TOKENS if max_tokens is None else max_tokens,
+        threshold=threshold,
+        timeout=server.TIMEOUT_S if timeout is None else timeout,
+        batch=int(batches[0]) if batches else server.BATCH,
+    )
+    result = server.execute(plan, reporter.progress)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    (work_dir / "verify.json").write_text(json.dumps(result))
+    line, code = server.verdict(result)
+    payload = _verify_payload(result, verdict=line)
+    payload["rows"] = [{k: v for k, v in r.items() if k not in ("regrets", "output")} for r in result["rows"]]
+    reporter.emit(payload, None, server.lines(result))
+    return code
 
 
 def _verify_model(
