@@ -254,7 +254,7 @@ def _start(site: Path, tmp_path: Path, mode: str) -> tuple[subprocess.Popen, lis
 def test_an_engine_that_dies_under_a_server_exiting_0_makes_the_container_fail_with_a_report(site, tmp_path):
     proc, (_server, engine) = _start(site, tmp_path, "engine")
     os.kill(engine, signal.SIGKILL)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=20)
     assert proc.returncode == 1, err
     assert "INFO serving" in out and "INFO Shutting down" in out  # its output passed through
     reports = list((tmp_path / "reports").iterdir())
@@ -269,7 +269,7 @@ def test_an_engine_that_dies_under_a_server_exiting_0_makes_the_container_fail_w
 def test_sigterm_reaches_vllm_and_its_exit_code_comes_back(site, tmp_path):
     proc, (server, engine) = _start(site, tmp_path, "sigterm")
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=20)
     assert proc.returncode == 7, err
     assert "stopped by signal 15" in out
     assert not (tmp_path / "reports").exists()  # a stop asked for is no crash
@@ -277,6 +277,6 @@ def test_sigterm_reaches_vllm_and_its_exit_code_comes_back(site, tmp_path):
 
 def test_a_clean_exit_is_0_and_writes_no_report(site, tmp_path):
     proc, _ = _start(site, tmp_path, "clean")
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert "INFO serving" in out and not (tmp_path / "reports").exists()
