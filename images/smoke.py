@@ -1,6 +1,6 @@
 """Smoke test of an image: every backport versions.toml promises for this release is recorded as
 applied, every patched file is as written, and (in the image) vllm and every module the series
-patches import. On a GPU, --verify runs the proofs marked for the smoke test
+patches import and the entrypoint's guard reads the install as consistent. On a GPU, --verify runs the proofs marked for the smoke test
 (vllm_backports/verify/proofs.py) on the image's patched vLLM, each judged token by token.
 Without one, --model-check runs `apply.py verify --model` as a user would in the image, on a
 checkpoint written there with its tokenizer and chat template, and expects it to stop at the
@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from vllm_backports.catalogue import Catalogue  # noqa: E402
+from vllm_backports.entrypoint import guard  # noqa: E402
 from vllm_backports.resolve import local_build_of  # noqa: E402
 from vllm_backports.verify.proofs import option, smoke_runs  # noqa: E402
 
@@ -156,6 +157,9 @@ def main() -> int:
                 importlib.import_module(name)
             except Exception as exc:  # any failure to import is the finding
                 problems.append(f"{name} does not import: {exc.__class__.__name__}: {exc}")
+        # The entrypoint's guard reads the same install; with no flags no known bug applies.
+        lines, unwell = guard(cat, [])
+        problems += [f"the entrypoint's guard: {p}" for p in unwell]
     if args.model_check:
         args.model_check.mkdir(parents=True, exist_ok=True)
         problems += model_check(args.model_check)

@@ -100,6 +100,14 @@ REPO = Path(__file__).resolve().parent.parent
          "[known.align-allocate-shrink]: checked '29.11.2026' is not a date YYYY-MM-DD"),
         ('checked = "2026-11-29"\n', 'checked = 2026-11-29\n',
          "[known.align-allocate-shrink]: checked must be str, not datetime.date(2026, 11, 29)"),
+        ('when = { speculative = ["*"], tensor_parallel_size = 2 }', 'when = { speculative = ["*"], tp = 2 }',
+         "unknown key 'tp' in [known.spec-tp2-illegal-address] when"),
+        ('when = { speculative = ["*"], tensor_parallel_size = 2 }', 'when = { speculative = "mtp" }',
+         "[known.spec-tp2-illegal-address] when: speculative must be a list of strings"),
+        ('when = { speculative = ["*"], tensor_parallel_size = 2 }', 'when = { tensor_parallel_size = "2" }',
+         "[known.spec-tp2-illegal-address]: when.tensor_parallel_size must be int, not '2'"),
+        ('when = { speculative = ["*"], tensor_parallel_size = 2 }', 'fixed_by = ["gdn-spec-stat"]',
+         "[known.spec-tp2-illegal-address]: fixed_by names 'gdn-spec-stat', which is no backport"),
     ],
     ids=[
         "missing-key",
@@ -132,6 +140,10 @@ REPO = Path(__file__).resolve().parent.parent
         "known-checked-bad-day",
         "known-checked-form",
         "known-checked-toml-date",
+        "known-when-key",
+        "known-when-list",
+        "known-when-type",
+        "known-fixed-by",
     ],
 )
 def test_a_typo_in_versions_toml_is_one_line(tmp_path, old, new, message):

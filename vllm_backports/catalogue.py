@@ -10,7 +10,7 @@ import difflib
 import os
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property
 from importlib.resources import files
@@ -58,7 +58,19 @@ SERIES_KEYS = {"files"}
 # Derived, never written: the releases a series serves are those whose `series` names it.
 DERIVED_SERIES_KEYS = {"releases": "the releases' series"}
 BACKPORT_KEYS = {"title", "bug", "origin", "upstream_in", "releases", "together_with"}
-KNOWN_KEYS = {"title", "bug", "present", "status", "evidence", "checked"}
+KNOWN_KEYS = {"title", "bug", "present", "status", "evidence", "checked", "when", "workaround", "fixed_by"}
+# The serving flags a known bug's `when` may name, each with its type: the images' entrypoint
+# (vllm_backports/entrypoint.py) reads them off `vllm serve`'s arguments and warns of the bugs
+# whose every condition holds. Lists hold fnmatch patterns ("mtp", "turboquant_*", "*").
+WHEN_KEYS: dict[str, type] = {
+    "speculative": list,  # the speculative method, as vLLM normalises it (mtp, ngram, eagle3, ...)
+    "prefix_caching": bool,
+    "async_scheduling": bool,
+    "kv_cache_dtype": list,
+    "tensor_parallel_size": int,
+    "tool_calls": bool,  # --enable-auto-tool-choice or --tool-call-parser
+    "prompt_lookup_min_below": int,  # ngram's prompt_lookup_min under this (the default is 5)
+}
 # What is known of a bug the series leave alone (docs/SIBLING-BUGS.md), a closed list: the GPU made
 # an affected release fail; it ran the conditions the report describes and decoded clean; the code
 # has it (`present`) but no GPU run has tried it yet; or the code has no path to it.
@@ -232,6 +244,9 @@ class Known:
     status: str  # one of KNOWN_STATUSES
     evidence: str  # the runs, or the reading of the code, the status rests on
     checked: str  # the day the status was last checked, YYYY-MM-DD
+    when: dict = field(default_factory=dict)  # the serving flags it needs (WHEN_KEYS); {}: unknown
+    workaround: str = ""
+    fixed_by: tuple[str, ...] = ()  # backports that fix it where a release's series ships one
 
     @property
     def number(self) -> str:
@@ -240,6 +255,10 @@ class Known:
 
     def affects(self, version: str) -> bool:
         return bool(self.present) and Version(version) in SpecifierSet(self.present)
+
+    def unfixed(self, version: str, shipped: tuple[str, ...]) -> bool:
+        """Present in this release's code, and fixed by none of the backports its series ships."""
+        return self.affects(version) and not set(self.fixed_by) & set(shipped)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -443,7 +462,28 @@ class Catalogue:
             # one cell of a markdown table each (docs/SUPPORT.md)
             if "|" in value or "\n" in value:
                 raise CatalogueError(f"versions.toml: {where}: {k} must be one line without '|'")
-        return Known(id=key, present=present, status=status, checked=checked, **text)
+        when = dict(_field(raw, "when", dict, where, {}))
+        for k, value in when.items():
+            _unknown([k], set(WHEN_KEYS), f"{where} when")
+            kind = WHEN_KEYS[k]
+            if kind is list:
+                _field(when, k, list, f"{where} when")
+            elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise CatalogueError(f"versions.toml: {where}: when.{k} must be {kind.__name__}, not {value!r}")
+        fixed_by = _field(raw, "fixed_by", list, where, ())
+        for bid in fixed_by:
+            if bid not in self.backports:
+                raise CatalogueError(f"versions.toml: {where}: fixed_by names {bid!r}, which is no backport")
+        return Known(
+            id=key,
+            present=present,
+            status=status,
+            checked=checked,
+            when=when,
+            workaround=_field(raw, "workaround", str, where, ""),
+            fixed_by=fixed_by,
+            **text,
+        )
 
     def _release(self, key: str, raw: dict) -> Release:
         for derived, source in DERIVED_RELEASE_KEYS.items():
@@ -477,7 +517,7 @@ class Catalogue:
             backports=shipped,
             upstream=upstream,
             bugs=_field(raw, "bugs", list, where, ()),
-            known=tuple(kid for kid, k in self.known.items() if k.affects(key)),
+            known=tuple(kid for kid, k in self.known.items() if k.unfixed(key, shipped)),
             image=_field(raw, "image", str, where, DEFAULT_IMAGE.format(version=key)),
             image_digests=dict(_field(raw, "image_digests", dict, where, {})),
             files=dict(_field(raw, "files", dict, where, {})),
