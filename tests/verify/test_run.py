@@ -617,8 +617,9 @@ def test_the_tiny_model_takes_its_prompt_sets_random_by_default():
                                          "only; the qwen3_next tiny model has 64 (use --model-class qwen3_5 or "
                                          "qwen3_5_moe)"),
     (dict(prompt_set="prompts.jsonl"), "--prompts prompts.jsonl: not one of the tiny model's prompt sets (churn, "
-                                       "k-plus-1, producer-consumer, prompt-tail, random, shared-prefix, "
-                                       "tq-continuation); a JSONL file of prompts goes with --model"),
+                                       "k-plus-1, long-chunked, one-token, producer-consumer, prompt-tail, random, "
+                                       "shared-prefix, tool-calls, tq-continuation); a JSONL file of prompts goes "
+                                       "with --model"),
     # the first refusal wins: a --model option before the prompt set
     (dict(max_tokens=64, prompt_set="prompts.jsonl"), "--max-tokens goes with --model"),
 ])
