@@ -115,6 +115,14 @@ SCENARIOS = {
     "plogprobs-mtp-b1-eager": "sibling bug: prompt logprobs, MTP, 1 a batch, eager (negative control)",
     "counts-mtp-async-churn": "sibling bug: accepted-count range check, churn prompts, MTP, async, prefix caching",
     "tp2": "GDN, ngram at tensor parallel 2 (two GPUs), pristine control",
+    "churn-mtp-async-nopc": "sibling bug #53726: churn prompts, MTP, async scheduling, prefix caching off",
+    "tq-mtp-long": "sibling bug #52475: MTP + turboquant_k8v4, prompts of 2,000 to 3,936 tokens in chunks, "
+    "the released TurboQuant backend as control",
+    "tq-mtp-tp2": "sibling bug #53180: MTP + turboquant_k8v4 at tensor parallel 2 (two GPUs), the released "
+    "TurboQuant backend as control",
+    "one-token-ngram": "sibling bug #51565: one-token prompts into freed rows beside ngram rows, 0.02 GiB KV pool",
+    "ngram-tool-calls": "sibling bug #40875 / #56077: vLLM's own ngram, tool-call-shaped prompts, lookup 5 and 8",
+    "qwen3_5-mtp-tp2": "sibling bug #41190: Qwen3.5 dense, MTP at tensor parallel 2 (two GPUs), pristine control",
 }
 # A note is one dated fact the verify JSON cannot hold: "YYYY-MM-DD: what".
 NOTE_MAX = 120

@@ -397,7 +397,10 @@ PROMPTS_HELP_ALL = (
     "chunks, TurboQuant's prefill fast path: needs --prefix-caching on); producer-consumer (one 480-token "
     "producer, then 342-token consumers of its first 330 tokens: needs --prefix-caching on); churn (64 short "
     "requests of 24 tokens, so freed rows take new requests all the time); prompt-tail (one 480-token producer, "
-    "then 321-token consumers of its first 320 tokens, whose hits leave one token: needs --prefix-caching on)."
+    "then 321-token consumers of its first 320 tokens, whose hits leave one token: needs --prefix-caching on); "
+    "long-chunked (16 prompts of 2,000 to 3,936 tokens, prefilled in chunks of a 512-token budget); one-token (churn "
+    "with every fourth prompt one token long); tool-calls (repeated tool-call-shaped token patterns, for vLLM's own "
+    "ngram presets)."
 )
 
 # verify's options a user sets; the rest (scenarios, batches, calibration, lab switches) keep
@@ -475,8 +478,9 @@ def _help_all(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     "presets",
     multiple=True,
     type=click.Choice(sorted(PRESETS)),
-    help="Speculative preset (repeatable; default ngram, scripted drafts; with --model vLLM's own drafters, "
-    "default ngram, and mtp where the checkpoint has MTP layers).",
+    help="Speculative preset (repeatable; default ngram, scripted drafts; ngram-vllm and ngram-vllm-min8: vLLM's own "
+    "ngram proposer, unscripted; with --model vLLM's own drafters, default ngram, and mtp where the checkpoint has "
+    "MTP layers).",
 )
 @click.option("--tp", type=click.IntRange(1, 8), default=1, show_default=True, help="Tensor-parallel size.")
 @click.option(

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from vllm_backports.verify.proofs import BLOCK_TUNED, PROOFS, smoke_runs, with_defaults
+from vllm_backports.verify.proofs import BLOCK_TUNED, PROOFS, option, smoke_runs, with_defaults
 
 
 def test_steps_sh_reads_options_and_control_site_and_an_unknown_name_fails():
@@ -74,6 +75,7 @@ def test_every_proof_names_a_backport_of_the_catalogue_or_is_a_sibling_bugs_posi
         "tail-ngram-v2", "churn-mtp-async", "churn-mtp-sync", "pc-mtp", "pc-mtp-lp", "pc-mtp-lp-kv02", "pc-mtp-lp-kv04",
         "kp1-b1", "kp1-mtp",
         "rounds-mtp-prefix", "rounds-mtp", "plogprobs-mtp-b1", "plogprobs-mtp-b1-eager", "counts-mtp-async-churn",
+        "churn-mtp-async-nopc", "one-token-ngram", "ngram-tool-calls", "qwen3_5-mtp-tp2",
     }
     assert PROOFS["gdn-ngram"].fix == "gdn-spec-state" and PROOFS["kp1-b1-fix"].fix == "spec-prefill-decode-graph"
 
@@ -84,3 +86,51 @@ def test_a_control_that_leaves_a_backport_out_cannot_name_another():
     assert _p("--preset mtp", "ctl").fix == "turboquant-spec-decode"
     with pytest.raises(ValueError, match="less-spec-prefill-decode-graph control is for the backport it leaves out"):
         _p("--preset ngram", "less-spec-prefill-decode-graph", fix="gdn-spec-state")
+
+
+def test_proofs_name_known_entries_of_the_catalogue_and_each_newer_report_has_one():
+    from vllm_backports.catalogue import Catalogue
+    from vllm_backports.maint import HOME
+
+    known = Catalogue(HOME).known
+    named = {k for p in PROOFS.values() for k in p.known}
+    assert named <= set(known)
+    by_entry = {k: sorted(n for n, p in PROOFS.items() if k in p.known) for k in named}
+    assert by_entry["tq-mtp-repetition"] == ["tq-mtp-long", "tq-mtp-tp2"]
+    assert by_entry["gdn-mtp-async-illegal-address"] == ["churn-mtp-async", "churn-mtp-async-nopc"]
+    assert by_entry["gdn-one-token-first-chunk"] == ["one-token-ngram"]
+    assert by_entry["ngram-tool-calls"] == ["ngram-tool-calls"]
+    assert by_entry["spec-tp2-illegal-address"] == ["qwen3_5-mtp-tp2"]
+    # every entry not yet run has a proof that runs it
+    assert {k for k, e in known.items() if e.status == "not yet run"} <= named
+
+
+def test_the_newer_reports_proofs_run_what_their_reports_describe():
+    assert PROOFS["tq-mtp-long"].control == "ctl" and PROOFS["tq-mtp-long"].turboquant
+    assert option(PROOFS["tq-mtp-long"].options, "--prompts") == "long-chunked"
+    assert option(PROOFS["tq-mtp-tp2"].options, "--tp") == option(PROOFS["qwen3_5-mtp-tp2"].options, "--tp") == "2"
+    # freed state slots handed out again: a pool far smaller than the lab's 2 GiB
+    assert option(PROOFS["one-token-ngram"].options, "--kv-cache-gib") == "0.02"
+    tools = PROOFS["ngram-tool-calls"].options
+    assert [tools[i + 1] for i, o in enumerate(tools) if o == "--preset"] == ["ngram-vllm", "ngram-vllm-min8"]
+    nopc = with_defaults(PROOFS["churn-mtp-async-nopc"].options)
+    assert option(nopc, "--prefix-caching") == "off" and option(nopc, "--async-scheduling") == "on"
+
+
+@pytest.mark.parametrize("name", sorted(PROOFS))
+def test_every_proofs_options_are_ones_verify_takes(name):
+    """Parsed by verify's own command line, and its plan passes the checks made before any
+    engine starts: a proof that names an unknown preset or prompt set fails here, not on the GPU."""
+    from vllm_backports.cli import verify_cmd
+    from vllm_backports.verify.run import Plan, check_plan, check_tiny_model_options
+
+    ctx = verify_cmd.make_context("verify", list(with_defaults(PROOFS[name].options)))
+    a = ctx.params
+    prompt_set = check_tiny_model_options(
+        model_class=a["model_class"], prefill_backend=a["prefill_backend"], prompt_set=a["prompt_set"],
+        max_tokens=a["max_tokens"], max_num_batched_tokens=a["max_num_batched_tokens"],
+        float32_reference=a["float32_reference"])
+    check_plan(Plan(batches=tuple(int(b) for b in a["batches"]), modes=a["modes"], presets=a["presets"], tp=a["tp"],
+                    threshold=None, work=Path("w"), additional_config={}, prompt_set=prompt_set,
+                    prefix_caching=a["prefix_caching"], async_scheduling=a["async_scheduling"],
+                    model_runner=a["model_runner"], rounds=a["rounds"]))

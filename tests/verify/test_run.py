@@ -617,8 +617,9 @@ def test_the_tiny_model_takes_its_prompt_sets_random_by_default():
                                          "only; the qwen3_next tiny model has 64 (use --model-class qwen3_5 or "
                                          "qwen3_5_moe)"),
     (dict(prompt_set="prompts.jsonl"), "--prompts prompts.jsonl: not one of the tiny model's prompt sets (churn, "
-                                       "k-plus-1, producer-consumer, prompt-tail, random, shared-prefix, "
-                                       "tq-continuation); a JSONL file of prompts goes with --model"),
+                                       "k-plus-1, long-chunked, one-token, producer-consumer, prompt-tail, random, "
+                                       "shared-prefix, tool-calls, tq-continuation); a JSONL file of prompts goes "
+                                       "with --model"),
     # the first refusal wins: a --model option before the prompt set
     (dict(max_tokens=64, prompt_set="prompts.jsonl"), "--max-tokens goes with --model"),
 ])
@@ -764,3 +765,72 @@ def test_crash_line_reads_rank_logger_and_cxx_prefixes(line):
         TEARDOWN,
     ])
     assert crash_line(log) == line.strip()
+
+
+def scenario_session(monkeypatch, tmp_path, prompt_set: str, presets: tuple[str, ...], **kw):
+    """execute() of a plan of `prompt_set` with a control, every GPU step replaced (engines return
+    a prompt's first tokens). Returns the result and the specs the engines got."""
+    from vllm_backports.verify.run import execute
+
+    specs: list[dict] = []
+
+    def engine(spec, work, tag, script, site=None):
+        specs.append({**spec, "tag": tag, "site": "control" if site else "target", "script": script})
+        out = {"tokens": [p[:4] for p in spec["prompts"]], "tokens_per_s": 1.0, "engine": {"backports": []}}
+        return out if script is None else {**out, "scripted": True, "script_served": 3}
+
+    stand_in_run(monkeypatch, "0.27.0", engine, FakeReference)
+    p = Plan(batches=(16,), modes=("graphs",), presets=presets, tp=1, threshold=None, work=tmp_path / "w",
+             additional_config={}, control=tmp_path, prompt_set=prompt_set, **kw)
+    return execute(p, lambda line: None), specs
+
+
+def test_long_chunked_engines_get_its_length_and_budget_and_the_json_its_longest_prompt(tmp_path, monkeypatch):
+    from vllm_backports.verify.scenarios import PRESETS
+
+    result, specs = scenario_session(monkeypatch, tmp_path, "long-chunked", ("mtp",), kv_cache="turboquant_k8v4")
+    assert [(s["tag"], s["site"]) for s in specs] == [
+        ("b16-graphs-baseline", "target"), ("b16-graphs-mtp", "target"), ("b16-graphs-mtp-control", "control")]
+    for s in specs:
+        assert (s["max_model_len"], s["max_num_batched_tokens"], s["max_tokens"]) == (4096, 512, 128)
+        assert s["kv_cache_dtype"] == "turboquant_k8v4" and len(s["prompts"]) == 16
+        assert max(map(len, s["prompts"])) == 3936 and s["script"] is None
+    assert [s.get("speculative") for s in specs] == [None, PRESETS["mtp"], PRESETS["mtp"]]
+    assert result["scenario"]["max_prompt_tokens"] == 3936
+    assert [r["max_prompt_tokens"] for r in result["rows"]] == [3936] * 3
+
+
+def test_one_token_engines_get_a_script_of_its_prompts_and_the_small_kv_pool_asked(tmp_path, monkeypatch):
+    result, specs = scenario_session(monkeypatch, tmp_path, "one-token", ("ngram",), kv_cache_gib=0.02)
+    assert all(s["kv_cache_memory_bytes"] == int(0.02 * 2**30) and s["max_tokens"] == 24 for s in specs)
+    scripted = [s for s in specs if s["script"] is not None]
+    assert [s["tag"] for s in scripted] == ["b16-graphs-ngram", "b16-graphs-ngram-control"]
+    for s in scripted:
+        script = s["script"]
+        assert script.prompts == s["prompts"] and len(s["prompts"]) == 64
+        assert all(script.request_of(p) == i for i, p in enumerate(s["prompts"]))
+    assert result["scenario"]["max_prompt_tokens"] == 40 and result["passed"]
+
+
+def test_tool_calls_run_vllms_own_ngram_unscripted_at_each_lookup(tmp_path, monkeypatch):
+    from vllm_backports.verify.scenarios import PRESETS
+
+    result, specs = scenario_session(monkeypatch, tmp_path, "tool-calls", ("ngram-vllm", "ngram-vllm-min8"))
+    assert all(s["script"] is None and s["max_model_len"] == 512 for s in specs)
+    assert [(s["tag"], s.get("speculative")) for s in specs] == [
+        ("b16-graphs-baseline", None),
+        ("b16-graphs-ngram-vllm", PRESETS["ngram-vllm"]),
+        ("b16-graphs-ngram-vllm-control", PRESETS["ngram-vllm"]),
+        ("b16-graphs-ngram-vllm-min8", PRESETS["ngram-vllm-min8"]),
+        ("b16-graphs-ngram-vllm-min8-control", PRESETS["ngram-vllm-min8"]),
+    ]
+    longest = max(map(len, specs[0]["prompts"]))
+    assert result["scenario"]["max_prompt_tokens"] == longest > 150
+
+
+def test_a_crashed_controls_row_records_its_longest_prompt_too(tmp_path, monkeypatch):
+    from vllm_backports.verify.run import execute
+
+    result = execute(fake_session(monkeypatch, tmp_path, "control"), lambda line: None)
+    assert [(r["site"], r["max_prompt_tokens"]) for r in result["rows"]] == [
+        ("target", 40), ("target", 40), ("control", 40)]

@@ -79,13 +79,15 @@ def test_which_prompt_sets_need_prefix_caching_and_their_own_limits():
         "producer-consumer",
         "prompt-tail",
     }
-    assert {k for k, s in sets.items() if s.calibrate_on_auto or s.max_num_batched_tokens} == {"tq-continuation"}
+    assert {k for k, s in sets.items() if s.calibrate_on_auto} == {"tq-continuation"}
+    assert {k for k, s in sets.items() if s.max_num_batched_tokens} == {"tq-continuation", "long-chunked"}
     assert {k for k, s in sets.items() if s.max_model_len != scenarios.MAX_MODEL_LEN} == {
         "tq-continuation",
         "producer-consumer",
         "prompt-tail",
+        "long-chunked",
     }
-    assert {k for k, s in sets.items() if s.count or s.max_tokens} == {"churn"}
+    assert {k for k, s in sets.items() if s.count or s.max_tokens} == {"churn", "one-token", "long-chunked"}
 
 
 @pytest.mark.parametrize("batch", sorted(scenarios.SHAPES))
@@ -163,3 +165,91 @@ def test_prompt_tail_consumers_end_one_token_past_the_producers_cached_blocks():
     assert n == 2 * block and 480 - n == block and len(ps[1]) - 1 == n
     spec = scenarios.SHAPES[16].engine_spec("m", ps, False, 1, {}, "prompt-tail")
     assert 480 + spec["max_tokens"] <= spec["max_model_len"]
+
+
+def test_long_chunked_prompts_are_longer_than_a_steps_budget_so_continuation_chunks_must_occur():
+    from vllm_backports.verify.model import MODEL_CLASSES
+
+    ps = scenarios.prompts(24, 2048, kind="long-chunked", k=3)
+    lengths = [len(p) for p in ps]
+    assert len(ps) == 16 and lengths == sorted(lengths) and len(set(lengths)) == 16
+    assert lengths[0] == 2000 and lengths[-1] == scenarios.LONG_MAX_LEN == 3936
+    budget = scenarios.LONG_BATCHED_TOKENS
+    # every prompt runs as a first chunk and at least three continuations, even a step with no
+    # other row in it
+    assert all(-(-n // budget) >= 4 for n in lengths) and -(-lengths[-1] // budget) == 8
+    # a whole TurboQuant align block (turboquant_k8v4, k=3) fits beside sixteen verify rows
+    assert budget >= scenarios.TQ_ALIGN_BLOCK + 16 * (3 + 1)
+    for batch, shape in scenarios.SHAPES.items():
+        spec = shape.engine_spec("m", ps, False, 1, {}, "long-chunked")
+        assert spec["max_num_batched_tokens"] == budget and spec["max_model_len"] == 4096
+        assert spec["max_tokens"] == shape.max_tokens and spec["max_num_seqs"] == shape.max_num_seqs
+        # prompt, output and a verify step's k+1 lookahead in the model's length...
+        assert lengths[-1] + spec["max_tokens"] + 3 + 1 <= spec["max_model_len"]
+    # ...and in every tiny checkpoint's positions (vLLM refuses a longer max_model_len)
+    for cls in MODEL_CLASSES.values():
+        assert cls.config["max_position_embeddings"] >= scenarios.LONG_MAX_MODEL_LEN
+
+
+def test_one_token_prompts_come_into_freed_rows_and_start_no_other_prompt():
+    ps = scenarios.prompts(24, 2048, kind="one-token", k=3)
+    assert len(ps) == scenarios.CHURN_PROMPTS == 64
+    ones = [i for i, p in enumerate(ps) if len(p) == 1]
+    assert ones == list(range(3, 64, 4)) and all(len(p) == scenarios.PROMPT_LEN for p in ps if len(p) != 1)
+    # most are admitted after the first sixteen, into rows (and state slots) others freed
+    assert sum(i >= scenarios.SHAPES[16].max_num_seqs for i in ones) == 12
+    firsts = [p[0] for p in ps]
+    assert all(firsts.count(ps[i][0]) == 1 for i in ones)
+    for batch, shape in scenarios.SHAPES.items():
+        spec = shape.engine_spec("m", ps, False, 1, {}, "one-token")
+        assert spec["max_tokens"] == 24 and spec["max_num_batched_tokens"] == shape.max_num_batched_tokens
+
+
+def test_the_scripted_drafter_finds_every_row_of_one_token_prompts():
+    import numpy as np
+
+    from vllm_backports.verify.drafts import Script
+
+    ps = scenarios.prompts(16, 2048, kind="one-token", k=3)
+    continuations = [[(7 * i + j) % 2046 + 2 for j in range(24)] for i in range(len(ps))]
+    script = Script(ps, continuations, k=3, vocab=2048)
+    assert script._head == 1  # keyed by first token: the shortest prompt has one
+    for i, p in enumerate(ps):
+        for done in (0, 1, 5, 23):
+            context = p + continuations[i][:done]
+            assert script.request_of(context) == i
+            row = np.zeros(script.longest_prompt + 32, dtype=np.int32)
+            row[: len(context)] = context
+            assert script.request_of_row(row, len(context)) == i
+    # a one-token row is drafted for as its schedule says, from its own continuation
+    i = next(i for i, p in enumerate(ps) if len(p) == 1)
+    script.steps[i] = (0 - i) % len(script.schedule)  # the schedule's first step, (3, 3)
+    assert script.propose(ps[i] + continuations[i][:1]) == continuations[i][1:4]
+
+
+def _ngram_match(tokens: list[int], n: int) -> bool:
+    """Whether vLLM's ngram proposer finds the last `n` tokens earlier in `tokens` (and so drafts)."""
+    tail = tokens[-n:]
+    return any(tokens[i : i + n] == tail for i in range(len(tokens) - n))
+
+
+def test_tool_call_prompts_end_on_an_ngram_they_repeat_so_vllms_own_ngram_drafts():
+    ps = scenarios.prompts(24, 2048, kind="tool-calls", k=3)
+    assert len(ps) == 24 and len({tuple(p[: scenarios.TOOL_HEAD_LEN]) for p in ps}) == 24
+    for n in (5, 8):  # vLLM's default prompt_lookup_min, and the reports' workaround
+        assert all(_ngram_match(p, n) for p in ps)
+    # random prompts of the same lengths give the proposer nothing to find
+    rand = scenarios.prompts(24, 2048, k=3)
+    assert not any(_ngram_match(p, 5) for p in rand)
+    for batch, shape in scenarios.SHAPES.items():
+        spec = shape.engine_spec("m", ps[: shape.prompts], False, 1, {}, "tool-calls")
+        assert spec["max_model_len"] == scenarios.MAX_MODEL_LEN
+        assert max(map(len, ps)) + spec["max_tokens"] + 3 + 1 <= spec["max_model_len"]
+
+
+def test_vllms_own_ngram_presets_are_unscripted_and_leave_or_raise_the_lookup():
+    own, workaround = scenarios.PRESETS["ngram-vllm"], scenarios.PRESETS["ngram-vllm-min8"]
+    assert "prompt_lookup_min" not in own and "prompt_lookup_max" not in own  # the release's own (5, 5)
+    assert workaround["prompt_lookup_min"] == 8 and "prompt_lookup_max" not in workaround
+    assert own["method"] == workaround["method"] == "ngram"
+    assert scenarios.SCRIPTED == {"ngram"} and not scenarios.NEEDS_MTP_LAYER & {"ngram-vllm", "ngram-vllm-min8"}

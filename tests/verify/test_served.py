@@ -92,6 +92,10 @@ def test_engines_run_one_at_a_time_and_the_reference_teacher_forces_each_distinc
                                                        "rate": 0.6, "mean_accepted_length": 2.8}
     assert rows[("baseline", "target")]["acceptance"] is None
     assert result["scenario"]["groups"] == {"code-edit": 4, "tool-call": 4, "shared-system-prompt": 4}
+    # the longest prompt, as the checkpoint's tokenizer and chat template made it: the run's and each row's
+    longest = max(map(len, prompts))
+    assert result["scenario"]["max_prompt_tokens"] == longest > 0
+    assert [r["max_prompt_tokens"] for r in result["rows"]] == [longest] * 3
     assert report.verdict(result) == ("verify: passed (the control fails)", 0)
 
 

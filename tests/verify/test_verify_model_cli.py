@@ -31,8 +31,9 @@ def one_line_error(r, work) -> str:
                                           "only; the qwen3_next tiny model has 64 (use --model-class qwen3_5 or "
                                           "qwen3_5_moe)"),
     (["--prompts", "prompts.jsonl"], "--prompts prompts.jsonl: not one of the tiny model's prompt sets (churn, "
-                                     "k-plus-1, producer-consumer, prompt-tail, random, shared-prefix, "
-                                     "tq-continuation); a JSONL file of prompts goes with --model"),
+                                     "k-plus-1, long-chunked, one-token, producer-consumer, prompt-tail, random, "
+                                     "shared-prefix, tool-calls, tq-continuation); a JSONL file of prompts goes "
+                                     "with --model"),
 ])
 def test_options_of_model_runs_are_refused_without_model(tmp_path, args, message):
     work = tmp_path / "w"

@@ -26,6 +26,9 @@ class Proof:
     # for a sibling bug's positive control, which both sites carry. A release that has this fix
     # upstream ships none to prove, and its clean pristine run is the fix holding there.
     fix: str | None = None
+    # The [known.ID] entries of versions.toml whose conditions it runs (docs/SIBLING-BUGS.md): the
+    # bugs the series leave alone that its result speaks to, whatever its control.
+    known: tuple[str, ...] = ()
 
     @property
     def turboquant(self) -> bool:
@@ -42,13 +45,15 @@ def left_out(control: str) -> str:
     return CONTROL_LEAVES_OUT.get(control) or control.removeprefix("less-")
 
 
-def _p(options: str, control: str = "raw", smoke: bool = False, fix: str | None = None) -> Proof:
+def _p(
+    options: str, control: str = "raw", smoke: bool = False, fix: str | None = None, known: tuple[str, ...] = ()
+) -> Proof:
     if control == "raw":
-        return Proof(tuple(options.split()), control, smoke, fix)
+        return Proof(tuple(options.split()), control, smoke, fix, known)
     if fix is not None:
         raise ValueError(f"a {control} control is for the backport it leaves out, not {fix}")
     # a control made by leaving one backport out is for that backport; ctl leaves out this one
-    return Proof(tuple(options.split()), control, smoke, left_out(control))
+    return Proof(tuple(options.split()), control, smoke, left_out(control), known)
 
 
 SPEC_PREFILL = "less-spec-prefill-decode-graph"
@@ -91,22 +96,32 @@ PROOFS = {
     # Sibling bugs the series leaves alone (docs/SIBLING-BUGS.md): an affected release fails on
     # both sites; each is a positive control to look for, not a proof of the series.
     # section 1, async count read at moved rows; the async-off run attributes it
-    "churn-mtp-async": _p("--preset mtp --prompts churn --prefix-caching on --async-scheduling on"),
-    "churn-mtp-sync": _p("--preset mtp --prompts churn --prefix-caching on --async-scheduling off"),
+    "churn-mtp-async": _p(
+        "--preset mtp --prompts churn --prefix-caching on --async-scheduling on",
+        known=("async-count-moved-rows", "gdn-mtp-async-illegal-address"),
+    ),
+    "churn-mtp-sync": _p(
+        "--preset mtp --prompts churn --prefix-caching on --async-scheduling off", known=("async-count-moved-rows",)
+    ),
     # section 5, a Mamba prefix hit past full attention's with MTP (0.20 .. 0.25)
-    "pc-mtp": _p("--preset mtp --prompts producer-consumer --prefix-caching on"),
+    "pc-mtp": _p("--preset mtp --prompts producer-consumer --prefix-caching on", known=("prefix-cache-mtp-hit",)),
     # the same, judged by output logprobs too: 0.20.0's over-hit moved 23 of 24 outputs with every
     # token's regret under the threshold (2026-11-27)
-    "pc-mtp-lp": _p("--preset mtp --prompts producer-consumer --prefix-caching on --output-logprobs"),
+    "pc-mtp-lp": _p(
+        "--preset mtp --prompts producer-consumer --prefix-caching on --output-logprobs",
+        known=("prefix-cache-mtp-hit",),
+    ),
     # the same in a KV pool small enough that later requests take blocks earlier ones freed: with
     # 2 GiB no block is handed out twice in a run, so by the code the block the over-hit leaves
     # unwritten holds zeros (0.20.0, 2026-11-27: drift doubled, under its bound; the same drift
     # in 0.04 and 0.02 GiB, the latter handing freed blocks out again)
     "pc-mtp-lp-kv02": _p(
-        "--preset mtp --prompts producer-consumer --prefix-caching on --output-logprobs --kv-cache-gib 0.02"
+        "--preset mtp --prompts producer-consumer --prefix-caching on --output-logprobs --kv-cache-gib 0.02",
+        known=("prefix-cache-mtp-hit",),
     ),
     "pc-mtp-lp-kv04": _p(
-        "--preset mtp --prompts producer-consumer --prefix-caching on --output-logprobs --kv-cache-gib 0.04"
+        "--preset mtp --prompts producer-consumer --prefix-caching on --output-logprobs --kv-cache-gib 0.04",
+        known=("prefix-cache-mtp-hit",),
     ),
     # section 2, a k+1-token prefill replayed in a FULL decode graph
     "kp1-b1": _p("--preset ngram --prompts k-plus-1 --batch 1", smoke=True),
@@ -119,17 +134,49 @@ PROOFS = {
     # shares 330 tokens, two of MTP's 160-token align blocks, so round 2 hits the prefix cache
     # past MTP's one-block back-off (shared-prefix's 312-token prompts hold one block, no hit)
     "rounds-mtp-prefix": _p(
-        "--preset mtp --prompts producer-consumer --prefix-caching on --rounds 3 --check-accepted-counts", smoke=True
+        "--preset mtp --prompts producer-consumer --prefix-caching on --rounds 3 --check-accepted-counts",
+        smoke=True,
+        known=("mtp-degrades-across-requests", "accepted-count-index"),
     ),
-    "rounds-mtp": _p("--preset mtp --prefix-caching off --rounds 3"),
+    "rounds-mtp": _p("--preset mtp --prefix-caching off --rounds 3", known=("mtp-degrades-across-requests",)),
     # section 8, prompt_logprobs with MTP: one 40-token prompt a step runs its prefill in a
     # PIECEWISE graph (captures up to 64 tokens); eager is the negative control
-    "plogprobs-mtp-b1": _p("--preset mtp --batch 1 --prompt-logprobs", smoke=True),
-    "plogprobs-mtp-b1-eager": _p("--preset mtp --batch 1 --mode eager --prompt-logprobs"),
+    "plogprobs-mtp-b1": _p("--preset mtp --batch 1 --prompt-logprobs", smoke=True, known=("prompt-logprobs-mtp",)),
+    "plogprobs-mtp-b1-eager": _p(
+        "--preset mtp --batch 1 --mode eager --prompt-logprobs", known=("prompt-logprobs-mtp",)
+    ),
     # section 4, accepted counts outside 1..k+1, in section 1's MTP + async churn
     "counts-mtp-async-churn": _p(
-        "--preset mtp --prompts churn --prefix-caching on --async-scheduling on --check-accepted-counts", smoke=True
+        "--preset mtp --prompts churn --prefix-caching on --async-scheduling on --check-accepted-counts",
+        smoke=True,
+        known=("accepted-count-index",),
     ),
+    # docs/SIBLING-BUGS.md section 11, the reports read on 2026-11-29, none run yet.
+    # #53726 (0.27.1): churn-mtp-async above runs it in align mode; this one with prefix caching
+    # off, hybrids' default before 0.28.0
+    "churn-mtp-async-nopc": _p(
+        "--preset mtp --prompts churn --prefix-caching off --async-scheduling on",
+        known=("gdn-mtp-async-illegal-address",),
+    ),
+    # #52475: MTP on TurboQuant KV with prompts of 2,000 to 3,936 tokens, prefilled in chunks; the
+    # control is TurboQuant as released (its verify path is #53180's)
+    "tq-mtp-long": _p(
+        "--preset mtp --kv-cache turboquant_k8v4 --prompts long-chunked", "ctl", known=("tq-mtp-repetition",)
+    ),
+    # #53180: tq-mtp at tensor parallel 2, on the two-GPU kind
+    "tq-mtp-tp2": _p("--preset mtp --kv-cache turboquant_k8v4 --tp 2", "ctl", known=("tq-mtp-repetition",)),
+    # #51565 (fixed upstream in 0.31.0): one-token prompts into freed rows beside ngram rows, in a
+    # KV pool that hands freed state slots out again (scenarios.py); both sites carry it
+    "one-token-ngram": _p(
+        "--preset ngram --prompts one-token --kv-cache-gib 0.02", known=("gdn-one-token-first-chunk",)
+    ),
+    # #40875 / #56077: vLLM's own ngram proposer on tool-call-shaped prompts, at the release's
+    # lookup and at the reports' workaround (prompt_lookup_min 8)
+    "ngram-tool-calls": _p(
+        "--preset ngram-vllm --preset ngram-vllm-min8 --prompts tool-calls", known=("ngram-tool-calls",)
+    ),
+    # #41190: MTP at tensor parallel 2 on the Qwen3.5 class (Qwen3.6's), on the two-GPU kind
+    "qwen3_5-mtp-tp2": _p("--model-class qwen3_5 --preset mtp --tp 2", known=("spec-tp2-illegal-address",)),
 }
 # Prompt sets whose lengths are counted in the Qwen3-Next tiny model's Mamba align blocks
 # (verify/scenarios.py): on a class of larger GDN heads the block is longer, the prompts fill no

@@ -473,6 +473,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
         outputs = score_output_logprobs(rows, [output_differences(r, ref.output_logprobs) for r in runs])
     result = conclude(rows, noise, threshold, plan, vllm_version, logprobs, outputs)
     result["scenario"]["architecture"] = architecture
+    result["scenario"]["max_prompt_tokens"] = max(r["max_prompt_tokens"] for r in rows)
     return {**result, "machine": ran_on}
 
 
@@ -680,6 +681,7 @@ def score(
                     else {}
                 ),
                 "same_as_baseline": same,
+                "max_prompt_tokens": max_prompt_tokens(r),
                 "tokens_per_s": round(r["tokens_per_s"], 1),
                 "start_s": round(r.get("start_s", 0.0), 1),
                 "engine": r.get("engine"),
@@ -693,6 +695,11 @@ def score(
         if "accepted_counts" in r:
             rows[-1]["accepted_counts"] = r["accepted_counts"]
     return rows, noise, threshold
+
+
+def max_prompt_tokens(run: dict) -> int:
+    """The longest prompt an engine was given, in tokens: what decides its prefill chunks."""
+    return max((len(p) for p in run["prompts"]), default=0)
 
 
 def crashed_row(run: dict) -> dict:
@@ -712,6 +719,7 @@ def crashed_row(run: dict) -> dict:
         "crashed": run["crashed"],
         "exercised": None,
         "same_as_baseline": 0,
+        "max_prompt_tokens": max_prompt_tokens(run),
         "tokens_per_s": 0.0,
         "start_s": 0.0,
         "engine": None,

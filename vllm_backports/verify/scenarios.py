@@ -10,9 +10,14 @@ from dataclasses import dataclass
 # mtp: vLLM's own MTP drafter on an MTP layer built to draft what the last token points to, which
 # the checkpoint's target picks about 70% of the time (model.py): every row runs the speculative
 # kernels at every step, with full, partial and no acceptance; vLLM's counters report how many.
+# ngram-vllm, ngram-vllm-min8: vLLM's own ngram proposer, unscripted, as the reports of #40875 /
+# #56077 ran it: the release's lookup (prompt_lookup_min and _max left out: 5 and 5 in 0.17 ..
+# 0.33), and the reports' workaround (prompt_lookup_min 8, which vLLM takes as the max too).
 PRESETS: dict[str, dict] = {
     "ngram": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1},
     "mtp": {"method": "mtp", "num_speculative_tokens": 3},
+    "ngram-vllm": {"method": "ngram", "num_speculative_tokens": 3},
+    "ngram-vllm-min8": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 8},
 }
 SCRIPTED = frozenset({"ngram"})
 
@@ -220,6 +225,95 @@ CHURN_PROMPTS = 64
 CHURN_MAX_TOKENS = 24
 
 
+# long-chunked (#52475, docs/SIBLING-BUGS.md section 11): long prompts whose prefill runs in
+# chunks, so that every prompt's later chunks are continuations reading the K/V its earlier ones
+# cached (on TurboQuant KV: dequantized, through FA2's varlen_fwd) beside rows that decode with
+# drafts. From 2,000 tokens up to what the tiny checkpoints' 4096 positions hold with 128 output
+# tokens and a verify step's lookahead (max_position_embeddings in model.py; longer prompts would
+# need a checkpoint of more positions, a new model under every earlier run). A budget of 512
+# tokens a step cuts each prompt into 4 to 8 chunks and holds one whole TurboQuant align block
+# (400 tokens with turboquant_k8v4 and k=3, where align mode cuts a chunk) beside 16 verify rows.
+LONG_PROMPTS = 16
+LONG_MIN_LEN = 2000
+LONG_MAX_MODEL_LEN = 4096
+LONG_MAX_LEN = LONG_MAX_MODEL_LEN - max(s.max_tokens for s in SHAPES.values()) - 32
+LONG_BATCHED_TOKENS = 512
+
+
+def long_chunked_prompts(count: int, vocab: int, k: int, seed: int = 1) -> list[list[int]]:
+    """Distinct random prompts of LONG_MIN_LEN to LONG_MAX_LEN tokens, evenly spread, shortest first."""
+    rng = random.Random(seed)
+    step = (LONG_MAX_LEN - LONG_MIN_LEN) // max(1, count - 1)
+    out: list[list[int]] = []
+    while len(out) < count:
+        length = LONG_MAX_LEN if len(out) == count - 1 else LONG_MIN_LEN + len(out) * step
+        out.append(_distinct(rng, length, vocab, out))
+    return out
+
+
+# one-token (#51565, docs/SIBLING-BUGS.md section 11): every fourth prompt exactly one token, the
+# rest random 40-token ones, churned as `churn` is (64 requests of 24 tokens), so that one-token
+# prompts are admitted into freed rows beside rows that decode with drafts. Before 0.31.0 the GDN
+# builder takes a one-token first chunk for a decode, which reads its state slot as it finds it:
+# stale only where a finished request held the slot, so its proof runs in a KV pool small enough
+# that freed blocks are handed out again (--kv-cache-gib 0.02; with 2 GiB none is handed out
+# twice in a run, and a fresh slot holds zeros, the right initial state). The bug needs no drafts:
+# where it is, the plain baseline decodes those prompts wrong too, and verify reports a failed
+# calibration, the baseline row's errors the sign. No prompt begins another (_distinct): no other
+# prompt starts with a one-token prompt's token, and the scripted drafter, which keys requests by
+# as many head tokens as the shortest prompt has, keys them by their first token here.
+ONE_TOKEN_EVERY = 4
+
+
+def one_token_prompts(count: int, vocab: int, k: int, seed: int = 1) -> list[list[int]]:
+    rng = random.Random(seed)
+    out: list[list[int]] = []
+    while len(out) < count:
+        length = 1 if len(out) % ONE_TOKEN_EVERY == ONE_TOKEN_EVERY - 1 else PROMPT_LEN
+        out.append(_distinct(rng, length, vocab, out))
+    return out
+
+
+# tool-calls (#40875, #56077, docs/SIBLING-BUGS.md section 11): prompts shaped like a chat's tool
+# calls, for vLLM's own ngram proposer, unscripted (presets ngram-vllm, ngram-vllm-min8). The
+# tiny model has random weights and no tokenizer: a "tool call" here is only a token pattern, a
+# fixed skeleton of token ids standing for the markup, JSON punctuation and keys of
+# `<tool_call> {"name": "...", "arguments": {"...": "...", ...}} </tool_call>`, repeated with
+# names, keys and values that vary, after a distinct random head. Each prompt ends inside a new
+# call, on an 8-token n-gram its earlier calls repeat, so vLLM drafts at the first step with
+# prompt_lookup_min 5 or 8; later drafts, and their acceptance, are the model's (a greedy output
+# that falls into a loop repeats its own n-grams): the rows' vLLM counters say how many came.
+TOOL_HEAD_LEN = 16
+TOOL_CALLS = (4, 7)  # calls a prompt holds, at least and at most
+TOOL_NAMES, TOOL_KEYS = 4, 6
+# <tool_call> </tool_call> newline { } " : , name arguments
+TOOL_SYNTAX = 10
+
+
+def tool_call_prompts(count: int, vocab: int, k: int, seed: int = 1) -> list[list[int]]:
+    rng = random.Random(seed)
+    ids = rng.sample(range(2, vocab), TOOL_SYNTAX + 2 * TOOL_NAMES + TOOL_KEYS)
+    call, end, nl, lb, rb, q, colon, comma, name, args = ids[:TOOL_SYNTAX]
+    names = [ids[TOOL_SYNTAX + 2 * i : TOOL_SYNTAX + 2 * i + 2] for i in range(TOOL_NAMES)]
+    keys = ids[TOOL_SYNTAX + 2 * TOOL_NAMES :]
+    opener = [nl, call, lb, q, name, q, colon, q]
+
+    def one_call() -> list[int]:
+        pairs = []
+        for key in rng.sample(keys, rng.randint(1, 3)):
+            value = [rng.randrange(2, vocab) for _ in range(rng.randint(1, 3))]
+            pairs.append([q, key, q, colon, q, *value, q])
+        arguments = [t for i, pair in enumerate(pairs) for t in ([comma] if i else []) + pair]
+        return [*opener, *rng.choice(names), q, comma, q, args, q, colon, lb, *arguments, rb, rb, nl, end]
+
+    out: list[list[int]] = []
+    while len(out) < count:
+        head = _distinct(rng, TOOL_HEAD_LEN, vocab, [p[:TOOL_HEAD_LEN] for p in out])
+        calls = [t for _ in range(rng.randint(*TOOL_CALLS)) for t in one_call()]
+        out.append(head + calls + opener)
+    return out
+
+
 @dataclass(frozen=True)
 class PromptSet:
     """How prompts are made, and what the engine needs to run them as intended."""
@@ -251,6 +345,14 @@ PROMPT_SETS: dict[str, PromptSet] = {
     ),
     "churn": PromptSet(random_prompts, count=CHURN_PROMPTS, max_tokens=CHURN_MAX_TOKENS),
     "prompt-tail": PromptSet(prompt_tail_prompts, max_model_len=PC_MAX_MODEL_LEN, requires_prefix_caching=True),
+    "long-chunked": PromptSet(
+        long_chunked_prompts,
+        count=LONG_PROMPTS,
+        max_model_len=LONG_MAX_MODEL_LEN,
+        max_num_batched_tokens=LONG_BATCHED_TOKENS,
+    ),
+    "one-token": PromptSet(one_token_prompts, count=CHURN_PROMPTS, max_tokens=CHURN_MAX_TOKENS),
+    "tool-calls": PromptSet(tool_call_prompts),
 }
 
 

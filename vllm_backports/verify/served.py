@@ -354,6 +354,7 @@ def execute(plan: ModelPlan, progress: Callable[[str], None]) -> dict:
         "scenario": {
             "prompts": prep.source,
             "prompt_count": len(prep.prompts),
+            "max_prompt_tokens": max(map(len, prep.prompts)),
             "groups": {
                 g: sum(r.group == g for r in prep.records) for g in dict.fromkeys(r.group for r in prep.records)
             },
