@@ -478,9 +478,8 @@ def _help_all(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     "presets",
     multiple=True,
     type=click.Choice(sorted(PRESETS)),
-    help="Speculative preset (repeatable; default ngram, scripted drafts; ngram-vllm and ngram-vllm-min8: vLLM's own "
-    "ngram proposer, unscripted; with --model vLLM's own drafters, default ngram, and mtp where the checkpoint has "
-    "MTP layers).",
+    help="Speculative preset (repeatable; default ngram, scripted drafts; ngram-vllm*: vLLM's own proposer; with "
+    "--model vLLM's own drafters, mtp where the checkpoint has MTP layers).",
 )
 @click.option("--tp", type=click.IntRange(1, 8), default=1, show_default=True, help="Tensor-parallel size.")
 @click.option(
@@ -682,9 +681,9 @@ def verify_cmd(
     work_dir,
     as_json,
 ) -> int:
-    """Judge this vLLM's greedy speculative decoding token by token (needs a GPU): on a tiny model
-    against float32 transformers, or with --model on your checkpoint against this vLLM without
-    speculation.
+    """Judge greedy speculative decoding token by token: this vLLM on a tiny model against float32
+    transformers or with --model on your checkpoint (needs a GPU), or with --server a running
+    vllm serve against its own prefill.
 
     Exit 0: every scenario's tokens are what the model predicts; 1: some are not;
     2: this machine cannot run verify, or the plain baseline itself fails (no calibration).
