@@ -1,21 +1,25 @@
-"""lab/runbook/steps.sh's `without`: the --skip options that leave a backport out of a release's
-series together with what is written on its lines (the ctl and less-ID control sites)."""
+"""lab.sites.without: the --skip options that leave a backport out of a release's series together
+with what is written on its lines (the ctl and less-ID control sites)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from cli_runner import run
-from steps_sh import less, steps, without
+from lab import sites
+from lab.sites import WRITTEN_ON
 from vllm_backports.catalogue import Catalogue
 
-CATALOGUE = Catalogue(Path(__file__).resolve().parents[2])
+ROOT = Path(__file__).resolve().parents[2]
+CATALOGUE = Catalogue(ROOT)
 
 
-@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def without(release: str, backport: str) -> list[str]:
+    return sites.without(release, backport, ROOT)
+
+
 @pytest.mark.parametrize(
     "release, backport, skips",
     [
@@ -44,13 +48,12 @@ TQ_RELEASES = [v for v in CATALOGUE.versions if "turboquant-spec-decode" in CATA
 
 # These two read each release's pristine files from PyPI (check --fetch): release tests
 @pytest.mark.network
-@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 @pytest.mark.parametrize("release", TQ_RELEASES)
 def test_written_on_is_what_apply_py_finds_stacked(release):
     """The table is kept by hand; apply.py derives the same stacking by planning the series. Its
     skips must be accepted there, and each backport the table adds must be one apply.py would
     refuse to keep."""
-    for backport in steps(release, 'echo "${!WRITTEN_ON[@]}"'):
+    for backport in WRITTEN_ON:
         if backport not in CATALOGUE.releases[release].backports:
             continue
         skips = without(release, backport)
@@ -62,13 +65,12 @@ def test_written_on_is_what_apply_py_finds_stacked(release):
             assert refused.code == 2 and f"{kept} applies only on top of" in refused.err, (fewer, refused.err)
 
 
-LESS = less()
-# steps.sh makes no less-ID site where a later patch's hunks sit below ID's (its comment says where)
+LESS = sites.LESS
+# setup makes no less-ID site where a later patch's hunks sit below ID's
 NOT_MADE = {(v, "spec-prefill-decode-graph") for v in ("0.25.0", "0.25.1", "0.26.0")}
 
 
 @pytest.mark.network
-@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 @pytest.mark.parametrize(
     "release, backport", [(v, b) for v in CATALOGUE.versions for b in LESS if b in CATALOGUE.releases[v].backports]
 )
