@@ -35,13 +35,6 @@ BENCH_SITES = ("raw", "fix", "p65", *(f"less-{b}" for b in LESS))
 # What a job that outlives its call copies of the tool: the next call may refresh the working tree
 TOOL = ("apply.py", "vllm_backports", "benchmarks", "backports", "versions.toml", "lab")
 PY = sys.executable
-# Backports written on another's lines, which leave the series with it (apply.py refuses them
-# alone): turboquant-prefill-fastpath on turboquant-spec-decode's, turboquant-decode-workspace
-# (0.21 .. 0.23) on both.
-WRITTEN_ON = {
-    "turboquant-spec-decode": ("turboquant-prefill-fastpath", "turboquant-decode-workspace"),
-    "turboquant-prefill-fastpath": ("turboquant-decode-workspace",),
-}
 
 
 def paths(rel: str, home: Path) -> dict[str, Path]:
@@ -68,12 +61,10 @@ def carries(rel: str, backport: str, root: Path = Path(".")) -> bool:
 
 def without(rel: str, backport: str, root: Path = Path(".")) -> list[str]:
     """apply.py's --skip options for `backport` and what this series carries that is written on
-    its lines (apply.py refuses those alone)."""
-    out = ["--skip", backport]
-    for d in WRITTEN_ON.get(backport, ()):
-        if carries(rel, d, root):
-            out += ["--skip", d]
-    return out
+    its lines (apply.py refuses those alone): lab.proofs.WRITTEN_ON, the lab's one table."""
+    from .proofs import WRITTEN_ON, skips_without
+
+    return skips_without(backport, [d for d in WRITTEN_ON.get(backport, ()) if carries(rel, d, root)])
 
 
 def tool_copy(dst: Path) -> None:
