@@ -307,7 +307,7 @@ def poll(ctx: Ctx, args: list[str]) -> None:
         concurrency = set()
         for log in sorted(d.glob("*.log")):
             lines = log.read_text(errors="replace").splitlines()
-            concurrency |= {"  Maximum" + x.split("Maximum", 1)[1] for x in lines if "Maximum concurrency" in x}
+            concurrency |= {"  Maximum" + x.rsplit("Maximum", 1)[1] for x in lines if "Maximum concurrency" in x}
             log.with_name(log.name + ".tail").write_text("".join(x + "\n" for x in lines[-200:]))
         for line in sorted(concurrency):
             print(line)

@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         raise Refused("usage: REL=X python3 -m lab.steps STEP [ARG...] (the module's docstring lists them)")
     step, args = argv[0], argv[1:]
+    sys.stdout.reconfigure(line_buffering=True)  # in order with what the step's processes write
     if step == "collect":  # over HOMEs named on its line: no release of its own
         from .verifies import collect
 
