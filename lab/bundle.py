@@ -1,7 +1,7 @@
 """A release's stage as the runbook (lab/runbook/) takes it: `.stage-REL/pN/part.N`, a tar of the
 stage's wheels cut into parts of at most `part_mb` MiB (one call's carry each, beside the working
 tree), and `.stage-REL/install.sh`, which the runbook's `chain` runs on the GPU machine after
-`steps.sh put pN` has copied every part to $HOME/vllm-stage: it joins the parts, checks the tar's
+`lab.steps put pN` has copied every part to $HOME/vllm-stage: it joins the parts, checks the tar's
 sha256, installs every wheel into $HOME/vllm-site and prints the vLLM it imports.
 
 The tar holds the wheels as lab.stage keeps them: the release's own wheel verbatim (so vLLM's
@@ -63,7 +63,7 @@ class _Parts:
 
 INSTALL = """#!/usr/bin/env bash
 # vLLM {release}'s wheels for $HOME/vllm-site, from `python -m lab bundle {release}`: the parts
-# `steps.sh put` copied to $HOME/vllm-stage, joined and checked, then installed without network.
+# `lab.steps put` copied to $HOME/vllm-stage, joined and checked, then installed without network.
 set -euo pipefail
 release={release}
 stage=$HOME/vllm-stage

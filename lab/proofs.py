@@ -74,5 +74,11 @@ def site_skips(site: str, carried: tuple[str, ...]) -> list[str] | None:
     leaves = left_out(site)
     if leaves not in carried:
         raise ValueError(f"site {site}: the series does not carry {leaves}")
-    skips = [leaves] + [d for d in WRITTEN_ON.get(leaves, ()) if d in carried]
+    return skips_without(leaves, carried)
+
+
+def skips_without(backport: str, carried) -> list[str]:
+    """apply.py's --skip options that leave `backport` out with what the series carries that is
+    written on its lines (the runbook's lab.sites.without reads the same)."""
+    skips = [backport] + [d for d in WRITTEN_ON.get(backport, ()) if d in carried]
     return [x for s in skips for x in ("--skip", s)]

@@ -191,7 +191,7 @@ def test_owed_and_notes_default_to_empty(tmp_path):
 
 
 def test_every_named_verify_run_is_a_scenario_a_release_may_owe():
-    """The proofs steps.sh starts (vllm_backports/verify/proofs.py) and SCENARIOS name the same
+    """The proofs lab.steps starts (vllm_backports/verify/proofs.py) and SCENARIOS name the same
     runs, tp2 (on the two-GPU kind) among them: a proof added there can be owed here."""
     from vllm_backports.catalogue import SCENARIOS
     from vllm_backports.verify.proofs import PROOFS

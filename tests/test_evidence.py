@@ -312,7 +312,7 @@ def test_a_bf16_calibrated_turboquant_run_counts_its_no_spec_rows_as_judged(home
     """tq-continuation on TurboQuant KV: the bf16 baseline calibrates, the plain TurboQuant engine
     is judged on both sites (scenario no-spec), and a control whose no-spec run is clean keeps
     the proof weak. Both sites report the same backports: the candidate fix is patched in by
-    steps.sh, not recorded in the manifest."""
+    the runbook's setup (lab.sites), not recorded in the manifest."""
     from evidence_case import engine, row
     from vllm_backports.verify.run import Plan, conclude
 

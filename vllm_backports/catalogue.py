@@ -77,7 +77,7 @@ WHEN_KEYS: dict[str, type] = {
 KNOWN_STATUSES = ("reproduced", "not reproduced", "not yet run", "absent")
 ARCH_KEYS = {"platforms", "gpus", "gdn_prefill_backend", "why"}
 VARIANT_KEYS = {"tag_suffix", "since", "why"}
-# The GPU scenarios a release may owe, each once: the proofs of lab/runbook/steps.sh (its `proofs`
+# The GPU scenarios a release may owe, each once: the proofs of lab.steps (its `proofs`
 # names; a test keeps the two in step).
 SCENARIOS = {
     "gdn-ngram": "GDN, ngram, 16 a batch, CUDA graphs",

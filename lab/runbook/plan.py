@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
 """The calls that stage releases on the GPU machine and start their proofs, packed under what one
 call may carry (64 MiB with the working tree): each release under its own HOME, its pieces put
-with `steps.sh put`, the last call starting `steps.sh chain` with install.sh.
+with `lab.steps put`, the last call starting `lab.steps chain` with install.sh.
 
     python3 lab/runbook/plan.py 0.25.0:gdn-ngram-b1,tq-continuation 0.26.0:gdn-ngram-flashinfer
     python3 lab/runbook/plan.py --json 0.33.0:tq-continuation    # one object a call: command, carry
     python3 lab/runbook/plan.py 0.26.0:bench=qwen3_5-9b/ngram-90+mtp   # setup only, then A/B runs
     python3 lab/runbook/plan.py --gpus 2 0.26.0:bench=qwen3_5-9b/mtp 0.27.0:bench=qwen3_5-9b/mtp  # one GPU each
-    python3 lab/runbook/plan.py 0.26.0:p65@tq-mtp   # a proof of an alternative's site (steps.sh p65)
+    python3 lab/runbook/plan.py 0.26.0:p65@tq-mtp   # a proof of an alternative's site (lab.sites p65)
 
 `bench=SHAPE/EXPERIMENT+EXPERIMENT...[/PAIRS[/LAYOUT]]` (20 pairs, resident unless told; an
 EXPERIMENT=PAIRS its own) queues A/B runs of benchmarks/bench_ab.py on the Triton GDN prefill
-(`steps.sh bench-ab queue`, in the plan's last call, once every chain has started, or with
+(`lab.steps bench-ab queue`, in the plan's last call, once every chain has started, or with
 --early in the release's own chain call); they run once the machine's chains and verifies have
 ended, one at a time over every release (one a GPU with --gpus). A release with only `bench=`
 gets no proofs, and one `bench=` at most. The machine goes back 30 s after a call ends: keep a `bench-ab poll` (or
@@ -41,14 +41,14 @@ from vllm_backports.bench.shapes import SHAPES  # noqa: E402
 from vllm_backports.catalogue import Catalogue  # noqa: E402
 from vllm_backports.verify.proofs import PROOFS, option  # noqa: E402
 
-# Not a proof: the release's own tests on the GPU (steps.sh upstream-gpu), run beside the proofs
+# Not a proof: the release's own tests on the GPU (lab.chain upstream-gpu), run beside the proofs
 UPSTREAM = "upstream-gpu"
 MARGIN = 2**20  # what the tree may grow by between planning and the calls
 
 
 @dataclass
 class Piece:
-    name: str  # as `steps.sh put` takes it
+    name: str  # as `lab.steps put` takes it
     paths: list[str]  # what the call carries for it
     size: int
 
@@ -60,13 +60,13 @@ def _size(path: Path) -> int:
 BENCH = "bench="
 
 
-# Sites that steps.sh builds from a kept alternative, and where: only for the releases it has a port for
+# Sites that lab.sites builds from a kept alternative, and where: only for the releases it has a port for
 ALTERNATIVE_SITES = {"p65": ROOT / "benchmarks/alternatives/turboquant-cudagraph"}
-LESS = "less-"  # steps.sh's site of the series less one backport: only where the series carries it
+LESS = "less-"  # lab.sites' site of the series less one backport: only where the series carries it
 
 
 def alternative_patch(ports: Path, release: str) -> Path:
-    """The patch of the alternative kept at `ports` that steps.sh's alt_site applies for `release`."""
+    """The patch of the alternative kept at `ports` that lab.sites.alt_site applies for `release`."""
     return ports / release / f"0001-{ports.name}.patch"
 
 
@@ -88,7 +88,7 @@ def _positive(text: str) -> bool:
 def bench_queue(
     token: str, release: str, profile: int | None = None, order: str | None = None, levels: str | None = None
 ) -> list[str]:
-    """`bench=SHAPE/EXP+EXP...[/PAIRS[/LAYOUT]]` as the arguments of `steps.sh bench-ab queue`;
+    """`bench=SHAPE/EXP+EXP...[/PAIRS[/LAYOUT]]` as the arguments of `lab.steps bench-ab queue`;
     `profile`: each engine ends with a profiled generate at that many requests; `order`: the
     pairs' order of arms (bench_ab.py's default, abab, when None); `levels`: the concurrent
     requests each round times, comma-separated (bench_ab.py's default, 1,16,64, when None)."""
@@ -125,7 +125,7 @@ def bench_queue(
 
 
 def proof_of(token: str) -> str:
-    """The proof a token names: SITE@PROOF runs PROOF on an alternative's site (steps.sh proofs)."""
+    """The proof a token names: SITE@PROOF runs PROOF on an alternative's site (lab.verifies.proofs)."""
     return token.partition("@")[2] or token
 
 
@@ -243,20 +243,19 @@ def plan(
         for n, b in enumerate(bins):
             names = [p.name for p in b if p.name]
             carry = [path for p in b for path in p.paths]
-            put = f"HOME={home} REL={release} bash lab/runbook/steps.sh put {' '.join(names)}" if names else ""
+            put = f"HOME={home} REL={release} python3 -m lab.steps put {' '.join(names)}" if names else ""
             if n < len(bins) - 1:
                 command = put
             else:
                 env = f"HOME={home} REL={release} GPU_TESTS=0 RELEASE_TESTS=0"
                 names = [p for p in proofs if not p.startswith(BENCH)] or ["none"]  # none: setup only
-                chain = f"{env} bash lab/runbook/steps.sh chain {' '.join(names)}"
+                chain = f"{env} python3 -m lab.steps chain {' '.join(names)}"
                 mine = queued[release]
-                if len(mine) > 1:  # steps.sh keeps one queue a release and HOME
+                if len(mine) > 1:  # lab.bench_queue keeps one queue a release and HOME
                     raise SystemExit(f"plan: {release}: one bench= a release; join its experiments with +")
                 on = f"GPU={len(queues) % gpus} " if gpus > 1 else ""
                 queues += [
-                    f"{on}HOME={home} REL={release} bash lab/runbook/steps.sh bench-ab queue {' '.join(q)}"
-                    for q in mine
+                    f"{on}HOME={home} REL={release} python3 -m lab.steps bench-ab queue {' '.join(q)}" for q in mine
                 ]
                 command = f"{put} && {chain}" if put else chain
                 if early:

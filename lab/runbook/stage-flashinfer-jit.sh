@@ -155,7 +155,7 @@ tar -C "$work/pkg" -cJf "$out/$art" flashinfer
 cat "$out/MANIFEST-$module.txt"
 echo "staged in $(du -sh "$out" | cut -f1): $out; lab/runbook/stage-flashinfer.sh $release packs it with FlashInfer"
 cat <<EOF
-GPU side, 'REL=$release bash lab/runbook/steps.sh fi-site' extracts it into \$HOME/fi-site/flashinfer.
+GPU side, 'REL=$release python3 -m lab.steps fi-site' extracts it into \$HOME/fi-site/flashinfer.
 No env var is needed (FLASHINFER_WORKSPACE_BASE does not matter for this path). To confirm it loads
 without a build (FLASHINFER_DISABLE_JIT=1 makes any build raise):
   PYTHONPATH=\$HOME/vllm-site:\$HOME/fi-site FLASHINFER_DISABLE_JIT=1 python3 -c "import torch, flashinfer

@@ -9,7 +9,7 @@
 # flashinfer-cubin (295 MiB). It comes as one tar cut into parts under one call's 64 MiB carry:
 #   python -m lab bundle 0.33.0 && bash lab/runbook/stage-flashinfer.sh 0.33.0
 #   -> .stage-fi-0.33.0/p0 .. pN; on the GPU machine copy each part to $HOME/fi (one call a part),
-#      then `REL=0.33.0 bash lab/runbook/steps.sh fi-site` installs it into $HOME/fi-site.
+#      then `REL=0.33.0 python3 -m lab.steps fi-site` installs it into $HOME/fi-site.
 # FlashInfer stays out of the release's sites: importable, it changes the sampler of every run.
 set -euo pipefail
 release=$1

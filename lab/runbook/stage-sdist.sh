@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # vLLM REL's source archive from PyPI (sha256 checked against PyPI's, as `maint upstream-tests`
-# does), for `steps.sh upstream-gpu` on the GPU machine, which has no network: one part under a
+# does), for `lab.steps upstream-gpu` on the GPU machine, which has no network: one part under a
 # call's 64 MiB carry (37 to 45 MiB), with the hash and tblib's wheel beside it.
 #   bash lab/runbook/stage-sdist.sh 0.28.0   # then carry .stage-sdist-0.28.0 in the upstream-gpu call
 set -euo pipefail

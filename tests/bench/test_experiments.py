@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
-from steps_sh import less
+from lab import sites
 from vllm_backports.bench.experiments import EXPERIMENTS, SCRIPTS, K, script_text, scripted_fraction
 from vllm_backports.verify.scenarios import PRESETS
-
-STEPS = Path(__file__).resolve().parents[2] / "lab/runbook/steps.sh"
 
 
 @pytest.mark.parametrize("level", [n for n in SCRIPTS if n.isdigit()])
@@ -44,15 +41,10 @@ def test_targets_are_the_issues():
     assert EXPERIMENTS["ngram-90"].sites() == ("fix",)
 
 
-def test_every_site_an_experiment_uses_is_one_steps_sh_builds_and_hands_to_bench_ab():
-    text = STEPS.read_text()
-    built = set(re.search(r"declare -A SITE=\((.*)\)", text).group(1).split())
-    labels = {x.split("]")[0].lstrip("[") for x in built}
-    labels |= {f"less-{b}" for b in less()}
-    every_less = '"${LESS[@]/#/less-}"'  # bash: each LESS entry with less- before it
-    handed: set[str] = set()
-    for word in re.search(r"sites=\(\); for s in ([^;]*); do", text).group(1).split():
-        handed |= {f"less-{b}" for b in less()} if word == every_less else {word}
+def test_every_site_an_experiment_uses_is_one_the_runbook_builds_and_hands_to_bench_ab():
+    labels = set(sites.paths("0.0.0", Path("/home")))
+    assert {f"less-{b}" for b in sites.LESS} <= labels
+    handed = set(sites.BENCH_SITES)
     assert handed <= labels
     for e in EXPERIMENTS.values():
         assert set(e.sites()) <= handed, e.name

@@ -17,7 +17,7 @@ C's. The shipped fix must be right everywhere; released and series are asserted 
 bug applies, so the test fails if the bug does not reproduce.
 
 On a GPU (the point of the test): vLLM's flash_attn_varlen_func (FA2 as staged) and the Triton
-kernels compiled. Run against the pristine install (lab/runbook/steps.sh `fastpath`): each side
+kernels compiled. Run against the pristine install (lab.steps `fastpath`): each side
 is built from it. Without CUDA, with TRITON_INTERPRET=1 CUDA_VISIBLE_DEVICES= set before vLLM is
 imported: the same Triton kernels under the interpreter, and a float32 PyTorch attention standing
 in for flash_attn_varlen_func (there is no FlashAttention on the CPU), so that mode checks the
@@ -58,7 +58,7 @@ BACKEND = "vllm/v1/attention/backends/turboquant_attn.py"
 DECODE = "vllm/v1/attention/ops/triton_turboquant_decode.py"
 VERSION = importlib.metadata.version("vllm")
 RELEASE = CATALOGUE.releases.get(VERSION)
-# steps.sh sets it: on the staged GPU machine a skip would hide that nothing was measured.
+# lab.steps fastpath sets it: on the staged GPU machine a skip would hide that nothing was measured.
 REQUIRED = bool(os.environ.get("VLLM_BACKPORTS_REQUIRE_VLLM"))
 
 

@@ -51,10 +51,18 @@ def install(root, home, tmp_path):
 
 
 def put(root, home):
-    """What `steps.sh put p0 p1 ...` does: every part into $HOME/vllm-stage."""
-    (home / "vllm-stage").mkdir(parents=True, exist_ok=True)
-    for part in sorted((root / ".stage-0.26.0").glob("p*/part.*")):
-        shutil.copy(part, home / "vllm-stage" / part.name)
+    """`lab.steps put p0 p1 ...` from the tree's root: every part into $HOME/vllm-stage."""
+    from lab import chain, sites
+    from lab.steps import Ctx
+
+    pieces = sorted(p.name for p in (root / ".stage-0.26.0").glob("p*"))
+    ctx = Ctx("0.26.0", home, home / "out", None, sites.paths("0.26.0", home))
+    here = os.getcwd()
+    os.chdir(root)
+    try:
+        assert chain.put(ctx, pieces) == 0
+    finally:
+        os.chdir(here)
 
 
 def test_the_bundle_installs_every_wheel_offline_and_names_the_vllm_it_imports(tmp_path, fake_stage):

@@ -49,7 +49,7 @@ def test_every_piece_once_each_call_within_room_and_the_chain_last_with_install(
         and "chain gdn-ngram-b1 gdn-ngram-flashinfer" in calls[-1]["command"]
     )
     assert not any("chain" in c["command"] for c in calls[:-1])
-    assert all(c["command"].startswith("HOME=/root/h1 REL=0.25.0 bash lab/runbook/steps.sh put ") for c in calls)
+    assert all(c["command"].startswith("HOME=/root/h1 REL=0.25.0 python3 -m lab.steps put ") for c in calls)
 
 
 def test_flashinfer_pieces_are_carried_only_for_a_flashinfer_proof(tmp_path):
@@ -121,7 +121,7 @@ def test_bench_queues_ab_runs_after_a_chain_without_proofs(tmp_path):
     calls = plan.plan(tmp_path, [("0.26.0", ["bench=qwen3_5-9b/ngram-90+mtp"])], 61 * MIB)
     last = calls[-1]["command"]
     # setup only (`chain none`), then the queue, with the defaults: 20 pairs, resident, Triton prefill
-    assert "chain none && HOME=/root/h1 REL=0.26.0 bash lab/runbook/steps.sh bench-ab queue " in last
+    assert "chain none && HOME=/root/h1 REL=0.26.0 python3 -m lab.steps bench-ab queue " in last
     assert last.endswith("queue qwen3_5-9b 20 resident ngram-90 mtp -- --prefill-backend triton")
     assert plan.gpus_needed("bench=qwen3_5-9b/mtp") == 1
     # beside proofs the chain runs them, and the queue waits for them on the machine
@@ -135,12 +135,12 @@ def test_bench_queues_ab_runs_after_a_chain_without_proofs(tmp_path):
     )
     assert not any("bench-ab" in c["command"] for c in calls[:-1])
     last = calls[-1]["command"]
-    assert last.index("chain gdn-ngram") < last.index("REL=0.26.0 bash lab/runbook/steps.sh bench-ab queue")
-    assert last.index("REL=0.26.0 bash lab/runbook/steps.sh bench-ab queue") < last.index(
-        "REL=0.28.0 bash lab/runbook/steps.sh bench-ab queue"
+    assert last.index("chain gdn-ngram") < last.index("REL=0.26.0 python3 -m lab.steps bench-ab queue")
+    assert last.index("REL=0.26.0 python3 -m lab.steps bench-ab queue") < last.index(
+        "REL=0.28.0 python3 -m lab.steps bench-ab queue"
     )
-    assert "HOME=/root/h1 REL=0.26.0 bash lab/runbook/steps.sh bench-ab queue qwen3_5-9b 20 resident mtp" in last
-    # one queue a release (steps.sh refuses a second while the first runs)
+    assert "HOME=/root/h1 REL=0.26.0 python3 -m lab.steps bench-ab queue qwen3_5-9b 20 resident mtp" in last
+    # one queue a release (lab.bench_queue refuses a second while the first runs)
     with pytest.raises(SystemExit, match="0.26.0: one bench= a release; join its experiments with +"):
         plan.plan(tmp_path, [("0.26.0", ["bench=qwen3_5-9b/mtp", "bench=qwen3_6-27b/nospec"])], 61 * MIB)
 
@@ -150,9 +150,9 @@ def test_with_two_gpus_the_queues_go_to_each_in_turn(tmp_path, monkeypatch, caps
         stage(tmp_path, rel, [58])
     runs = [(rel, ["bench=qwen3_5-9b/mtp"]) for rel in ("0.26.0", "0.27.0", "0.28.0")]
     last = plan.plan(tmp_path, runs, 61 * MIB, gpus=2)[-1]["command"]
-    assert "GPU=0 HOME=/root/h1 REL=0.26.0 bash lab/runbook/steps.sh bench-ab queue" in last
-    assert "GPU=1 HOME=/root/h2 REL=0.27.0 bash lab/runbook/steps.sh bench-ab queue" in last
-    assert "GPU=0 HOME=/root/h3 REL=0.28.0 bash lab/runbook/steps.sh bench-ab queue" in last
+    assert "GPU=0 HOME=/root/h1 REL=0.26.0 python3 -m lab.steps bench-ab queue" in last
+    assert "GPU=1 HOME=/root/h2 REL=0.27.0 python3 -m lab.steps bench-ab queue" in last
+    assert "GPU=0 HOME=/root/h3 REL=0.28.0 python3 -m lab.steps bench-ab queue" in last
     # beside each other, the pairs alternate which arm goes first
     assert last.count("-- --prefill-backend triton --order abba") == 3
     # one GPU: no GPU= at all, the queues take turns machine-wide, in bench_ab's own order
@@ -175,11 +175,11 @@ def test_early_queues_go_out_with_their_own_chain_on_their_gpus(tmp_path):
     chains = [c["command"] for c in calls if "chain none" in c["command"]]
     assert len(chains) == 2 and chains[-1] == calls[-1]["command"]
     assert chains[0].endswith(
-        "GPU=0 HOME=/root/h1 REL=0.26.0 bash lab/runbook/steps.sh bench-ab queue qwen3_5-9b "
+        "GPU=0 HOME=/root/h1 REL=0.26.0 python3 -m lab.steps bench-ab queue qwen3_5-9b "
         "24 resident tq-mtp=8 nospec -- --prefill-backend triton --order abba"
     )
-    assert "REL=0.26.0 bash lab/runbook/steps.sh bench-ab" not in chains[1]
-    assert "GPU=1 HOME=/root/h2 REL=0.27.0 bash lab/runbook/steps.sh bench-ab queue" in chains[1]
+    assert "REL=0.26.0 python3 -m lab.steps bench-ab" not in chains[1]
+    assert "GPU=1 HOME=/root/h2 REL=0.27.0 python3 -m lab.steps bench-ab queue" in chains[1]
     assert sum(c["command"].count("bench-ab queue") for c in calls) == 2
 
 
@@ -251,10 +251,10 @@ def test_an_experiment_on_a_site_the_release_has_no_port_for_is_refused(tmp_path
 
 
 def test_a_proof_of_an_alternatives_site_goes_to_the_chain_as_site_at_proof(tmp_path):
-    # steps.sh proofs runs SITE@PROOF as PROOF's verify of SITE's install against PROOF's control
+    # lab.verifies.proofs runs SITE@PROOF as PROOF's verify of SITE's install against PROOF's control
     stage(tmp_path, "0.26.0", [58])
     last = plan.plan(tmp_path, [("0.26.0", ["p65@tq-mtp", "gdn-ngram"])], 61 * MIB)[-1]["command"]
-    assert last.endswith("steps.sh chain p65@tq-mtp gdn-ngram")
+    assert last.endswith("lab.steps chain p65@tq-mtp gdn-ngram")
     assert plan.gpus_needed("p65@tq-mtp") == 1
 
 

@@ -1,32 +1,16 @@
-"""lab/runbook/steps.sh's fi_path: the path FlashInfer runs get, from its site's .pth files."""
+"""lab.sites.fi_path: the path FlashInfer runs get, from its site's .pth files."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
-REPO = Path(__file__).resolve().parents[2]
+from lab import sites
 
 
 def fi_path(home: Path) -> list[str]:
-    """fi_path as steps.sh defines it, run with this Python as python3."""
-    text = (REPO / "lab/runbook/steps.sh").read_text()
-    start = text.index("fi_path() {")
-    body = text[start : text.index("\n}\n", start) + 3]
-    shim = home / "bin"
-    shim.mkdir(exist_ok=True)
-    (shim / "python3").symlink_to(sys.executable)
-    env = {**os.environ, "HOME": str(home), "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}"}
-    out = subprocess.run(["bash", "-c", body + "\nfi_path"], env=env, capture_output=True, text=True, check=True)
-    return out.stdout.strip().split(":")
+    return sites.fi_path(home).split(":")
 
 
-@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_paths_and_code_lines_of_pth_files_both_reach_the_path(tmp_path):
     site = tmp_path / "fi-site"
     # cutlass-dsl 4.5 / 4.6: a directory named in the .pth file

@@ -1,4 +1,4 @@
-"""The named verify runs: what steps.sh reads of them and what the images' smoke test runs."""
+"""The named verify runs: what lab.steps reads of them and what the images' smoke test runs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from vllm_backports.verify.proofs import BLOCK_TUNED, PROOFS, option, smoke_runs, with_defaults
 
 
-def test_steps_sh_reads_options_and_control_site_and_an_unknown_name_fails():
+def test_the_cli_reads_options_and_control_site_and_an_unknown_name_fails():
     def proofs(*args):
         cmd = [sys.executable, "-m", "vllm_backports.verify.proofs", *args]
         return subprocess.run(cmd, capture_output=True, text=True)

@@ -74,7 +74,7 @@ def reasons(mask: int | None) -> list[str]:
 
 def visible_gpu(environ: Mapping[str, str] = os.environ) -> str:
     """The GPU this process computes on, as nvidia-smi's --id takes it: the first one
-    CUDA_VISIBLE_DEVICES names (an index, counted in nvidia-smi's order when steps.sh's GPU=N set
+    CUDA_VISIBLE_DEVICES names (an index, counted in nvidia-smi's order when lab.steps' GPU=N set
     it with CUDA_DEVICE_ORDER=PCI_BUS_ID, or a UUID), else the first GPU."""
     first = environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
     return first or "0"

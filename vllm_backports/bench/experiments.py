@@ -1,7 +1,7 @@
 """What each A/B run compares: two arms (a site and an engine configuration each) and the target
 the ratio B/A of decode tokens/s is held to.
 
-Sites are labels the run is given directories for (lab/runbook/steps.sh: raw = pristine, fix = the
+Sites are labels the run is given directories for (lab/sites.py: raw = pristine, fix = the
 shipped series, p65 = TurboQuant's P65 alternative, less-ID = the shipped series less backport
 ID). Dummy weights make ngram and MTP proposals meaningless, so ngram's drafts are scripted
 (verify.drafts) to a set fraction of right draft tokens; MTP runs vLLM's own drafter on its dummy

@@ -109,7 +109,7 @@ class Shape:
     # A fixed KV size, the same for both arms: room for 64 requests of 640+ tokens with their
     # recurrent states, speculative slots included (a GDN layer's state is heads x 128 x 128 per
     # request). Too small, vLLM runs fewer requests at once than asked: its log's "Maximum
-    # concurrency" line, which steps.sh's bench-ab poll prints, is the check.
+    # concurrency" line, which lab.steps bench-ab poll prints, is the check.
     kv_cache_gib: float
 
     @property

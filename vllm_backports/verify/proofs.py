@@ -1,4 +1,4 @@
-"""The named verify runs: the proofs that lab/runbook/steps.sh starts on the GPU machine (each with
+"""The named verify runs: the proofs that lab.verifies starts on the GPU machine (each with
 its control site), the scenarios a release may owe (catalogue.SCENARIOS) and the runs of the
 images' GPU smoke test, all from this one table.
 
@@ -208,7 +208,7 @@ def smoke_runs(version: str, prefill_backend: str) -> dict[str, tuple[str, ...]]
     proof's options with the defaults, less TurboQuant where the release refuses it on hybrids;
     on FlashInfer, whose GDN prefill runs heads of 128 only, on the Qwen3.5 class, but for the
     proofs of BLOCK_TUNED prompts, which keep their class and run on the Triton prefill."""
-    # here, not at the top: steps.sh reads the table with the GPU machine's bare python3
+    # here, not at the top: the GPU machine reads the table with the GPU machine's bare python3
     from packaging.version import Version
 
     from .scenarios import TURBOQUANT_ON_HYBRIDS_FROM
