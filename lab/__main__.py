@@ -120,5 +120,28 @@ def evidence(results: Path, write: bool) -> None:
         sys.exit(1)
 
 
+@main.command("libraries")
+@click.argument("results", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def libraries_cmd(results: Path) -> None:
+    """Which staged wheels a run's processes ever mapped a shared object of (lab.machine samples
+    them every 5 s): a wheel none of whose libraries was mapped is a candidate to leave out of
+    the stage, to be confirmed by a run without it."""
+    from .records import libraries, wheel_use
+
+    found = libraries(results)
+    if not found:
+        raise click.ClickException(f"{results}: no results/<release>/libraries.json in it")
+    for release, mapped in sorted(found.items()):
+        staged = stage.cache() / "stages" / f"{release}.json"
+        if not staged.is_file():
+            raise click.ClickException(f"{staged}: no stage of {release} here (python -m lab plan {release})")
+        rows = wheel_use(mapped, json.loads(staged.read_text())["blobs"], stage.cache() / "store")
+        unused = [w for w in rows if w.libraries and not w.mapped]
+        mib = sum(w.size for w in unused) / 2**20
+        click.echo(f"{release}: {len(unused)} wheels with libraries none of which was mapped, {mib:.0f} MiB")
+        for w in rows:
+            click.echo(f"  {w.name}: {w.size / 2**20:.0f} MiB, {w.mapped} of {w.libraries} libraries mapped")
+
+
 if __name__ == "__main__":
     main()

@@ -103,6 +103,9 @@ class Runner:
         self.running: dict[str, tuple[subprocess.Popen, float]] = {}
         self.killed: set[str] = set()
         self.stop = threading.Event()
+        # shared objects the proofs' processes had mapped, by release: which staged wheels a run
+        # ever opened (a CUDA 12 stack brings GBs that torch may never load)
+        self.libraries: dict[str, set[str]] = {}
 
     def event(self, **fields) -> None:
         with self.lock, open(self.home / "timeline.jsonl", "a") as f:
@@ -253,8 +256,21 @@ class Runner:
         self.event(release=release, what=name, event="end", rc=rc.returncode)
         return rc.returncode
 
+    def sample_libraries(self) -> None:
+        with self.lock:
+            running = [(key.split("/", 1)[0], proc.pid) for key, (proc, _) in self.running.items()]
+        for release, sid in running:
+            self.libraries.setdefault(release, set()).update(mapped_libraries(session_pids(sid)))
+
+    def write_libraries(self) -> None:
+        for release, paths in self.libraries.items():
+            base = str(self.home / release) + "/"
+            rel = sorted(p[len(base) :] if p.startswith(base) else p for p in paths)
+            (self.results / release / "libraries.json").write_text(json.dumps(rel, indent=0) + "\n")
+
     def watchdog(self) -> None:
         while not self.stop.wait(5):
+            self.sample_libraries()
             if _available_mib() >= self.watch_mib:
                 continue
             with self.lock:
@@ -271,7 +287,8 @@ class Runner:
         from .proofs import control_site
 
         self.results.mkdir(parents=True, exist_ok=True)
-        threading.Thread(target=self.watchdog, daemon=True).start()
+        watchdog = threading.Thread(target=self.watchdog, daemon=True)
+        watchdog.start()
         futures = []
         with ThreadPoolExecutor(self.slots) as pool:
             for job in self.jobs:
@@ -304,8 +321,10 @@ class Runner:
                         (self.results / release / f"{name}.rc").write_text("2\n")
                         continue
                     futures.append(pool.submit(self.prove, release, name, sites[target], sites[control]))
-        self.stop.set()
         failed = sum(1 for f in futures if f.result() != 0)
+        self.stop.set()
+        watchdog.join()
+        self.write_libraries()
         benches = [
             (job["release"], b) for job in self.jobs if job["release"] in self.sites for b in job.get("benches", [])
         ]
@@ -315,6 +334,37 @@ class Runner:
             done += f"; {len(benches)} benchmarks, {bench_failed} exited non-zero"
         (self.home / "done").write_text(done + "\n")
         return 0
+
+
+def session_pids(sid: int, proc: Path = Path("/proc")) -> list[int]:
+    """The processes of session `sid`: a proof's verify and every engine it started (each proof
+    runs in a session of its own)."""
+    pids = []
+    for d in proc.iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone between the listing and the read
+        if len(fields) > 3 and fields[3] == str(sid):
+            pids.append(int(d.name))
+    return pids
+
+
+def mapped_libraries(pids: list[int], proc: Path = Path("/proc")) -> set[str]:
+    """The shared objects these processes have mapped now."""
+    out = set()
+    for pid in pids:
+        try:
+            maps = (proc / str(pid) / "maps").read_text()
+        except OSError:
+            continue
+        for line in maps.splitlines():
+            fields = line.split(None, 5)
+            if len(fields) == 6 and ".so" in fields[5]:
+                out.add(fields[5].removesuffix(" (deleted)").strip())
+    return out
 
 
 def _available_mib() -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import tarfile
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -118,3 +119,36 @@ def summary_lines(found: Found) -> list[str]:
     for release, t in times.items():
         lines.append(f"{release}: install {t['install_s']:.0f} s, install to last proof {t['span_s'] / 60:.1f} min")
     return lines
+
+
+@dataclass
+class WheelUse:
+    name: str
+    size: int
+    libraries: int  # shared objects the wheel holds
+    mapped: int  # of them, mapped by some process of the run
+
+
+def wheel_use(mapped: list[str], blobs: list[dict], store: Path) -> list[WheelUse]:
+    """Per staged wheel, how many of its shared objects the run's processes mapped. Paths are as
+    results/<release>/libraries.json has them: `<site>/<path inside the wheel>`, or absolute for
+    the machine's own."""
+    inside = {p.split("/", 1)[1] for p in mapped if not p.startswith("/") and "/" in p}
+    out = []
+    for blob in blobs:
+        with zipfile.ZipFile(store / blob["sha256"]) as whl:
+            libs = [n for n in whl.namelist() if ".so" in PurePosixPath(n).name]
+        out.append(WheelUse(blob["name"], blob["size"], len(libs), sum(n in inside for n in libs)))
+    return sorted(out, key=lambda w: (w.mapped > 0, -w.size))
+
+
+def libraries(tgz: Path) -> dict[str, list[str]]:
+    """results/<release>/libraries.json of a results.tgz, by release."""
+    with tarfile.open(tgz) as tar:
+        files = _members(tar)
+    out = {}
+    for path, data in files.items():
+        parts = PurePosixPath(path).parts
+        if len(parts) == 3 and parts[0] == "results" and parts[2] == "libraries.json":
+            out[parts[1]] = json.loads(data)
+    return out

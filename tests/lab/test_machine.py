@@ -213,3 +213,45 @@ def test_a_candidate_site_is_the_series_then_the_candidate_applied_exactly(tmp_p
         runner.site(release, "alt-gdn-draft-free-plain", tmp_path)
     with pytest.raises(ValueError, match="no candidate for 0.26.0"):
         runner.site("0.26.0", "alt-gdn-draft-free-plain", tmp_path)
+
+
+def test_the_libraries_a_proofs_processes_map_are_recorded_by_release(tmp_path, monkeypatch):
+    """A verify (and the engines it starts, in its session) maps a site's shared object: the run
+    records it, relative to the release's folder, for `lab libraries`."""
+    import glob
+    import shutil
+    import sysconfig
+
+    home = staged(tmp_path)
+    so = home / "0.22.0" / "fix" / "nvidia" / "x" / "lib" / "libx.so.1"
+    so.parent.mkdir(parents=True)
+    shutil.copy(glob.glob(sysconfig.get_config_var("DESTSHARED") + "/_json*.so")[0], so)
+
+    class Mapping(FakeRunner):
+        # a child process of the verify maps the library, as an engine process would
+        script = (
+            "import subprocess, sys\n"
+            f"subprocess.run([sys.executable, '-c', {f'import ctypes, time; ctypes.CDLL({str(so)!r}); time.sleep(2)'!r}])\n"
+            "print('{\"rows\": []}')"
+        )
+
+    runner = Mapping(home, [{"release": "0.22.0", "proofs": ["gdn-ngram"]}], watch_mib=0)
+    monkeypatch.setattr(runner.stop, "wait", lambda s: runner.stop.is_set() or __import__("time").sleep(0.2))
+    runner.run()
+    mapped = json.loads((home / "results" / "0.22.0" / "libraries.json").read_text())
+    assert "fix/nvidia/x/lib/libx.so.1" in mapped
+
+
+def test_session_pids_and_maps_read_from_proc(tmp_path):
+    proc = tmp_path / "proc"
+    for pid, stat, maps in (
+        (10, "10 (python3) S 1 10 10 0", "7f00-7f01 r-xp 0 08:01 5 /lab/0.22.0/fix/libcudnn.so.9\n"),
+        (11, "11 (VLLM::EngineCore) S 10 10 10 0", "7f00-7f01 r-xp 0 08:01 6 /lab/libnccl.so.2 (deleted)\n"),
+        (12, "12 (a) b) S 1 12 12 0", "7f00-7f01 r-xp 0 08:01 7 /lab/other.so\n"),  # ")" in its name
+    ):
+        (proc / str(pid)).mkdir(parents=True)
+        (proc / str(pid) / "stat").write_text(stat)
+        (proc / str(pid) / "maps").write_text(maps + "7f02-7f03 rw-p 0 00:00 0 [heap]\n")
+    (proc / "self").mkdir()
+    assert sorted(machine.session_pids(10, proc)) == [10, 11]
+    assert machine.mapped_libraries([10, 11, 99], proc) == {"/lab/0.22.0/fix/libcudnn.so.9", "/lab/libnccl.so.2"}

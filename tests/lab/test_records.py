@@ -96,3 +96,27 @@ def test_a_candidates_run_is_never_kept_as_evidence_of_the_series(tmp_path):
     })
     found = records.read_results(results, tmp_path, write=True)
     assert "candidate" in found.proofs[0].problem and not (tmp_path / "docs").exists()
+
+
+def test_wheel_use_counts_each_wheels_mapped_libraries(tmp_path):
+    import hashlib
+    import zipfile
+
+    from lab.records import wheel_use
+
+    blobs = []
+    for name, members in (
+        ("nvidia_cudnn-9.whl", ["nvidia/cudnn/lib/libcudnn.so.9", "nvidia/cudnn/lib/libcudnn_engines.so.9"]),
+        ("nvidia_cufft-11.whl", ["nvidia/cufft/lib/libcufft.so.11"]),
+        ("pure-1.whl", ["pure/__init__.py"]),
+    ):
+        path = tmp_path / name
+        with zipfile.ZipFile(path, "w") as z:
+            for m in members:
+                z.writestr(m, "x")
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        (tmp_path / digest).write_bytes(path.read_bytes())
+        blobs.append({"name": name, "sha256": digest, "size": path.stat().st_size})
+    mapped = ["fix/nvidia/cudnn/lib/libcudnn.so.9", "ctl/nvidia/cudnn/lib/libcudnn.so.9", "/usr/lib/libc.so.6"]
+    use = {w.name: (w.libraries, w.mapped) for w in wheel_use(mapped, blobs, tmp_path)}
+    assert use == {"nvidia_cudnn-9.whl": (2, 1), "nvidia_cufft-11.whl": (1, 0), "pure-1.whl": (0, 0)}
