@@ -59,6 +59,7 @@ def target_of(item: str) -> str:
 # What comes back of a benchmark's folder: not its profiler traces (tens of MiB each; their
 # tables come back) nor engine logs whole (their tails do)
 BENCH_LEFT_OUT = (".trace.json", ".log")
+HEALTH_TIMEOUT_S = 900.0  # how long a server proof's `vllm serve` may take to answer /health
 WATCH_MIB = 6144  # available memory under which the watchdog kills the youngest verify
 ERR_TAIL = 200_000  # bytes of each verify's stderr that come back (progress bars fill megabytes)
 
@@ -106,6 +107,9 @@ class Runner:
         # shared objects the proofs' processes had mapped, by release: which staged wheels a run
         # ever opened (a CUDA 12 stack brings GBs that torch may never load)
         self.libraries: dict[str, set[str]] = {}
+        self._checkpoints: dict[str, threading.Event] = {}
+        self._checkpoint_errors: dict[str, str] = {}
+        self.health_timeout = HEALTH_TIMEOUT_S
 
     def event(self, **fields) -> None:
         with self.lock, open(self.home / "timeline.jsonl", "a") as f:
@@ -197,17 +201,22 @@ class Runner:
         return [sys.executable, "apply.py", "verify", "--work-dir", str(work), "--json", *options]
 
     def prove(self, release: str, name: str, target: Path, control: Path, tries: int = 2) -> int:
-        key = f"{release}/{name}"
-        out = self.results / release
         cmd = self.verify(release, name, target, control) + ["--control", str(control)]
         cmd += ["--gpu-memory-utilization", "0.08"]
-        env = {**os.environ, **SAFE_ENV, "PYTHONPATH": str(target), "PYTHONUNBUFFERED": "1"}
+        return self._attempts(release, name, cmd, target, self.results / release / name, tries)
+
+    def _attempts(self, release: str, name: str, cmd: list[str], site: Path, stem: Path, tries: int = 2) -> int:
+        """`cmd` on `site`'s Python path, detached, its stdout and stderr in STEM.json and STEM.err,
+        run once more when the watchdog killed it; its exit in STEM.rc."""
+        key = f"{release}/{name}"
+        env = {**os.environ, **SAFE_ENV, "PYTHONPATH": str(site), "PYTHONUNBUFFERED": "1"}
+        stem.parent.mkdir(parents=True, exist_ok=True)
         rc = 1
         for attempt in range(1, tries + 1):
             while self.watch_mib and _available_mib() < 2 * self.watch_mib:
                 time.sleep(5)  # a restart waits for the memory its kill gave back
             self.event(release=release, what=name, event="start", attempt=attempt)
-            with open(out / f"{name}.json", "w") as stdout, open(out / f"{name}.err", "w") as stderr:
+            with open(f"{stem}.json", "w") as stdout, open(f"{stem}.err", "w") as stderr:
                 proc = subprocess.Popen(cmd, stdout=stdout, stderr=stderr, env=env, start_new_session=True)
                 with self.lock:
                     self.running[key] = (proc, time.time())
@@ -219,9 +228,98 @@ class Runner:
             self.event(release=release, what=name, event="end", rc=rc, killed=killed)
             if not killed:
                 break
-        (out / f"{name}.rc").write_text(f"{rc}\n")
-        _trim(out / f"{name}.err")
+        Path(f"{stem}.rc").write_text(f"{rc}\n")
+        _trim(Path(f"{stem}.err"))
         return rc
+
+    # -- serving (lab/serve.py) ----------------------------------------------------------------
+    def checkpoint(self, release: str, site: Path) -> Path:
+        """The tiny checkpoint the release's servers load, written once on `site`'s Python path
+        (the first leg writes it, the others wait for it)."""
+        with self.lock:
+            first = release not in self._checkpoints
+            done = self._checkpoints.setdefault(release, threading.Event())
+        directory = self.home / release / "server-model"
+        if first:
+            env = {**os.environ, "PYTHONPATH": str(site)}
+            cmd = [sys.executable, "-m", "vllm_backports.verify.tokenizer", str(directory)]
+            try:
+                subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            except (OSError, subprocess.CalledProcessError) as exc:
+                said = getattr(exc, "stderr", b"") or b""
+                self._checkpoint_errors[release] = f"{exc}: {said[-300:].decode(errors='replace').strip()}"
+            finally:
+                done.set()
+        done.wait()
+        if release in self._checkpoint_errors:
+            raise RuntimeError(self._checkpoint_errors[release])
+        return directory
+
+    def serve_command(self, release: str, name: str, leg: str, site: Path, checkpoint: Path, out: Path) -> list[str]:
+        from .serve import SERVER_PROOFS, write_prompts
+
+        proof = SERVER_PROOFS[name]
+        prompts = out.parent / "prompts.jsonl"
+        if not prompts.exists():
+            write_prompts(prompts, proof["prompts"])
+        speculative = "" if leg == "plain" else json.dumps(proof["speculative"])
+        cmd = [sys.executable, "-m", "lab.serve", "leg", "--leg", leg, "--site", str(site)]
+        return cmd + [
+            "--checkpoint",
+            str(checkpoint),
+            "--prompts",
+            str(prompts),
+            "--out",
+            str(out),
+            f"--speculative={speculative}",
+            f"--health-timeout={self.health_timeout}",
+        ]
+
+    def serve_leg(self, release: str, name: str, leg: str, site: Path, fix: Path) -> int:
+        """One leg of a server proof in a slot; what its server left (a killed leg's) is stopped."""
+        out = self.results / release / name / leg
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        try:
+            checkpoint = self.checkpoint(release, fix)
+        except RuntimeError as exc:
+            (out / "leg.json").write_text(json.dumps({"leg": leg, "rc": 2, "status": f"no checkpoint: {exc}"}))
+            return 2
+        cmd = self.serve_command(release, name, leg, site, checkpoint, out)
+        try:
+            return self._attempts(release, f"{name}/{leg}", cmd, site, out / "run")
+        finally:
+            if (out / "server.log").exists():
+                _trim(out / "server.log")
+            pgid = out / "server.pgid"
+            if pgid.exists():
+                with contextlib.suppress(ProcessLookupError, ValueError, PermissionError):
+                    os.killpg(int(pgid.read_text()), signal.SIGKILL)
+
+    def pair(self, release: str, name: str) -> int:
+        """The proof's verify JSON from its legs (lab.serve.pair), where records.py reads a proof's."""
+        from .serve import pair
+
+        out = self.results / release
+        data, lines = pair(out / name, release, name, self.machine_facts())
+        (out / f"{name}.err").write_text("\n".join(lines) + "\n")
+        if data is None:
+            (out / f"{name}.json").write_text("")
+            rc = 2
+        else:
+            (out / f"{name}.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+            rc = 0 if data["passed"] else 1
+        (out / f"{name}.rc").write_text(f"{rc}\n")
+        self.event(release=release, what=name, event="paired", rc=rc)
+        return rc
+
+    def machine_facts(self) -> dict:
+        gpu = _machine()["gpu"].split("\n")
+        return {
+            "gpu": gpu[0].split(",")[0].strip(),
+            "gpus": len([g for g in gpu if g.strip()]),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
 
     # -- benchmarking ------------------------------------------------------------------------
     def bench_command(self, release: str, bench: dict, out: Path, sites: dict[str, Path]) -> list[str]:
@@ -285,11 +383,13 @@ class Runner:
 
     def run(self) -> int:
         from .proofs import control_site
+        from .serve import LEGS, is_server_proof
 
         self.results.mkdir(parents=True, exist_ok=True)
         watchdog = threading.Thread(target=self.watchdog, daemon=True)
         watchdog.start()
         futures = []
+        served: list[tuple[str, str]] = []
         with ThreadPoolExecutor(self.slots) as pool:
             for job in self.jobs:
                 release = job["release"]
@@ -305,7 +405,7 @@ class Runner:
                 # a control site that cannot be built costs its proofs alone, each saying why
                 unbuilt: dict[str, str] = {}
                 for name in job["proofs"]:
-                    for kind in (target_of(name), control_site(proof_of(name))):
+                    for kind in _sites_of(name):
                         if kind in sites or kind in unbuilt:
                             continue
                         try:
@@ -314,14 +414,20 @@ class Runner:
                             unbuilt[kind] = f"site {kind} not built: {exc}"
                 self.event(release=release, what="install", event="end")
                 for name in job["proofs"]:
-                    target, control = target_of(name), control_site(proof_of(name))
-                    missing = [unbuilt[k] for k in (target, control) if k in unbuilt]
+                    missing = [unbuilt[k] for k in _sites_of(name) if k in unbuilt]
                     if missing:
                         (self.results / release / f"{name}.err").write_text("; ".join(missing) + "\n")
                         (self.results / release / f"{name}.rc").write_text("2\n")
                         continue
+                    if is_server_proof(name):  # a leg a slot, paired once all have ended
+                        for leg, site in LEGS.items():
+                            pool.submit(self.serve_leg, release, name, leg, sites[site], sites["fix"])
+                        served.append((release, name))
+                        continue
+                    target, control = target_of(name), control_site(proof_of(name))
                     futures.append(pool.submit(self.prove, release, name, sites[target], sites[control]))
         failed = sum(1 for f in futures if f.result() != 0)
+        failed += sum(1 for release, name in served if self.pair(release, name) != 0)
         self.stop.set()
         watchdog.join()
         self.write_libraries()
@@ -329,7 +435,7 @@ class Runner:
             (job["release"], b) for job in self.jobs if job["release"] in self.sites for b in job.get("benches", [])
         ]
         bench_failed = sum(1 for release, b in benches if self.bench(release, b) != 0)
-        done = f"{len(futures)} proofs, {failed} exited non-zero"
+        done = f"{len(futures) + len(served)} proofs, {failed} exited non-zero"
         if benches:
             done += f"; {len(benches)} benchmarks, {bench_failed} exited non-zero"
         (self.home / "done").write_text(done + "\n")
@@ -365,6 +471,16 @@ def mapped_libraries(pids: list[int], proc: Path = Path("/proc")) -> set[str]:
             if len(fields) == 6 and ".so" in fields[5]:
                 out.add(fields[5].removesuffix(" (deleted)").strip())
     return out
+
+
+def _sites_of(name: str) -> tuple[str, ...]:
+    """The sites a job item runs on: a proof's target and control, a server proof's legs'."""
+    from .proofs import control_site
+    from .serve import LEGS, is_server_proof
+
+    if is_server_proof(name):
+        return tuple(dict.fromkeys(LEGS.values()))
+    return target_of(name), control_site(proof_of(name))
 
 
 def _available_mib() -> int:

@@ -37,6 +37,7 @@ class Fake:
         self.busy = kw.get("busy", 0)
         self.vllm = kw.get("vllm", True)
         self.models = kw.get("models", [MODEL])
+        self.version = kw.get("version", "0.20.0")
         self.busy_answers = 0
         self.drafts = 0
         self.requests: list[dict] = []
@@ -75,7 +76,7 @@ class Fake:
         )
 
 
-def serve(fake: Fake):
+def serve(fake: Fake, port: int = 0):
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):
             pass
@@ -100,7 +101,9 @@ def serve(fake: Fake):
             if self.path == "/v1/models":
                 self.answer(200, {"object": "list", "data": [{"id": m, "max_model_len": 4096} for m in fake.models]})
             elif self.path == "/version" and fake.vllm:
-                self.answer(200, {"version": "0.20.0"})
+                self.answer(200, {"version": fake.version})
+            elif self.path == "/health":
+                self.answer(200, "")
             elif self.path.startswith("/server_info") and fake.vllm:
                 self.answer(
                     200, {"vllm_config": {"speculative_config": {"method": "ngram", "num_speculative_tokens": 3}}}
@@ -122,7 +125,7 @@ def serve(fake: Fake):
             else:
                 self.answer(404, {"detail": "Not Found"})
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     return httpd
 
