@@ -120,6 +120,33 @@ def evidence(results: Path, write: bool) -> None:
         sys.exit(1)
 
 
+@main.command("owed")
+@click.option("--json", "as_json", is_flag=True, help="One object: each release's owed proofs, and the machines.")
+def owed_cmd(as_json: bool) -> None:
+    """The core proofs no evidence of today's series shows, release by release, as the `lab plan`
+    lines that would make them (one a machine, releases of one torch together)."""
+    from . import owed
+
+    due = owed.owed(ROOT)
+    cut = owed.machines(due)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "owed": {o.release: list(o.proofs) for o in due},
+                    "machines": [owed.plan_line(m) for m in cut],
+                }
+            )
+        )
+        return
+    if not due:
+        click.echo("every release has a proof of today's series for each of its core proofs")
+        return
+    click.echo(f"{sum(len(o.proofs) for o in due)} core proofs owed on {len(due)} releases, {len(cut)} machines:")
+    for m in cut:
+        click.echo("  " + owed.plan_line(m))
+
+
 @main.command("libraries")
 @click.argument("results", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def libraries_cmd(results: Path) -> None:

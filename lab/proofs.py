@@ -25,6 +25,11 @@ CORE = {
 }
 # TurboQuant KV cannot start on hybrid models before 0.21.0 (verify/scenarios.py): a TurboQuant
 # proof there has no run to make.
+# Proofs a reproduced upstream bug in code no series patches stops on both sites, on the releases
+# that have it: with ngram and prefix caching the scheduler asserts in MambaManager when a
+# request's drafts shrink (vLLM #39271, [known.align-allocate-shrink]; 0.20.0 and 0.22.0 on an
+# H200, 2026-11-29).
+BLOCKED_BY = {"gdn-ngram-prefix": "align-allocate-shrink"}
 TURBOQUANT_FROM = (0, 21)
 
 # Backports written on another's lines, which leave the series with it (apply.py refuses them
@@ -52,6 +57,9 @@ def core(catalogue: Catalogue, release: str) -> list[str]:
             continue
         for name in names:
             if PROOFS[name].turboquant and _version(release) < TURBOQUANT_FROM:
+                continue
+            blocker = BLOCKED_BY.get(name)
+            if blocker in catalogue.releases[release].known and catalogue.known[blocker].status == "reproduced":
                 continue
             out.append(name)
     return out
