@@ -4,6 +4,8 @@
     python -m lab evidence RESULTS.tgz [--write]        # their verify JSON as docs/evidence/
     python -m lab core 0.22.0                           # a release's core proof set
     python -m lab bundle 0.26.0                         # .stage-0.26.0/ for the runbook (lab/runbook/)
+    python -m lab flashinfer 0.33.0                     # .stage-fi-0.33.0/: FlashInfer for the runbook
+    python -m lab flashinfer-jit 0.25.0                 # .stage-fi-prebuilt-0.25.0/: its nvcc module, pre-built
 
 A GPU machine without network takes its inputs as calls of at most `--limit` bytes each (the
 working tree travels with every call): `plan` writes the parts under .lab/parts/ and the stages
@@ -102,6 +104,53 @@ def bundle_cmd(release: str, part_mb: int) -> None:
     if part_mb < 1:
         raise click.UsageError("--part-mb: at least 1")
     bundle.bundle(release, ROOT, part_mb, click.echo)
+
+
+@main.command("flashinfer")
+@click.argument("release")
+@click.option(
+    "--part-mb",
+    type=int,
+    default=54,
+    envvar="PART_MB",
+    show_envvar=True,
+    show_default=True,
+    help="MiB a part holds at most.",
+)
+def flashinfer_cmd(release: str, part_mb: int) -> None:
+    """Write .stage-fi-RELEASE/ (FlashInfer's wheels and pre-built modules, in parts) for the runbook."""
+    from . import flashinfer
+
+    try:
+        flashinfer.stage(release, ROOT, part_mb, log=click.echo)
+    except flashinfer.Refused as e:
+        click.echo(str(e), err=True)
+        sys.exit(e.code)
+
+
+@main.command("flashinfer-jit")
+@click.argument("release")
+@click.option(
+    "--module", envvar="MODULE", show_envvar=True, default="", help="sampling or gdn_prefill_sm90 (default: the pin's)."
+)
+@click.option(
+    "--same-as",
+    envvar="SAME_AS",
+    show_envvar=True,
+    default="",
+    help="Take this release's build if the build is the same.",
+)
+def flashinfer_jit_cmd(release: str, module: str, same_as: str) -> None:
+    """Pre-build RELEASE's FlashInfer nvcc module for sm_90a into .stage-fi-prebuilt-RELEASE/.
+
+    Honours PY (a Python with torch), WORK (~/.cache/fi-prebuild), MAX_JOBS (2) and CUDA_HOME."""
+    from . import flashinfer
+
+    try:
+        flashinfer.build(flashinfer.plan_build(release, module, same_as), ROOT, log=click.echo)
+    except flashinfer.Refused as e:
+        click.echo(str(e), err=True)
+        sys.exit(e.code)
 
 
 @main.command()

@@ -211,8 +211,8 @@ print('flashinfer', flashinfer.__version__, 'importable; cutlass dsl:', dsl, '; 
 
 
 def fi_site(ctx) -> int:
-    """FlashInfer into $HOME/fi-site, from the parts of lab/runbook/stage-flashinfer.sh put to
-    $HOME/fi (p0 brings fi.tar.sha256)."""
+    """FlashInfer into $HOME/fi-site, from the parts of `python -m lab flashinfer` (lab.flashinfer)
+    put to $HOME/fi (p0 brings fi.tar.sha256)."""
     fi, work, site = ctx.home / "fi", ctx.home / "fi-w", ctx.home / "fi-site"
     with open(fi / "fi.tar", "wb") as tar:
         for part in sorted(fi.glob("fi.tar.[0-9]")):
@@ -240,7 +240,7 @@ def fi_site(ctx) -> int:
         print("fi-site: cutlass-dsl has no CUDA toolkit flavor: left off the path")
         env["PYTHONPATH"] = f"{ctx.site['fix']}:{fi_path(ctx.home)}"
     # the CuTe DSL only where the pin brought it: flashinfer-python before 0.6.14 builds its sm90
-    # GDN prefill with nvcc instead (lab/runbook/stage-flashinfer-jit.sh pre-builds it)
+    # GDN prefill with nvcc instead (`python -m lab flashinfer-jit` pre-builds it)
     return subprocess.run([PY, "-c", _FI_CHECK], env=env).returncode
 
 

@@ -19,7 +19,7 @@ gets no proofs, and one `bench=` at most. The machine goes back 30 s after a cal
 
 Run after `python -m lab bundle REL` (from the project root: .stage-REL/, the release's wheels
 in parts and its install.sh; FA2 comes inside the release's own wheel) and, for FlashInfer
-proofs, lab/runbook/stage-flashinfer.sh REL; for `upstream-gpu` (the release's own tests on the
+proofs, python -m lab flashinfer REL; for `upstream-gpu` (the release's own tests on the
 GPU, beside its proofs), lab/runbook/stage-sdist.sh REL.
 """
 
@@ -167,7 +167,7 @@ def pieces(root: Path, release: str, flashinfer: bool, upstream: bool = False) -
         found.append(Piece(d.name, [str(d.relative_to(root))], _size(d)))
     fi = root / f".stage-fi-{release}"
     if flashinfer and not fi.is_dir():
-        raise SystemExit(f"plan: .stage-fi-{release} missing: run lab/runbook/stage-flashinfer.sh {release}")
+        raise SystemExit(f"plan: .stage-fi-{release} missing: run python -m lab flashinfer {release}")
     for d in sorted(fi.glob("p[0-9]*"), key=lambda p: int(p.name[1:])) if flashinfer else ():
         found.append(Piece(f"fi-{d.name}", [str(d.relative_to(root))], _size(d)))
     if upstream:
@@ -190,7 +190,7 @@ def pack(found: list[Piece], install: Piece, room: int) -> list[list[Piece]]:
                 f"plan: {p.paths[0]} is {p.size / 2**20:.1f} MiB, over a call's {room / 2**20:.1f} MiB beside a "
                 f"{(LIMIT - MARGIN - room) / 2**20:.1f} MiB tree: stage it again in smaller parts "
                 f"(python -m lab bundle REL --part-mb {int(room // 2**20) - 1}; "
-                f"PART_MB={int(room // 2**20) - 1} for lab/runbook/stage-flashinfer.sh)"
+                f"python -m lab flashinfer REL --part-mb {int(room // 2**20) - 1})"
             )
         for b in bins:
             if sum(x.size for x in b) + p.size <= room:

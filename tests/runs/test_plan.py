@@ -99,7 +99,8 @@ def test_a_piece_over_a_call_and_a_release_not_staged_are_refused(tmp_path):
     with pytest.raises(
         SystemExit,
         match=r"plan: .stage-0.25.0/p0 is 61.0 MiB, over a call's 60.0 MiB beside a 3.0 "
-        r"MiB tree: stage it again in smaller parts \(python -m lab bundle REL --part-mb 59; PART_MB=59 for",
+        r"MiB tree: stage it again in smaller parts \(python -m lab bundle REL --part-mb 59; "
+        r"python -m lab flashinfer REL --part-mb 59\)",
     ):
         plan.plan(tmp_path, [("0.25.0", ["gdn-ngram"])], 60 * MIB)
     with pytest.raises(SystemExit, match=r"plan: .stage-0.99.0/install.sh missing: run python -m lab bundle 0.99.0"):
