@@ -82,6 +82,26 @@ for release in "${releases[@]}"; do
   "${buildah[@]}" rm "$ctr" >/dev/null
   "${podman[@]}" run --rm --network none --entrypoint bash "$image" -c "$smoke" "$release"
 
+  # The image's own entrypoint, on the release's real vLLM and argument spellings: with
+  # VLLM_BACKPORTS_STRICT, flags that meet a known bug (ngram with tool calls, vLLM #40875/#56077)
+  # stop it before vLLM starts; without, vLLM fails here (no GPU, no model) and the container
+  # exits non-zero with a report where VLLM_BACKPORTS_REPORT_DIR says.
+  flags=(--model /nonexistent --speculative-config '{"method": "ngram", "num_speculative_tokens": 3}'
+    --enable-auto-tool-choice --tool-call-parser hermes)
+  rc=0; "${podman[@]}" run --rm --network none -e VLLM_BACKPORTS_STRICT=1 "$image" "${flags[@]}" \
+    > "$work/strict.log" 2>&1 || rc=$?
+  if [ "$rc" != 2 ] || ! grep -q "ngram-tool-calls" "$work/strict.log" || grep -q "report written" "$work/strict.log"; then
+    cat "$work/strict.log"; echo "images: FAILED: strict start-up with ngram and tool calls exited $rc" >&2; exit 1
+  fi
+  mkdir -p "$work/reports"
+  rc=0; "${podman[@]}" run --rm --network none -v "$work/reports:/reports" -e VLLM_BACKPORTS_REPORT_DIR=/reports \
+    "$image" "${flags[@]}" > "$work/loud.log" 2>&1 || rc=$?
+  if [ "$rc" = 0 ] || ! ls "$work"/reports/vllm-backports-report-*.txt > /dev/null 2>&1; then
+    cat "$work/loud.log"; echo "images: FAILED: vLLM failing in the container gave exit $rc and no report" >&2; exit 1
+  fi
+  echo "images: the entrypoint refused ngram with tool calls under STRICT, and a failed start exited $rc with a report"
+  rm -rf "$work/reports"
+
   # One pristine file of the release edited in the base: the build must refuse it.
   ctr=$("${buildah[@]}" from --pull=never "$base")
   drifted=$("${buildah[@]}" run --isolation chroot -v "$PWD:/run/repo:ro" "$ctr" -- python3 -c '
