@@ -208,6 +208,9 @@ def proofs(ctx: Ctx, names: list[str], start: Callable[..., int] = bg) -> int:
             print(f"unknown proof {name}")
             continue
         kind, opts = PROOFS[name].control, list(with_defaults(PROOFS[name].options))
+        if "--model" in opts:  # a checkpoint lab.machine writes first (WRITTEN_MODELS)
+            print(f"{name}: runs under lab.machine (python -m lab plan REL:{name}), which writes its model", flush=True)
+            continue
         control = ctx.site.get(kind)
         if target not in ctx.site or not ctx.site[target].is_dir():
             print(f"{tag}: no {target} site for {ctx.rel}", flush=True)

@@ -507,7 +507,8 @@ def _help_all(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     "--model",
     type=click.Path(),
     default=None,
-    help="A local Hugging Face checkpoint of a hybrid GDN model (Qwen3-Next, Qwen3.5, Qwen3.6) to judge instead of "
+    help="A local Hugging Face checkpoint of a hybrid GDN model (Qwen3-Next, Qwen3.5, Qwen3.6, Kimi Linear) to judge "
+    "instead of "
     "the tiny model: its own tokenizer, chat template and prompts; the reference is this vLLM without speculation, "
     "teacher-forced over each output (docs/VERIFY.md). With --server: the served model's name [default: the one "
     "it lists].",

@@ -255,3 +255,35 @@ def test_session_pids_and_maps_read_from_proc(tmp_path):
     (proc / "self").mkdir()
     assert sorted(machine.session_pids(10, proc)) == [10, 11]
     assert machine.mapped_libraries([10, 11, 99], proc) == {"/lab/0.22.0/fix/libcudnn.so.9", "/lab/libnccl.so.2"}
+
+
+def test_a_proof_on_a_checkpoint_the_lab_writes_writes_it_first_with_its_site(tmp_path, monkeypatch):
+    from vllm_backports.verify import proofs
+
+    home = staged(tmp_path)
+    site = home / "0.22.0" / "fix"
+    site.mkdir(parents=True)
+    writer = "import pathlib, sys; d = pathlib.Path(sys.argv[1]); d.mkdir(parents=True)"
+    (site / "fakewriter.py").write_text(writer + "; (d / 'config.json').write_text('{}')")
+    monkeypatch.setitem(proofs.WRITTEN_MODELS, "tiny-kimi-k3", "fakewriter")
+    runner = FakeRunner(home, [{"release": "0.22.0", "proofs": ["kda-ngram"]}], slots=1, watch_mib=0)
+    assert runner.run() == 0
+    assert (home / "0.22.0" / "models" / "tiny-kimi-k3" / "config.json").is_file()
+    assert (home / "results" / "0.22.0" / "kda-ngram.rc").read_text() == "0\n"
+    # verify --model is handed that folder
+    cmd = machine.Runner.verify(runner, "0.22.0", "kda-ngram", site, site)
+    assert cmd[cmd.index("--model") + 1] == str(home / "0.22.0" / "models" / "tiny-kimi-k3")
+
+
+def test_a_checkpoint_that_cannot_be_written_fails_its_proof_saying_so(tmp_path, monkeypatch):
+    from vllm_backports.verify import proofs
+
+    home = staged(tmp_path)
+    monkeypatch.setitem(proofs.WRITTEN_MODELS, "tiny-kimi-k3", "no_such_writer_module")
+    runner = FakeRunner(home, [{"release": "0.22.0", "proofs": ["kda-ngram"]}], slots=1, watch_mib=0)
+    runner.run()
+    assert (home / "done").read_text() == "1 proofs, 1 exited non-zero\n"
+    res = home / "results" / "0.22.0"
+    assert (res / "kda-ngram.rc").read_text() == "1\n"
+    assert "writing its --model exited 1" in (res / "kda-ngram.err").read_text()
+    assert "No module named no_such_writer_module" in (res / "kda-ngram.model.log").read_text()

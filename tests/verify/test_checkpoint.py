@@ -67,7 +67,7 @@ def test_a_config_that_is_not_json_is_refused(tmp_path):
 def test_a_model_without_gated_deltanet_layers_is_refused(tmp_path, config):
     d = fake_checkpoint(tmp_path / "c", config=config)
     assert refused(d) == (f"--model {d}: {config['architectures'][0]} is not a hybrid Gated-DeltaNet model "
-                          "(verify --model judges Qwen3-Next, Qwen3.5 and Qwen3.6 checkpoints)")
+                          "(verify --model judges Qwen3-Next, Qwen3.5, Qwen3.6 and Kimi Linear checkpoints)")
 
 
 def test_a_checkpoint_without_weights_is_refused(tmp_path):

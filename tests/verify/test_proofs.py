@@ -60,6 +60,7 @@ def test_ngram_proofs_run_v1_unless_they_name_a_runner_and_others_leave_it():
         opts = with_defaults(proof.options)
         ngram = opts[opts.index("--preset") + 1] == "ngram"
         runner = opts[opts.index("--model-runner") + 1] if "--model-runner" in opts else None
+        ngram = ngram and "--model" not in opts  # verify --model keeps the release's runner (V1 up to 0.31.0)
         assert runner == ("v2" if name in ("gdn-ngram-v2", "tail-ngram-v2") else "v1" if ngram else None), name
     assert with_defaults(("--preset", "ngram", "--model-runner", "v2")).count("--model-runner") == 1
 
@@ -75,7 +76,7 @@ def test_every_proof_names_a_backport_of_the_catalogue_or_is_a_sibling_bugs_posi
         "tail-ngram-v2", "churn-mtp-async", "churn-mtp-sync", "pc-mtp", "pc-mtp-lp", "pc-mtp-lp-kv02", "pc-mtp-lp-kv04",
         "kp1-b1", "kp1-mtp",
         "rounds-mtp-prefix", "rounds-mtp", "plogprobs-mtp-b1", "plogprobs-mtp-b1-eager", "counts-mtp-async-churn",
-        "churn-mtp-async-nopc", "one-token-ngram", "ngram-tool-calls", "qwen3_5-mtp-tp2",
+        "churn-mtp-async-nopc", "one-token-ngram", "ngram-tool-calls", "qwen3_5-mtp-tp2", "kda-ngram",
     }
     assert PROOFS["gdn-ngram"].fix == "gdn-spec-state" and PROOFS["kp1-b1-fix"].fix == "spec-prefill-decode-graph"
 
@@ -101,6 +102,7 @@ def test_proofs_name_known_entries_of_the_catalogue_and_each_newer_report_has_on
     assert by_entry["gdn-one-token-first-chunk"] == ["one-token-ngram"]
     assert by_entry["ngram-tool-calls"] == ["ngram-tool-calls"]
     assert by_entry["spec-tp2-illegal-address"] == ["qwen3_5-mtp-tp2"]
+    assert by_entry["kda-builder-routing"] == ["kda-ngram"]
     # every entry not yet run has a proof that runs it
     assert {k for k, e in known.items() if e.status == "not yet run"} <= named
 
@@ -126,6 +128,18 @@ def test_every_proofs_options_are_ones_verify_takes(name):
 
     ctx = verify_cmd.make_context("verify", list(with_defaults(PROOFS[name].options)))
     a = ctx.params
+    if a["model"] is not None:  # a checkpoint the lab writes on the GPU machine, judged by verify --model
+        from vllm_backports.verify import served
+        from vllm_backports.verify.proofs import WRITTEN_MODELS
+
+        assert a["model"] in WRITTEN_MODELS
+        served.check_model_options(
+            model_class=None, batches=tuple(a["batches"]), prompt_set=a["prompt_set"],
+            calibrate_kv=a["calibrate_kv"], rounds=a["rounds"], prompt_logprobs=a["prompt_logprobs"],
+            check_accepted_counts=a["check_accepted_counts"], model_runner=a["model_runner"],
+            output_logprobs=a["output_logprobs"])
+        assert set(a["presets"]) <= set(served.MODEL_PRESETS)
+        return
     prompt_set = check_tiny_model_options(
         model_class=a["model_class"], prefill_backend=a["prefill_backend"], prompt_set=a["prompt_set"],
         max_tokens=a["max_tokens"], max_num_batched_tokens=a["max_num_batched_tokens"],

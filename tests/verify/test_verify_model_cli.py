@@ -61,7 +61,7 @@ def test_a_missing_or_non_hybrid_checkpoint_is_refused(tmp_path):
     r = run("verify", "--model", str(d), "--work-dir", str(work), "--json")
     assert r.code == 2 and r.json["exit_code"] == 2 and "\n" not in r.out.strip()
     assert r.json["error"].endswith("LlamaForCausalLM is not a hybrid Gated-DeltaNet model "
-                                    "(verify --model judges Qwen3-Next, Qwen3.5 and Qwen3.6 checkpoints)")
+                                    "(verify --model judges Qwen3-Next, Qwen3.5, Qwen3.6 and Kimi Linear checkpoints)")
     assert not work.exists()
 
 

@@ -19,6 +19,9 @@ FAMILIES = {
     "qwen3_5_text": "Qwen3.5",
     "qwen3_5_moe": "Qwen3.5 MoE",
     "qwen3_5_moe_text": "Qwen3.5 MoE",
+    # Kimi K3's text model: KDA (Kimi Delta Attention, a gated delta rule) beside MLA; kimi.py
+    # writes a tiny one
+    "kimi_linear": "Kimi Linear",
 }
 # The config fields that make vLLM build MTP layers (Qwen3-Next; Qwen3.5), at the top or nested.
 MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
@@ -92,7 +95,7 @@ def inspect(path: Path) -> Checkpoint:
         what = architecture or (types[0] if types else "a model of no model_type")
         raise UsageError(
             f"--model {path}: {what} is not a hybrid Gated-DeltaNet model "
-            "(verify --model judges Qwen3-Next, Qwen3.5 and Qwen3.6 checkpoints)"
+            "(verify --model judges Qwen3-Next, Qwen3.5, Qwen3.6 and Kimi Linear checkpoints)"
         )
     weights = sorted({p for pattern in WEIGHT_PATTERNS for p in path.glob(pattern)})
     if not weights:

@@ -177,7 +177,14 @@ PROOFS = {
     ),
     # #41190: MTP at tensor parallel 2 on the Qwen3.5 class (Qwen3.6's), on the two-GPU kind
     "qwen3_5-mtp-tp2": _p("--model-class qwen3_5 --preset mtp --tp 2", known=("spec-tp2-illegal-address",)),
+    # docs/SIBLING-BUGS.md §9: Kimi K3's KDA builder, ngram on the tiny Kimi K3 checkpoint
+    # (verify/kimi.py, written on the GPU machine: WRITTEN_MODELS), judged by vLLM's own
+    # teacher-forced reference; its candidate fix runs as alt-kda-spec-consistent@kda-ngram
+    "kda-ngram": _p("--model tiny-kimi-k3 --preset ngram", known=("kda-builder-routing",)),
 }
+# The checkpoints a proof's --model names that the GPU machine writes before the proof starts:
+# the name, and the module whose `python -m MODULE DIR` writes it (with the proof's own site).
+WRITTEN_MODELS = {"tiny-kimi-k3": "vllm_backports.verify.kimi"}
 # Prompt sets whose lengths are counted in the Qwen3-Next tiny model's Mamba align blocks
 # (verify/scenarios.py): on a class of larger GDN heads the block is longer, the prompts fill no
 # block and the run shows nothing. On FlashInfer, which runs only those larger heads, the smoke
@@ -198,7 +205,8 @@ def with_defaults(options: tuple[str, ...]) -> tuple[str, ...]:
     # 0.32.0 and 0.33.0 take V2 (no longer listed V2-unsupported). The option holds for every engine
     # of the run: from 0.29 the plain baseline, V2 by default, runs on V1 with it. The proofs of
     # V2 itself name it.
-    if option(options, "--preset") == "ngram" and "--model-runner" not in options:
+    # verify --model keeps the release's runner choice (ngram's is V1 up to 0.31.0).
+    if option(options, "--preset") == "ngram" and "--model-runner" not in options and "--model" not in options:
         extra += ["--model-runner", "v1"]
     return options + tuple(extra)
 
