@@ -281,3 +281,18 @@ def test_a_clean_exit_is_0_and_writes_no_report(site, tmp_path):
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert "INFO serving" in out and not (tmp_path / "reports").exists()
+
+
+# -- what must not keep vLLM from starting, or leave the container without a clear exit
+
+
+def test_a_guard_that_fails_warns_and_starts_vllm_and_strict_refuses(site, monkeypatch, capsys):
+    started = []
+    monkeypatch.setattr(entrypoint, "supervise", lambda cmd: started.append(cmd) or entrypoint.Outcome(0, False, False, []))
+    argv = ["m", "--speculative-config.a=1", "--speculative-config.a.b=2"]  # vLLM's to refuse, not the guard's
+    assert entrypoint.main(argv, target=site) == 0
+    assert started == [["vllm", "serve", *argv]]
+    assert "vllm-backports: the guard failed (TypeError" in capsys.readouterr().err
+    monkeypatch.setenv("VLLM_BACKPORTS_STRICT", "1")
+    assert entrypoint.main(argv, target=site) == 2
+    assert len(started) == 1

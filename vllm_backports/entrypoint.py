@@ -298,10 +298,12 @@ def supervise(cmd: list[str]) -> Outcome:
 
 def main(argv: list[str] | None = None, target: Path | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    cat = Catalogue(data_home())
     header: list[str] = []
     if os.environ.get("VLLM_BACKPORTS_GUARD", "1") != "0":
-        header, problems = guard(cat, argv, target)
+        try:
+            header, problems = guard(Catalogue(data_home()), argv, target)
+        except Exception as exc:  # the guard's own fault: vLLM starts all the same, unless STRICT
+            header, problems = [], [f"the guard failed ({type(exc).__name__}: {exc}); vLLM's flags were not checked"]
         for line in header + problems:
             print(PREFIX + line, file=sys.stderr, flush=True)
         if problems and os.environ.get("VLLM_BACKPORTS_STRICT", "0") not in ("", "0"):
@@ -312,7 +314,7 @@ def main(argv: list[str] | None = None, target: Path | None = None) -> int:
         return run.code
     if not header:  # the guard skipped or unable: say what is installed all the same
         try:
-            header = describe(cat, target)[1]
+            header = describe(Catalogue(data_home()), target)[1]
         except BackportError as exc:
             header = [f"cannot read what this vLLM carries: {exc}"]
     reason = f"vLLM exited {run.code}" + (" after its engine died" if run.died else "")
