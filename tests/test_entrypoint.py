@@ -296,3 +296,13 @@ def test_a_guard_that_fails_warns_and_starts_vllm_and_strict_refuses(site, monke
     monkeypatch.setenv("VLLM_BACKPORTS_STRICT", "1")
     assert entrypoint.main(argv, target=site) == 2
     assert len(started) == 1
+
+
+def test_an_unreadable_install_after_a_crash_still_writes_the_report(site, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("VLLM_BACKPORTS_GUARD", "0")
+    monkeypatch.setenv("VLLM_BACKPORTS_REPORT_DIR", str(tmp_path / "reports"))
+    monkeypatch.setattr(entrypoint, "supervise", lambda cmd: entrypoint.Outcome(3, False, False, ["boom"]))
+    monkeypatch.setattr(entrypoint, "describe", lambda cat, target: {}["no"])
+    assert entrypoint.main(["m"], target=site) == 3
+    assert "cannot read what this vLLM carries: KeyError" in capsys.readouterr().err
+    assert len(list((tmp_path / "reports").iterdir())) == 1

@@ -317,6 +317,8 @@ def main(argv: list[str] | None = None, target: Path | None = None) -> int:
             header = describe(Catalogue(data_home()), target)[1]
         except BackportError as exc:
             header = [f"cannot read what this vLLM carries: {exc}"]
+        except Exception as exc:  # the report matters more than what it says of the install
+            header = [f"cannot read what this vLLM carries: {type(exc).__name__}: {exc}"]
     reason = f"vLLM exited {run.code}" + (" after its engine died" if run.died else "")
     report(reason, run.tail, header, Path(os.environ.get("VLLM_BACKPORTS_REPORT_DIR") or "/tmp"))
     return run.code or 1
