@@ -306,3 +306,10 @@ def test_an_unreadable_install_after_a_crash_still_writes_the_report(site, monke
     assert entrypoint.main(["m"], target=site) == 3
     assert "cannot read what this vLLM carries: KeyError" in capsys.readouterr().err
     assert len(list((tmp_path / "reports").iterdir())) == 1
+
+
+def test_no_vllm_on_path_is_one_line_and_127(site, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("VLLM_BACKPORTS_GUARD", "0")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert entrypoint.main(["m"], target=site) == 127
+    assert capsys.readouterr().err == "vllm-backports: cannot run vllm: no such command on PATH\n"

@@ -309,7 +309,12 @@ def main(argv: list[str] | None = None, target: Path | None = None) -> int:
         if problems and os.environ.get("VLLM_BACKPORTS_STRICT", "0") not in ("", "0"):
             print(f"{PREFIX}VLLM_BACKPORTS_STRICT is set: not starting vLLM", file=sys.stderr, flush=True)
             return 2
-    run = supervise([*OFFICIAL_ENTRYPOINT, *argv])
+    try:
+        run = supervise([*OFFICIAL_ENTRYPOINT, *argv])
+    except OSError as exc:  # no `vllm` on PATH, or not executable: nothing ran
+        why = "no such command on PATH" if isinstance(exc, FileNotFoundError) else exc.strerror
+        print(f"{PREFIX}cannot run {OFFICIAL_ENTRYPOINT[0]}: {why}", file=sys.stderr, flush=True)
+        return 127 if isinstance(exc, FileNotFoundError) else 126
     if not run.died and (run.code == 0 or run.stopped):  # a clean exit, or the stop asked for
         return run.code
     if not header:  # the guard skipped or unable: say what is installed all the same
