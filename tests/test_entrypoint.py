@@ -225,7 +225,8 @@ FAKE_VLLM = textwrap.dedent("""\
     """)
 
 
-def _start(site: Path, tmp_path: Path, mode: str) -> tuple[subprocess.Popen, list[int]]:
+def _launch(site: Path, tmp_path: Path, mode: str, hook: str = "") -> subprocess.Popen:
+    """The entrypoint in a process of its own, `hook` run first, with the fake `vllm` on PATH."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "vllm"
@@ -240,10 +241,15 @@ def _start(site: Path, tmp_path: Path, mode: str) -> tuple[subprocess.Popen, lis
         "FAKE_MODE": mode,
         "VLLM_BACKPORTS_REPORT_DIR": str(tmp_path / "reports"),
     }
-    code = "import sys; from pathlib import Path; from vllm_backports.entrypoint import main; "
+    code = hook + "import sys; from pathlib import Path; from vllm_backports.entrypoint import main; "
     code += f"sys.exit(main(sys.argv[1:], target=Path({str(site)!r})))"
-    proc = subprocess.Popen([sys.executable, "-c", code, "m", "--port", "8000"], env=env, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-c", code, "m", "--port", "8000"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+
+
+def _start(site: Path, tmp_path: Path, mode: str) -> tuple[subprocess.Popen, list[int]]:
+    pids = tmp_path / "pids"
+    proc = _launch(site, tmp_path, mode)
     deadline = time.monotonic() + 60
     while not pids.exists():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
@@ -313,3 +319,19 @@ def test_no_vllm_on_path_is_one_line_and_127(site, monkeypatch, tmp_path, capsys
     monkeypatch.setenv("PATH", str(tmp_path))
     assert entrypoint.main(["m"], target=site) == 127
     assert capsys.readouterr().err == "vllm-backports: cannot run vllm: no such command on PATH\n"
+
+
+def test_a_sigterm_as_vllm_starts_reaches_it(site, tmp_path):
+    # the signal lands as Popen returns, before supervise could have set its handlers afterwards
+    hook = (
+        "import os, signal, subprocess; real = subprocess.Popen\n"
+        "class P(real):\n"
+        "    def __init__(self, *a, **k):\n"
+        "        super().__init__(*a, **k); os.kill(os.getpid(), signal.SIGTERM)\n"
+        "subprocess.Popen = P\n"
+    )
+    proc = _launch(site, tmp_path, "sigterm", hook)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode in (7, 143), err  # vLLM's own stop, or the signal before it set one
+    assert not (tmp_path / "reports").exists()
+

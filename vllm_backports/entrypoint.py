@@ -259,10 +259,30 @@ class Outcome:
 
 def supervise(cmd: list[str]) -> Outcome:
     """Run vLLM as a child, its output passed through, SIGTERM and SIGINT passed on."""
-    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     tail: deque[str] = deque(maxlen=TAIL)
     died, stopped = threading.Event(), threading.Event()
     lock = threading.Lock()
+    pending: list[int] = []  # signals that came before the child was there to take them
+    children: list[subprocess.Popen] = []
+
+    def forward(signum, _frame) -> None:
+        stopped.set()
+        if children:
+            children[0].send_signal(signum)  # a no-op once the child is gone
+        else:
+            pending.append(signum)
+
+    # set before the child starts: in its own session, it would outlive this process's default death
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    except BaseException:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        raise
+    children.append(child)
+    for signum in pending:
+        child.send_signal(signum)
 
     def pump(src, dst) -> None:
         for raw in iter(src.readline, b""):
@@ -281,11 +301,6 @@ def supervise(cmd: list[str]) -> Outcome:
     for t in pumps:
         t.start()
 
-    def forward(signum, _frame) -> None:
-        stopped.set()
-        child.send_signal(signum)  # a no-op once the child is gone
-
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         code = child.wait()
     finally:
