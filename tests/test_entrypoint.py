@@ -204,6 +204,11 @@ FAKE_VLLM = textwrap.dedent("""\
         sys.exit(7)
 
     signal.signal(signal.SIGTERM, stop)
+    if os.environ["FAKE_MODE"] == "flood":
+        engine.kill()
+        for i in range(100000):
+            print(f"INFO line {{i}}")
+        sys.exit(0)
     print("INFO serving", flush=True)
     with open(os.environ["FAKE_PIDS"] + ".tmp", "w") as f:
         f.write(f"{{os.getpid()}} {{engine.pid}}")
@@ -335,3 +340,9 @@ def test_a_sigterm_as_vllm_starts_reaches_it(site, tmp_path):
     assert proc.returncode in (7, 143), err  # vLLM's own stop, or the signal before it set one
     assert not (tmp_path / "reports").exists()
 
+
+def test_a_closed_stdout_does_not_hang_vllm(site, tmp_path):
+    proc = _launch(site, tmp_path, "flood")
+    proc.stdout.close()  # `docker run ... | head`, a log shipper gone
+    proc.wait(timeout=60)
+    assert proc.returncode == 0, proc.stderr.read()

@@ -286,8 +286,12 @@ def supervise(cmd: list[str]) -> Outcome:
 
     def pump(src, dst) -> None:
         for raw in iter(src.readline, b""):
-            dst.write(raw)
-            dst.flush()
+            if dst is not None:
+                try:
+                    dst.write(raw)
+                    dst.flush()
+                except (OSError, ValueError):  # the reader gone: keep draining, or vLLM blocks on a full pipe
+                    dst = None
             line = raw.decode(errors="replace").rstrip("\n")
             with lock:
                 tail.append(line)
