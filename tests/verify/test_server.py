@@ -339,3 +339,27 @@ def test_cli_options_that_do_not_go_with_server(tmp_path, args, message):
     r = cli(*args, "--work-dir", str(tmp_path / "w"))
     assert r.code == 2 and message in r.err and len(r.err.strip().splitlines()) == 1, r.err
     assert not (tmp_path / "w").exists()
+
+
+def test_a_port_that_does_not_speak_http_is_one_error(loopback, prompts_file):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def banner() -> None:  # an SSH server, or TLS spoken to plain http
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+
+    threading.Thread(target=banner, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        with pytest.raises(server.ServerError, match=f"--server {url}: /v1/models: not an HTTP answer"):
+            execute(url, prompts_file)
+    finally:
+        listener.close()
+

@@ -32,6 +32,7 @@ so the teacher-forcing request asks for 1 and no echo.
 
 from __future__ import annotations
 
+import http.client
 import ipaddress
 import json
 import math
@@ -140,6 +141,12 @@ class Client:
                     said = getattr(reason, "strerror", None) or reason
                     raise ServerError(f"--server {self.url}: cannot connect ({said})") from None
                 why = str(reason)
+            except http.client.IncompleteRead as exc:  # cut off mid-answer: dropped, asked again
+                why = repr(exc)
+            except http.client.HTTPException as exc:  # the port speaks something else (SSH, TLS)
+                raise ServerError(
+                    f"--server {self.url}: {path}: not an HTTP answer ({type(exc).__name__}: {str(exc)[:80]})"
+                ) from None
             if time.monotonic() + wait > deadline:
                 raise ServerError(
                     f"--server {self.url}: {path} still refused after --timeout {self.timeout:g} s ({why})"
