@@ -363,3 +363,28 @@ def test_a_port_that_does_not_speak_http_is_one_error(loopback, prompts_file):
     finally:
         listener.close()
 
+
+def test_a_redirected_post_is_one_error_naming_where_it_goes(fake_server, prompts_file):
+    _, target = fake_server()
+
+    class Redirect(BaseHTTPRequestHandler):  # a proxy sending http to https, or to another path
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            self.send_response(301)
+            self.send_header("Location", target + self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_POST = do_GET
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        with pytest.raises(server.ServerError, match=f"--server {url}: /tokenize is redirected to {target}/tokenize"):
+            execute(url, prompts_file)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

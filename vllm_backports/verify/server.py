@@ -103,6 +103,23 @@ def _loopback(host: str | None) -> bool:
         return False
 
 
+class _Redirected(Exception):
+    def __init__(self, code: int, newurl: str):
+        super().__init__(code, newurl)
+        self.code, self.newurl = code, newurl
+
+
+class _NoPostRedirect(urllib.request.HTTPRedirectHandler):
+    """Redirects followed for GET; a POST's refused, as urllib would resend it as a GET without
+    its body (301, 302, 303) or not at all (307, 308)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        if req.data is not None:
+            fp.close()
+            raise _Redirected(code, newurl)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
 class Client:
     """JSON over HTTP to one server: the environment's proxies honoured (no_proxy included), and
     none for a loopback server. A busy answer (429, 5xx of RETRY_STATUS) or a dropped connection
@@ -112,7 +129,9 @@ class Client:
         self.url = base_url(url)
         self.timeout = timeout
         self.sleep = sleep
-        handlers = [urllib.request.ProxyHandler({})] if _loopback(urllib.parse.urlsplit(self.url).hostname) else []
+        handlers: list[urllib.request.BaseHandler] = [_NoPostRedirect()]
+        if _loopback(urllib.parse.urlsplit(self.url).hostname):
+            handlers.append(urllib.request.ProxyHandler({}))
         self.opener = urllib.request.build_opener(*handlers)
 
     def call(self, path: str, body: dict | None = None, *, first: bool = False) -> tuple[int, Any]:
@@ -141,6 +160,11 @@ class Client:
                     said = getattr(reason, "strerror", None) or reason
                     raise ServerError(f"--server {self.url}: cannot connect ({said})") from None
                 why = str(reason)
+            except _Redirected as exc:
+                raise ServerError(
+                    f"--server {self.url}: {path} is redirected to {exc.newurl} (HTTP {exc.code}): "
+                    "give --server the address it redirects to"
+                ) from None
             except http.client.IncompleteRead as exc:  # cut off mid-answer: dropped, asked again
                 why = repr(exc)
             except http.client.HTTPException as exc:  # the port speaks something else (SSH, TLS)
