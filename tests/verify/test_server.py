@@ -38,6 +38,7 @@ class Fake:
         self.vllm = kw.get("vllm", True)
         self.models = kw.get("models", [MODEL])
         self.version = kw.get("version", "0.20.0")
+        self.api_key = kw.get("api_key")  # vllm serve --api-key: /v1 paths need it
         self.busy_answers = 0
         self.drafts = 0
         self.requests: list[dict] = []
@@ -95,8 +96,14 @@ def serve(fake: Fake, port: int = 0):
                 return True
             return False
 
+        def locked(self) -> bool:
+            if fake.api_key and self.path.startswith("/v1") and self.headers["Authorization"] != f"Bearer {fake.api_key}":
+                self.answer(401, {"error": "Unauthorized"})
+                return True
+            return False
+
         def do_GET(self):
-            if self.busy():
+            if self.busy() or self.locked():
                 return
             if self.path == "/v1/models":
                 self.answer(200, {"object": "list", "data": [{"id": m, "max_model_len": 4096} for m in fake.models]})
@@ -115,7 +122,7 @@ def serve(fake: Fake, port: int = 0):
 
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            if self.busy():
+            if self.busy() or self.locked():
                 return
             if self.path == "/tokenize":
                 text = json.dumps(body.get("messages") or body.get("prompt"))
@@ -388,3 +395,12 @@ def test_a_redirected_post_is_one_error_naming_where_it_goes(fake_server, prompt
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_a_server_with_an_api_key_takes_vllm_api_key(fake_server, prompts_file, monkeypatch):
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    fake, url = fake_server(api_key="sk-1")
+    with pytest.raises(server.ServerError, match="/v1/models asks for an API key .*: set VLLM_API_KEY"):
+        execute(url, prompts_file)
+    monkeypatch.setenv("VLLM_API_KEY", "sk-1")
+    assert execute(url, prompts_file)["passed"]

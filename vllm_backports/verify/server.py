@@ -36,6 +36,7 @@ import http.client
 import ipaddress
 import json
 import math
+import os
 import re
 import time
 import urllib.error
@@ -133,6 +134,9 @@ class Client:
         if _loopback(urllib.parse.urlsplit(self.url).hostname):
             handlers.append(urllib.request.ProxyHandler({}))
         self.opener = urllib.request.build_opener(*handlers)
+        self.headers = {"Content-Type": "application/json"}
+        if os.environ.get("VLLM_API_KEY"):  # vllm serve --api-key's, which its /v1 paths ask for
+            self.headers["Authorization"] = f"Bearer {os.environ['VLLM_API_KEY']}"
 
     def call(self, path: str, body: dict | None = None, *, first: bool = False) -> tuple[int, Any]:
         """(status, parsed JSON or the text when not JSON) of GET `path`, or POST `body`. A status
@@ -142,7 +146,7 @@ class Client:
         deadline = time.monotonic() + self.timeout
         wait, why = BACKOFF_S[0], ""
         while True:
-            req = urllib.request.Request(self.url + path, data=data, headers={"Content-Type": "application/json"})
+            req = urllib.request.Request(self.url + path, data=data, headers=self.headers)
             try:
                 with self.opener.open(req, timeout=self.timeout) as resp:
                     return resp.status, _parse(resp.read())
@@ -213,6 +217,10 @@ def identify(client: Client, model: str | None) -> Served:
     """The served model (`model`, or the only one listed) and the server's vLLM release."""
     url = client.url
     status, body = client.call("/v1/models", first=True)
+    if status == 401:
+        raise ServerError(
+            f"--server {url}: /v1/models asks for an API key (vllm serve --api-key): set VLLM_API_KEY to it"
+        )
     cards = body.get("data") if isinstance(body, dict) else None
     if status != 200 or not isinstance(cards, list) or not all(isinstance(c, dict) and "id" in c for c in cards):
         raise ServerError(f"--server {url}: /v1/models answers HTTP {status}, not a model list (not an OpenAI server)")
