@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from . import sites
+from .machine import detach
 from .steps import PY, Ctx, Refused, rc_of
 
 # What else needs the GPU: a verify, the release's own GPU tests, an A/B run (its wrapper too)
@@ -87,8 +88,7 @@ def start(ctx: Ctx, exp: str, shape: str, pairs: str, layout: str = "sleep", opt
     # the wrapper's pid is written before `start` returns (a new session, not a fork of one), so a
     # queue never mistakes a run not yet exec'd for one gone
     (d / "run.pid").unlink(missing_ok=True)
-    null = subprocess.DEVNULL
-    proc = subprocess.Popen(wrap, cwd=src, stdin=null, stdout=null, stderr=null, start_new_session=True)
+    proc = detach(wrap, src)
     (d / "run.pid").write_text(f"{proc.pid}\n")
     shown = " ".join(have + list(options))
     print(f"started {name}: {exp} on {shape}, {pairs} pairs in all, layout {layout}, sites {shown}", flush=True)
@@ -202,17 +202,7 @@ def queue(ctx: Ctx, args: list[str]) -> None:
     sites.tool_copy(src)
     job = [PY, "-m", "lab.bench_queue", "job", json.dumps([shape, pairs, layout, exps, options])]
     env = {**os.environ, "OUT": str(root / "queue-out")}
-    with open(root / f"queue-{ctx.rel}.log", "w") as log:
-        subprocess.Popen(
-            job,
-            cwd=src,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            pass_fds=(lock,),
-        )
+    detach(job, src, root / f"queue-{ctx.rel}.log", env=env, pass_fds=(lock,))
     print(
         f"queued on {ctx.rel}, {shape}, {pairs} pairs, layout {layout}: {' '.join(exps)}"
         + (f" with {' '.join(options)}" if options else "")

@@ -23,6 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .machine import detach
 from .steps import PY, Ctx, rc_of
 
 UPSTREAM = "upstream-gpu"
@@ -82,16 +83,7 @@ def chain(ctx: Ctx, names: list[str]) -> int:
     mark.touch()
     (ctx.home / "chain.rc").unlink(missing_ok=True)
     env = {**os.environ, "OUT": str(ctx.home / "out"), "CHAIN_MARK": str(mark), "CHAIN_UPSTREAM": str(int(ups))}
-    with open(ctx.home / "chain.log", "w") as log:
-        subprocess.Popen(
-            [PY, "-m", "lab.chain", *proofs],
-            cwd=repo,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    detach([PY, "-m", "lab.chain", *proofs], repo, ctx.home / "chain.log", env=env)
     print(f"chain of {ctx.rel} started under {ctx.home}: {' '.join(names)}")
     return 0
 

@@ -535,6 +535,30 @@ def _trim(path: Path) -> None:
         path.write_bytes(b"[...]\n" + tail)
 
 
+def row_cells(data: dict) -> list[str]:
+    """A verify JSON's speculative rows, a cell each: scenario/site:errors/tokens, or dead."""
+    return [
+        f"{r['scenario']}/{r.get('site', 'target')}:" + ("dead" if r.get("crashed") else f"{r['errors']}/{r['tokens']}")
+        for r in data.get("rows", [])
+        if r["scenario"] != "baseline"
+    ]
+
+
+def detach(cmd: list[str], cwd: Path | None = None, log: Path | None = None, **popen) -> subprocess.Popen:
+    """`cmd` in a session of its own, so that it outlives the calling shell and the call's tree,
+    stdin closed, stdout and stderr written to `log` (or dropped)."""
+    with open(log or os.devnull, "wb") as out:
+        return subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            **popen,
+        )
+
+
 def status_lines(home: Path) -> list[str]:
     """A line per proof: its exit and each site's errors of its tokens, or what it is doing."""
     lines = []
@@ -552,13 +576,7 @@ def status_lines(home: Path) -> list[str]:
             continue
         try:
             data = json.loads(err.with_suffix(".json").read_text())
-            rows = [
-                f"{r['scenario']}/{r.get('site', 'target')}:"
-                + ("dead" if r.get("crashed") else f"{r['errors']}/{r['tokens']}")
-                for r in data.get("rows", [])
-                if r["scenario"] != "baseline"
-            ]
-            lines.append(f"{key}: exit {rc.read_text().strip()}, {data.get('proof')}: {' '.join(rows)}")
+            lines.append(f"{key}: exit {rc.read_text().strip()}, {data.get('proof')}: {' '.join(row_cells(data))}")
         except (OSError, ValueError, KeyError, TypeError):
             lines.append(f"{key}: exit {rc.read_text().strip()}, no verdict: {err.read_text()[-300:].strip()}")
     return lines
@@ -616,16 +634,8 @@ def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: st
     shutil.rmtree(home / "results", ignore_errors=True)
     (home / "jobs.json").write_text(json.dumps({"jobs": jobs, "slots": slots, "bench_args": shlex.split(bench_args)}))
     (home / "machine.json").write_text(json.dumps(_machine()))
-    with open(home / "run.log", "w") as log:
-        subprocess.Popen(
-            [sys.executable, "-m", "lab.machine", "run"],
-            cwd=tool,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env={**os.environ, **SAFE_ENV, "VLLM_BACKPORTS_LAB_HOME": str(home)},
-        )
+    env = {**os.environ, **SAFE_ENV, "VLLM_BACKPORTS_LAB_HOME": str(home)}
+    detach([sys.executable, "-m", "lab.machine", "run"], tool, home / "run.log", env=env)
     for job in jobs:
         benches = [f"bench={b['shape']}/{b['experiment']}={b['pairs']}" for b in job["benches"]]
         print(f"started {job['release']}: {', '.join(job['proofs'] + benches)}")

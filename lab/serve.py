@@ -35,6 +35,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from .machine import detach
+
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1}
 # name -> speculative config and prompt sets (verify/scenarios.py). vLLM's own ngram proposer
 # drafts only where the context repeats: tool-calls repeats a token skeleton, and the random
@@ -151,8 +153,7 @@ def leg(args: argparse.Namespace) -> int:
     record["serve"] = ["vllm", *cmd[3:]]
     log = out / "server.log"
     env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1"}  # /server_info names the speculative config
-    with open(log, "wb") as f:
-        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    proc = detach(cmd, log=log, env=env)
     (out / "server.pgid").write_text(f"{proc.pid}\n")
     try:
         why = wait_healthy(proc, url, args.health_timeout)

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import sites
+from .machine import detach, row_cells
 from .steps import PY, Ctx, rc_of
 
 DEFAULT_PROOFS = ("gdn-ngram", "tq-mtp", "gdn-ngram-prefix", "gdn-ngram-kp1", "mtp")
@@ -94,12 +95,9 @@ def bg(ctx: Ctx, args: list[str], target: str | None = None) -> int:
     # FlashInfer lives in a site of its own, on the path of FlashInfer runs only: importable, it
     # changes the sampler of every other run too
     extra = sites.fi_path(ctx.home) if " --prefill-backend flashinfer " in f" {' '.join(options)} " else ""
-    null = subprocess.DEVNULL
-    detached = {"cwd": src, "stdin": null, "stdout": null, "stderr": null, "start_new_session": True}
-    subprocess.Popen([PY, "-m", "lab.steps", "watchdog"], **detached)
+    detach([PY, "-m", "lab.steps", "watchdog"], src)
     env = {**os.environ, "EXTRA": extra, "MAXV": os.environ.get("MAX_VERIFIES", "8")}
-    cmd = [PY, "-m", *WRAPPER.split(), str(ctx.site[target]), tag, str(ctx.res), *options]
-    subprocess.Popen(cmd, env=env, **detached)
+    detach([PY, "-m", *WRAPPER.split(), str(ctx.site[target]), tag, str(ctx.res), *options], src, env=env)
     print(f"started {tag}: verify {' '.join(options)}", flush=True)
     return 0
 
@@ -268,13 +266,8 @@ def collect_line(run: Path) -> str:
     status = rc.read_text().strip()
     try:
         d = json.loads(run.with_suffix(".json").read_text())
-        rows = [
-            f"{r['scenario']}/{r.get('site', 'target')}:"
-            + ("dead" if r.get("crashed") else f"{r['errors']}/{r['tokens']}")
-            for r in d.get("rows", [])
-            if r["scenario"] != "baseline"
-        ]
-        return " ".join([f"{run}.json", "exit", status, str(d.get("vllm")), "proof", str(d.get("proof")), *rows])
+        cells = row_cells(d)
+        return " ".join([f"{run}.json", "exit", status, str(d.get("vllm")), "proof", str(d.get("proof")), *cells])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         last = (err.read_text(errors="replace").splitlines() or [""])[-1]
         return f"{run}: exit {status}: {last}"
