@@ -132,14 +132,11 @@ class Runner:
 
     @functools.cached_property
     def touched(self) -> list[str]:
-        """Every vLLM file any patch of the catalogue touches, so no site shares one by hard link
-        (read once a run: every site needs the same list)."""
-        paths = set()
-        for patch in Path("backports").glob("*/*.patch"):
-            for line in patch.read_text().splitlines():
-                if line.startswith("+++ b/vllm/"):
-                    paths.add(line[len("+++ b/") :].split("\t")[0])
-        return sorted(paths)
+        """Every vLLM file a patch touches (lab.sites.touched), read once a run: every site needs
+        the same list."""
+        from .sites import touched
+
+        return touched()
 
     def site(self, release: str, name: str, pristine: Path) -> Path:
         """Site `name` of `release`: a hard-linked copy of the pristine install with its own copy of
@@ -153,14 +150,10 @@ class Runner:
         return self._build(release, name, site_skips(name, Catalogue(Path(".")).releases[release].backports), pristine)
 
     def _build(self, release: str, name: str, skips: list[str] | None, pristine: Path) -> Path:
+        from .sites import site_copy
+
         site = self.home / release / f"site-{name}"
-        shutil.rmtree(site, ignore_errors=True)
-        subprocess.run(["cp", "-al", str(pristine), str(site)], check=True)
-        for rel in self.touched:
-            f = site / rel
-            if f.is_file():
-                shutil.copyfile(f, f.with_name(f.name + ".own"))
-                os.replace(f.with_name(f.name + ".own"), f)
+        site_copy(pristine, site, self.touched, check=True)
         if skips is not None:
             out = self.results / release / f"apply-{name}.json"
             cmd = [sys.executable, "apply.py", "--vllm", release, "--target", str(site), *skips, "--json"]

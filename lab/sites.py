@@ -85,14 +85,15 @@ def touched() -> list[str]:
     for patch in [*Path("backports").glob("*/*.patch"), *Path("benchmarks/alternatives").glob("*/*/*.patch")]:
         for line in patch.read_text(errors="replace").splitlines():
             if line.startswith("+++ b/vllm/"):
-                found.add(line[len("+++ b/vllm/") :])
+                found.add(line[len("+++ b/vllm/") :].split("\t")[0])
     return sorted(found)
 
 
-def site_copy(fix: Path, dst: Path, files: list[str]) -> None:
-    """A hard-linked copy of the pristine install, with its own copy of every file a patch touches."""
+def site_copy(fix: Path, dst: Path, files: list[str], check: bool = False) -> None:
+    """A hard-linked copy of the pristine install, with its own copy of every file a patch touches
+    (`files`, as touched() lists them); `check`: a copy that fails raises."""
     shutil.rmtree(dst, ignore_errors=True)
-    subprocess.run(["cp", "-al", str(fix), str(dst)], check=False)
+    subprocess.run(["cp", "-al", str(fix), str(dst)], check=check)
     for rel in files:
         f = dst / "vllm" / rel
         if f.is_file():
