@@ -152,7 +152,10 @@ def leg(args: argparse.Namespace) -> int:
     cmd = serve_command(args.checkpoint, port, speculative)
     record["serve"] = ["vllm", *cmd[3:]]
     log = out / "server.log"
-    env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1"}  # /server_info names the speculative config
+    # /server_info names the speculative config; the sampler as verify's engines take it (the
+    # start-up's dummy sampling imports FlashInfer otherwise, which the stage does not carry)
+    env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", "VLLM_USE_FLASHINFER_SAMPLER": "0"}
+    env["TRITON_CACHE_AUTOTUNING"] = "1"  # the legs after the first reuse the FLA autotuning
     proc = detach(cmd, log=log, env=env)
     (out / "server.pgid").write_text(f"{proc.pid}\n")
     try:

@@ -21,9 +21,10 @@ RELEASE = "0.22.0"
 PATCHES = {"gdn-spec-state": "ab" * 32}
 
 # `vllm serve CKPT --port P ...` as the fake does it: as its site's fake_serve.json says, serve
-# the test fake (right, or wrong from output token 5), die at start-up, or never answer.
+# the test fake (right, or wrong from output token 5), die at start-up, or never answer. Like
+# vLLM 0.24.0 in a stage without FlashInfer, it dies at start-up unless the sampler is torch's.
 MAIN = textwrap.dedent("""\
-    import json, sys, time
+    import json, os, sys, time
     from pathlib import Path
 
     def main():
@@ -32,6 +33,9 @@ MAIN = textwrap.dedent("""\
         assert argv[0] == "serve", argv
         port = int(argv[argv.index("--port") + 1])
         print("fake vllm serve", " ".join(argv), flush=True)
+        if os.environ.get("VLLM_USE_FLASHINFER_SAMPLER") != "0":  # as a stage without FlashInfer
+            print("ModuleNotFoundError: No module named 'flashinfer'", file=sys.stderr, flush=True)
+            sys.exit(1)
         if how["mode"] == "die":
             print("RuntimeError: CUDA out of memory (the fake's)", file=sys.stderr, flush=True)
             sys.exit(1)
