@@ -204,6 +204,14 @@ FAKE_VLLM = textwrap.dedent("""\
         sys.exit(7)
 
     signal.signal(signal.SIGTERM, stop)
+    if os.environ["FAKE_MODE"] == "long-line":  # 8 MiB without a newline, then the engine dies
+        for _ in range(128):
+            sys.stderr.write("\\r" + "x" * 65535)
+        sys.stderr.flush()
+        engine.kill()
+        print("\\nvllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.", file=sys.stderr,
+              flush=True)
+        sys.exit(0)
     if os.environ["FAKE_MODE"] == "flood":
         engine.kill()
         for i in range(100000):
@@ -346,3 +354,14 @@ def test_a_closed_stdout_does_not_hang_vllm(site, tmp_path):
     proc.stdout.close()  # `docker run ... | head`, a log shipper gone
     proc.wait(timeout=60)
     assert proc.returncode == 0, proc.stderr.read()
+
+
+def test_a_line_without_end_passes_through_whole_and_the_report_keeps_its_start(site, tmp_path):
+    proc = _launch(site, tmp_path, "long-line")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err[-2000:]
+    # byte for byte, though read in pieces (the test reads text, where a carriage return is a newline)
+    assert ("\n" + "x" * 65535) * 128 + "\n" in err
+    text = next((tmp_path / "reports").iterdir()).read_text()
+    assert "EngineDeadError: EngineCore encountered an issue" in text
+    assert max(len(line) for line in text.splitlines()) <= entrypoint.REPORT_LINE + len(" [...]")

@@ -50,6 +50,11 @@ ENGINE_DIED = (
     "died unexpectedly, shutting down client",  # vllm/v1/engine/core_client.py, 0.17.0 .. 0.19.1
 )
 TAIL = 40  # output lines the report keeps
+# vLLM's output is read in pieces of at most this many bytes: a line without end (a progress bar
+# that only returns the carriage, a dumped tensor) costs this much memory, not its length. The
+# report keeps each line's first REPORT_LINE characters.
+CHUNK = 1 << 16
+REPORT_LINE = 2000
 PREFIX = "vllm-backports: "
 
 
@@ -285,7 +290,7 @@ def supervise(cmd: list[str]) -> Outcome:
         child.send_signal(signum)
 
     def pump(src, dst) -> None:
-        for raw in iter(src.readline, b""):
+        for raw in iter(lambda: src.readline(CHUNK), b""):
             if dst is not None:
                 try:
                     dst.write(raw)
@@ -294,7 +299,7 @@ def supervise(cmd: list[str]) -> Outcome:
                     dst = None
             line = raw.decode(errors="replace").rstrip("\n")
             with lock:
-                tail.append(line)
+                tail.append(line if len(line) <= REPORT_LINE else line[:REPORT_LINE] + " [...]")
             if any(marker in line for marker in ENGINE_DIED):
                 died.set()
 
