@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 import threading
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -369,6 +370,34 @@ def test_a_port_that_does_not_speak_http_is_one_error(loopback, prompts_file):
             execute(url, prompts_file)
     finally:
         listener.close()
+
+
+def test_a_server_that_trickles_its_answer_is_stopped_at_the_timeout(loopback, prompts_file):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def trickle() -> None:  # each byte well inside the socket's timeout, the whole far past it
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n")
+            try:
+                for _ in range(4000):
+                    conn.sendall(b" ")
+                    time.sleep(0.01)
+            except OSError:
+                return
+
+    threading.Thread(target=trickle, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    started = time.monotonic()
+    try:
+        with pytest.raises(server.ServerError, match=r"/v1/models took longer than --timeout 1 s"):
+            execute(url, prompts_file, client=server.Client(url, 1.0))
+    finally:
+        listener.close()
+    assert time.monotonic() - started < 10  # not the 40 s the answer takes
 
 
 def test_a_redirected_post_is_one_error_naming_where_it_goes(fake_server, prompts_file):

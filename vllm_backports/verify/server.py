@@ -149,7 +149,7 @@ class Client:
             req = urllib.request.Request(self.url + path, data=data, headers=self.headers)
             try:
                 with self.opener.open(req, timeout=self.timeout) as resp:
-                    return resp.status, _parse(resp.read())
+                    return resp.status, _parse(_read(resp, deadline))
             except urllib.error.HTTPError as exc:
                 if exc.code not in RETRY_STATUS:
                     return exc.code, _parse(exc.read())
@@ -181,6 +181,17 @@ class Client:
                 )
             self.sleep(wait)
             wait = min(wait * 2, BACKOFF_S[1])
+
+
+def _read(resp, deadline: float) -> bytes:
+    """The body, read in pieces: the socket's timeout bounds each read alone, so a server that
+    trickles its answer would hold a request past --timeout without this deadline."""
+    pieces = []
+    while piece := resp.read1(1 << 16):
+        pieces.append(piece)
+        if time.monotonic() > deadline:
+            raise TimeoutError
+    return b"".join(pieces)
 
 
 def _parse(raw: bytes) -> Any:
