@@ -166,20 +166,16 @@ class Runner:
     def alt_site(self, release: str, name: str, pristine: Path) -> Path:
         """Site alt-NAME: the shipped series, then the candidate benchmarks/alternatives/NAME keeps
         for this release, applied exactly (no fuzz) by the project's own hunks."""
-        from vllm_backports.hunks import Mismatch, apply_file
-        from vllm_backports.patchfile import parse
+        from .sites import apply_candidate, candidate
 
-        alternative = name.removeprefix(ALT)
-        patch = Path("benchmarks/alternatives") / alternative / release / f"0001-{alternative}.patch"
+        patch = candidate(name.removeprefix(ALT), release)
         if not patch.is_file():
             raise ValueError(f"site {name}: no candidate for {release} ({patch})")
         site = self._build(release, name, [], pristine)  # its own copy of the shipped series
-        for fpatch in parse(patch.read_bytes(), patch.name).files:
-            target = site / fpatch.path
-            done = apply_file(target.read_bytes() if target.exists() else None, fpatch)
-            if isinstance(done, Mismatch):
-                raise RuntimeError(f"site {name}: {done}")
-            target.write_bytes(done)
+        try:
+            apply_candidate(site, patch)
+        except RuntimeError as exc:
+            raise RuntimeError(f"site {name}: {exc}") from None
         return site
 
     # -- proving -----------------------------------------------------------------------------

@@ -107,10 +107,41 @@ def apply(ctx, site: Path, args: list[str], out: Path) -> int:
         return subprocess.run([PY, "apply.py", *args], stdout=f, env={**os.environ, "PYTHONPATH": str(site)}).returncode
 
 
+def candidate(alternative: str, release: str) -> Path:
+    """The candidate patch benchmarks/alternatives keeps of ALTERNATIVE for RELEASE (it may not exist)."""
+    return Path("benchmarks/alternatives") / alternative / release / f"0001-{alternative}.patch"
+
+
+def apply_candidate(site: Path, patch: Path) -> None:
+    """PATCH on SITE exactly (no fuzz), by the hunks apply.py applies a series with, every file
+    checked before any is written: a RuntimeError names the first mismatch, and nothing changed."""
+    from vllm_backports.errors import PatchError
+    from vllm_backports.hunks import Mismatch, apply_file
+    from vllm_backports.patchfile import parse
+
+    try:
+        parsed = parse(patch.read_bytes(), patch.name)
+    except PatchError as exc:
+        raise RuntimeError(str(exc)) from None
+    done: list[tuple[Path, bytes | None]] = []
+    for fpatch in parsed.files:
+        target = site / fpatch.path
+        new = apply_file(target.read_bytes() if target.exists() else None, fpatch)
+        if isinstance(new, Mismatch):
+            raise RuntimeError(f"{patch}: {new}")
+        done.append((target, new))
+    for target, new in done:
+        if new is None:
+            target.unlink()
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(new)
+
+
 def alt_site(ctx, name: str, alternative: str, options: list[str], files: list[str]) -> None:
     """Site NAME: the series (less what the options skip) plus benchmarks/alternatives/ALTERNATIVE's
     patch for this release, where it has one."""
-    patch = Path("benchmarks/alternatives") / alternative / ctx.rel / f"0001-{alternative}.patch"
+    patch = candidate(alternative, ctx.rel)
     if not patch.is_file():
         return
     site = ctx.site[name]
@@ -118,9 +149,12 @@ def alt_site(ctx, name: str, alternative: str, options: list[str], files: list[s
     args = ["--vllm", ctx.rel, "--target", str(site), *options, "--json"]
     rc = apply(ctx, site, args, ctx.out / f"apply-{name}.json")
     print(f"{name} base: exit {rc}", flush=True)
-    with open(patch) as f:
-        rc = subprocess.run(["patch", "-p1", "-d", str(site), "--no-backup-if-mismatch"], stdin=f).returncode
-    print(f"{name} patch: exit {rc}", flush=True)
+    try:
+        apply_candidate(site, patch)
+    except RuntimeError as exc:
+        print(f"{name} patch: {exc}", flush=True)
+    else:
+        print(f"{name} patch: applied", flush=True)
 
 
 def setup(ctx) -> int:
