@@ -510,6 +510,38 @@ def _available_mib() -> int:
     return 1 << 30  # unknown: never kill on a guess
 
 
+# What vLLM says of its start-up, in every engine log a proof leaves: how long the engine's start
+# took and where (compiling, loading a compiled graph from the cache, capturing CUDA graphs), the
+# cost that dominates a proof's device time (init engine 137 to 143 s on 0.24.0's servers,
+# compilation 20 to 27 s of it; 2026-11-29, H200).
+STARTUP = (
+    "init engine (profile, create kv cache, warmup model) took",
+    "torch.compile took",
+    "torch.compile takes",
+    "Compiling a graph for",
+    "Directly load the compiled graph",
+    "Dynamo bytecode transform time",
+    "Graph capturing finished",
+    "Memory profiling takes",
+    "Model loading took",
+)
+
+
+def engine_startups(home: Path) -> None:
+    """results/REL/engines/PROOF.txt: the STARTUP lines of each engine log of the proof's work
+    folder, a line each, prefixed by the engine's tag (the logs stay on the machine)."""
+    for work in sorted(home.glob("*/work/*")):
+        release, proof = work.parent.parent.name, work.name
+        lines = []
+        for log in sorted(work.glob("*.log")):
+            with open(log, errors="replace") as f:
+                lines += [f"{log.stem}: {line.strip()}" for line in f if any(m in line for m in STARTUP)]
+        if lines and (home / "results" / release).is_dir():
+            out = home / "results" / release / "engines" / f"{proof}.txt"
+            out.parent.mkdir(exist_ok=True)
+            out.write_text("\n".join(lines) + "\n")
+
+
 def _tail(src: Path, dest: Path, size: int = 20_000) -> None:
     with open(src, "rb") as f:
         f.seek(max(0, src.stat().st_size - size))
@@ -583,6 +615,7 @@ def collect(home: Path, wait: float, out: Path) -> bool:
     out.mkdir(parents=True, exist_ok=True)
     for log in (home / "results").glob("*/bench-*/*.log"):
         _tail(log, log.with_name(log.name + ".tail"))
+    engine_startups(home)
 
     def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
         in_bench = "/bench-" in info.name

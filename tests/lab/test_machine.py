@@ -101,6 +101,30 @@ def test_collect_prints_a_line_a_proof_and_packs_the_results(tmp_path, capsys):
     assert "results/0.22.0/mtp.json" in names and "timeline.jsonl" in names
 
 
+def test_collect_brings_each_engine_s_start_up_lines_back(tmp_path):
+    home = staged(tmp_path)
+    FakeRunner(home, [{"release": "0.22.0", "proofs": ["mtp"]}], watch_mib=0).run()
+    work = home / "0.22.0" / "work" / "mtp"
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "b16-graphs-baseline.log").write_text(
+        "INFO 11-29 [gpu_model_runner.py:1] Model loading took 0.05 GiB memory and 0.57 seconds\n"
+        "INFO 11-29 [default_loader.py:2] Loading weights took 0.05 seconds\n"
+        "INFO 11-29 [monitor.py:3] torch.compile took 20.04 s in total\n"
+        "INFO 11-29 [core.py:4] init engine (profile, create kv cache, warmup model) took 136.66 s\n"
+    )
+    (work / "b16-graphs-mtp.log").write_text("INFO [backends.py:5] Directly load the compiled graph(s) from the cache\n")
+    (work / "b16-graphs-mtp.spec.json").write_text("{}")
+    assert machine.collect(home, 0, tmp_path / "out")
+    with tarfile.open(tmp_path / "out" / "results.tgz") as tar:
+        text = tar.extractfile("results/0.22.0/engines/mtp.txt").read().decode()
+    assert text.splitlines() == [
+        "b16-graphs-baseline: INFO 11-29 [gpu_model_runner.py:1] Model loading took 0.05 GiB memory and 0.57 seconds",
+        "b16-graphs-baseline: INFO 11-29 [monitor.py:3] torch.compile took 20.04 s in total",
+        "b16-graphs-baseline: INFO 11-29 [core.py:4] init engine (profile, create kv cache, warmup model) took 136.66 s",
+        "b16-graphs-mtp: INFO [backends.py:5] Directly load the compiled graph(s) from the cache",
+    ]
+
+
 def test_jobs_name_their_proofs_or_take_the_releases_default():
     assert machine.parse_jobs(["0.22.0:mtp,tq-mtp", "0.23.0"], {"0.23.0": ["gdn-ngram"]}) == [
         {"release": "0.22.0", "proofs": ["mtp", "tq-mtp"], "benches": []},
