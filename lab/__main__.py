@@ -33,10 +33,10 @@ ROOT = Path(__file__).resolve().parents[1]
 MARGIN = 2 << 20  # what the tree may grow by between planning and the calls
 
 
-def calls(part_dirs: list[str], jobs: list[str], wait: int = 540) -> list[dict]:
+def calls(part_dirs: list[str], jobs: list[str], wait: int = 540, lead: bool = False) -> list[dict]:
     """The device calls: one a part, the last also starting the jobs, then one collect."""
     out = [{"command": f"python3 -m lab.machine put {p}", "carry": [p]} for p in part_dirs]
-    start = f"python3 -m lab.machine start {' '.join(jobs)}"
+    start = f"python3 -m lab.machine start {'--lead ' if lead else ''}{' '.join(jobs)}"
     if out:
         out[-1] = {"command": out[-1]["command"] + " && " + start, "carry": [*out[-1]["carry"], ".lab/stage"]}
     else:
@@ -65,7 +65,8 @@ def core_cmd(releases: tuple[str, ...]) -> None:
 @click.argument("jobs", nargs=-1, required=True)
 @click.option("--limit", type=int, default=LIMIT, show_default=True, help="Bytes one call carries, tree included.")
 @click.option("--json", "as_json", is_flag=True, help="One object a call: command, carry.")
-def plan(jobs: tuple[str, ...], limit: int, as_json: bool) -> None:
+@click.option("--lead", is_flag=True, help="Each release's first proof alone, before the rest of its proofs.")
+def plan(jobs: tuple[str, ...], limit: int, as_json: bool, lead: bool) -> None:
     """Stage RELEASE[:PROOF,...] jobs and print the calls that prove them on a GPU machine."""
     catalogue = Catalogue(ROOT)
     releases = [j.partition(":")[0] for j in jobs]
@@ -84,7 +85,7 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool) -> None:
     store = stage.cache() / "store"
     blobs = [(b.sha256, store / b.sha256) for s in stages for b in s.blobs]
     part_dirs = [p.relative_to(ROOT).as_posix() for p in parts.pack(blobs, room, lab / "parts")]
-    found = calls(part_dirs, list(jobs))
+    found = calls(part_dirs, list(jobs), lead=lead)
     if as_json:
         click.echo(json.dumps(found, indent=1))
         return

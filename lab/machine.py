@@ -34,14 +34,12 @@ import sys
 import tarfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from . import parts
+from .sites import SAFE_ENV, TOOL
 
-# NVLink multicast stays off on the shared GPU hosts; engines' workers inherit these.
-SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-TOOL = ("apply.py", "vllm_backports", "backports", "versions.toml", "lab", "benchmarks")
 BENCH = "bench="
 # SITE@PROOF: the proof on another target than the shipped series, alt-NAME for a candidate kept
 # in benchmarks/alternatives/NAME/<release>/ (its results are not evidence of the series)
@@ -94,9 +92,18 @@ class Runner:
     """One run of jobs on this machine; `verify` builds each proof's command (tests give a fake)."""
 
     def __init__(
-        self, home: Path, jobs: list[dict], slots: int = 8, watch_mib: int = WATCH_MIB, bench_args: list | None = None
+        self,
+        home: Path,
+        jobs: list[dict],
+        slots: int = 8,
+        watch_mib: int = WATCH_MIB,
+        bench_args: list | None = None,
+        lead: bool = False,
     ):
         self.home, self.jobs, self.slots, self.watch_mib = home, jobs, slots, watch_mib
+        # lead: a release's first proof runs before the rest of its proofs start, so that they find
+        # the Triton kernels and autotuning it left on disk instead of all building them at once
+        self.lead = lead
         self.bench_args = list(bench_args or [])
         self.sites: dict[str, dict[str, Path]] = {}
         self.results = home / "results"
@@ -405,9 +412,26 @@ class Runner:
         self.results.mkdir(parents=True, exist_ok=True)
         watchdog = threading.Thread(target=self.watchdog, daemon=True)
         watchdog.start()
-        futures = []
+        futures: list = []
         served: list[tuple[str, str]] = []
+        waiting: list[tuple[Future, str, list[str]]] = []
         with ThreadPoolExecutor(self.slots) as pool:
+
+            def submit(release: str, name: str) -> Future:
+                sites = self.sites[release]
+                target, control = target_of(name), control_site(proof_of(name))
+                return pool.submit(self.prove, release, name, sites[target], sites[control])
+
+            def submit_rest(release: str, names: list[str]) -> None:
+                sites = self.sites[release]
+                for name in names:
+                    if is_server_proof(name):  # a leg a slot, paired once all have ended
+                        for leg, site in LEGS.items():
+                            pool.submit(self.serve_leg, release, name, leg, sites[site], sites["fix"])
+                        served.append((release, name))
+                    else:
+                        futures.append(submit(release, name))
+
             for job in self.jobs:
                 release = job["release"]
                 (self.results / release).mkdir(parents=True, exist_ok=True)
@@ -430,19 +454,23 @@ class Runner:
                         except (OSError, ValueError, RuntimeError, subprocess.CalledProcessError) as exc:
                             unbuilt[kind] = f"site {kind} not built: {exc}"
                 self.event(release=release, what="install", event="end")
+                runnable = []
                 for name in job["proofs"]:
                     missing = [unbuilt[k] for k in _sites_of(name) if k in unbuilt]
                     if missing:
                         (self.results / release / f"{name}.err").write_text("; ".join(missing) + "\n")
                         (self.results / release / f"{name}.rc").write_text("2\n")
-                        continue
-                    if is_server_proof(name):  # a leg a slot, paired once all have ended
-                        for leg, site in LEGS.items():
-                            pool.submit(self.serve_leg, release, name, leg, sites[site], sites["fix"])
-                        served.append((release, name))
-                        continue
-                    target, control = target_of(name), control_site(proof_of(name))
-                    futures.append(pool.submit(self.prove, release, name, sites[target], sites[control]))
+                    else:
+                        runnable.append(name)
+                leads = [n for n in runnable if not is_server_proof(n)][:1] if self.lead else []
+                if leads:
+                    futures.append(submit(release, leads[0]))
+                    waiting.append((futures[-1], release, [n for n in runnable if n not in leads]))
+                else:
+                    submit_rest(release, runnable)
+            for lead, release, names in waiting:  # the rest of a release once its lead has ended
+                lead.exception()  # waits; a lead that raised is counted with the others below
+                submit_rest(release, names)
         failed = sum(1 for f in futures if f.result() != 0)
         failed += sum(1 for release, name in served if self.pair(release, name) != 0)
         self.stop.set()
@@ -628,7 +656,7 @@ def collect(home: Path, wait: float, out: Path) -> bool:
     return done
 
 
-def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: str = "") -> None:
+def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: str = "", lead: bool = False) -> None:
     from vllm_backports.catalogue import Catalogue
 
     from .proofs import core
@@ -654,7 +682,9 @@ def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: st
     for stale in ("done", "timeline.jsonl"):
         (home / stale).unlink(missing_ok=True)
     shutil.rmtree(home / "results", ignore_errors=True)
-    (home / "jobs.json").write_text(json.dumps({"jobs": jobs, "slots": slots, "bench_args": shlex.split(bench_args)}))
+    (home / "jobs.json").write_text(
+        json.dumps({"jobs": jobs, "slots": slots, "bench_args": shlex.split(bench_args), "lead": lead})
+    )
     (home / "machine.json").write_text(json.dumps(_machine()))
     env = {**os.environ, **SAFE_ENV, "VLLM_BACKPORTS_LAB_HOME": str(home)}
     detach([sys.executable, "-m", "lab.machine", "run"], tool, home / "run.log", env=env)
@@ -684,6 +714,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument(
         "--bench-args", default="--layout resident --prefill-backend triton", help="bench_ab.py run's options"
     )
+    s.add_argument("--lead", action="store_true", help="a release's first proof before the rest of its proofs")
     sub.add_parser("run")
     c = sub.add_parser("collect")
     c.add_argument("--wait", type=float, default=0)
@@ -693,10 +724,12 @@ def main(argv: list[str] | None = None) -> int:
         for part in args.parts:
             print(f"put {part}: {parts.put(part, home / 'store') >> 20} MiB")
     elif args.step == "start":
-        start(args.jobs, args.slots, Path.cwd(), home, args.bench_args)
+        start(args.jobs, args.slots, Path.cwd(), home, args.bench_args, args.lead)
     elif args.step == "run":
         spec = json.loads((home / "jobs.json").read_text())
-        return Runner(home, spec["jobs"], spec["slots"], bench_args=spec.get("bench_args")).run()
+        return Runner(
+            home, spec["jobs"], spec["slots"], bench_args=spec.get("bench_args"), lead=spec.get("lead", False)
+        ).run()
     else:
         done = collect(home, args.wait, Path(os.environ.get("OUT", "/tmp/out")))
         return 0 if done else 3

@@ -34,6 +34,9 @@ LESS = (
 BENCH_SITES = ("raw", "fix", "p65", *(f"less-{b}" for b in LESS))
 # What a job that outlives its call copies of the tool: the next call may refresh the working tree
 TOOL = ("apply.py", "vllm_backports", "benchmarks", "backports", "versions.toml", "lab")
+# NVLink multicast stays off on the shared GPU hosts; engines' workers (a TP=2 engine's too)
+# inherit these.
+SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 PY = sys.executable
 
 

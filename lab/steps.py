@@ -34,10 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import sites
+from .sites import SAFE_ENV
 
-# NVLink multicast stays off on the shared GPU hosts; engines' workers (a TP=2 engine's too)
-# inherit these
-SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 PY = sys.executable
 
 

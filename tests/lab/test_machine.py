@@ -8,6 +8,8 @@ import json
 import sys
 import tarfile
 
+import pytest
+
 from fake_wheel import wheel
 from lab import machine, parts
 
@@ -64,6 +66,23 @@ def test_a_release_whose_parts_were_not_all_put_fails_alone_saying_why(tmp_path)
     assert "a part was not put" in (home / "results" / "0.22.0" / "install.err").read_text()
     assert (home / "done").read_text() == "0 proofs, 0 exited non-zero\n"
     assert any("FAILED" in line for line in machine.status_lines(home))
+
+
+@pytest.mark.parametrize("lead", [True, False])
+def test_with_lead_a_release_s_first_proof_ends_before_its_others_start(tmp_path, lead):
+    home = staged(tmp_path)
+    runner = FakeRunner(home, [{"release": "0.22.0", "proofs": ["gdn-ngram", "mtp", "gdn-ngram-kp1"]}], lead=lead)
+    runner.watch_mib = 0
+    runner.script = "import time, json; time.sleep(0.5); print(json.dumps({'rows': []}))"
+    assert runner.run() == 0
+    events = [json.loads(x) for x in (home / "timeline.jsonl").read_text().splitlines()]
+    at = {(e["what"], e["event"]): e["t"] for e in events if e["what"] != "install"}
+    others = [at[(n, "start")] for n in ("mtp", "gdn-ngram-kp1")]
+    if lead:
+        assert min(others) >= at[("gdn-ngram", "end")]
+    else:
+        assert max(others) < at[("gdn-ngram", "end")]  # all three at once, in 8 slots
+    assert (home / "done").read_text() == "3 proofs, 0 exited non-zero\n"
 
 
 def test_the_watchdog_kills_the_youngest_verify_and_it_runs_once_more(tmp_path, monkeypatch):
@@ -311,3 +330,27 @@ def test_a_checkpoint_that_cannot_be_written_fails_its_proof_saying_so(tmp_path,
     assert (res / "kda-ngram.rc").read_text() == "1\n"
     assert "writing its --model exited 1" in (res / "kda-ngram.err").read_text()
     assert "No module named no_such_writer_module" in (res / "kda-ngram.model.log").read_text()
+
+
+def test_start_lead_reaches_the_run_it_detaches(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("versions.toml", "backports"):
+        (source / name).symlink_to(root / name)
+    (source / ".lab" / "stage").mkdir(parents=True)
+    (source / ".lab" / "stage" / "0.22.0.json").write_text("{}")
+    monkeypatch.setattr(machine, "TOOL", ())
+    started = []
+    monkeypatch.setattr(machine, "detach", lambda cmd, cwd, log, env: started.append(cmd))
+    home = tmp_path / "home"
+    monkeypatch.setenv("VLLM_BACKPORTS_LAB_HOME", str(home))
+    monkeypatch.chdir(source)
+    machine.main(["start", "--lead", "0.22.0:mtp"])
+    spec = json.loads((home / "jobs.json").read_text())
+    assert spec["lead"] is True and spec["jobs"][0]["proofs"] == ["mtp"]
+    assert started == [[sys.executable, "-m", "lab.machine", "run"]]
+    machine.main(["start", "0.22.0:mtp"])
+    assert json.loads((home / "jobs.json").read_text())["lead"] is False
