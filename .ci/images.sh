@@ -102,6 +102,23 @@ for release in "${releases[@]}"; do
   echo "images: the entrypoint refused ngram with tool calls under STRICT, and a failed start exited $rc with a report"
   rm -rf "$work/reports"
 
+  # The entrypoint as the container's PID 1: `docker stop` (SIGTERM to PID 1, which the kernel
+  # drops unless PID 1 handles it) reaches vLLM, and vLLM's own exit code comes back, no report.
+  # vLLM cannot serve here, so a stand-in `vllm` that exits 7 on SIGTERM is mounted over it.
+  vllm_path=$("${podman[@]}" run --rm --network none --entrypoint sh "$image" -c 'command -v vllm')
+  printf '%s\n' '#!/bin/sh' 'trap "echo vllm stopped by SIGTERM; exit 7" TERM' 'echo vllm serving' \
+    'while :; do sleep 1 & wait $!; done' > "$work/fake-vllm"
+  chmod 755 "$work/fake-vllm"
+  cid=$("${podman[@]}" run -d --network none -v "$work/fake-vllm:$vllm_path:ro" "$image" --model /nonexistent)
+  for _ in $(seq 100); do "${podman[@]}" logs "$cid" 2>&1 | grep -q "vllm serving" && break; sleep 0.2; done
+  "${podman[@]}" kill --signal TERM "$cid" >/dev/null 2>&1 || true
+  rc=$("${podman[@]}" wait "$cid")
+  "${podman[@]}" logs "$cid" > "$work/stop.log" 2>&1; "${podman[@]}" rm "$cid" >/dev/null
+  if [ "$rc" != 7 ] || ! grep -q "vllm stopped by SIGTERM" "$work/stop.log" || grep -q "report written" "$work/stop.log"; then
+    cat "$work/stop.log"; echo "images: FAILED: SIGTERM to the entrypoint as PID 1 gave exit $rc" >&2; exit 1
+  fi
+  echo "images: SIGTERM to the entrypoint as PID 1 reached vLLM, whose exit 7 came back, no report"
+
   # One pristine file of the release edited in the base: the build must refuse it.
   ctr=$("${buildah[@]}" from --pull=never "$base")
   drifted=$("${buildah[@]}" run --isolation chroot -v "$PWD:/run/repo:ro" "$ctr" -- python3 -c '
