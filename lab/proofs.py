@@ -8,7 +8,7 @@ module only chooses among them and names the apply.py options that build each co
 from __future__ import annotations
 
 from vllm_backports.catalogue import Catalogue
-from vllm_backports.verify.proofs import CONTROL_LEAVES_OUT, PROOFS, left_out
+from vllm_backports.verify.proofs import CONTROL_LEAVES_OUT, PROOFS, left_out, option
 
 # The core set: for each backport a series carries, the proofs that show it on users' shape (16
 # a batch under CUDA graphs unless the proof says otherwise). The GDN fix shows on ngram, on
@@ -63,6 +63,12 @@ def core(catalogue: Catalogue, release: str) -> list[str]:
                 continue
             out.append(name)
     return out
+
+
+def uses_flashinfer(item: str) -> bool:
+    """Whether a job's proof (SITE@PROOF too) runs on FlashInfer's GDN prefill."""
+    name = item.partition("@")[2] or item
+    return name in PROOFS and option(PROOFS[name].options, "--prefill-backend") == "flashinfer"
 
 
 def control_site(name: str) -> str:
