@@ -117,6 +117,9 @@ MAX_PARTS = 10  # fi-site joins fi.tar.[0-9]
 # flashinfer-python pins (shell patterns) and the module each builds with nvcc on verify's path
 DEFAULTS = (("0.7.*", "sampling"), ("0.6.8*", "gdn_prefill_sm90"), ("0.6.9*", "gdn_prefill_sm90"))
 DEFAULTS += (("0.6.1[0-3]*", "gdn_prefill_sm90"),)
+# The first vLLM release whose pin (flashinfer-python 0.6.14) compiles the sm90 GDN prefill with the
+# CuTe DSL in the engine's process: before it, every pin builds gdn_prefill_sm90 with nvcc (DEFAULTS)
+DSL_FROM = "0.26.0"
 # each module's generator in flashinfer.jit
 MODULES = {
     "sampling": ("flashinfer.jit.sampling", "gen_sampling_module"),

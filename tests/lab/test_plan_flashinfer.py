@@ -78,3 +78,13 @@ def test_the_flashinfer_set_is_staged_apart_from_the_releases_wheels_in_the_same
     chunks = {c.name.partition(".")[0] for c in (root / ".lab" / "parts").glob("p*/*")}
     assert chunks == {b["sha256"] for b in staged["blobs"] + staged["flashinfer"]}
     assert "python3 -m lab.machine start 0.25.0:gdn-ngram,gdn-ngram-flashinfer" in done.output
+
+
+def test_a_bare_release_whose_core_set_runs_flashinfer_has_its_set_staged(repo):
+    root, fetched = repo
+    (stage.cache() / "resolve" / "0.26.0.txt").write_text("vllm==0.26.0\nflashinfer-python==0.6.14\n")
+    done = plan("0.26.0")
+    assert done.exit_code == 0, done.output
+    assert fetched == [{"flashinfer-python": "0.6.14"}]  # the CuTe-DSL prefill: nothing to pre-build
+    staged = json.loads((root / ".lab" / "stage" / "0.26.0.json").read_text())
+    assert [b["name"] for b in staged["flashinfer"]] == ["flashinfer_python-0.6.14-py3-none-any.whl"]
