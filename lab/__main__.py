@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -43,6 +44,22 @@ def calls(part_dirs: list[str], jobs: list[str], wait: int = 540, lead: bool = F
         out.append({"command": start, "carry": [".lab/stage"]})
     out.append({"command": f"python3 -m lab.machine collect --wait {wait}", "carry": []})
     return out
+
+
+def with_flashinfer(stages: list[stage.Stage], jobs: list[str], catalogue: Catalogue) -> list[stage.Stage]:
+    """`stages`, each whose job runs a FlashInfer proof with its FlashInfer set (lab.flashinfer.lab_set);
+    every release is checked before any set is fetched, and a refusal is one line."""
+    from . import flashinfer
+    from .machine import parse_jobs
+    from .proofs import uses_flashinfer
+
+    found = parse_jobs(jobs, {r: core(catalogue, r) for r in catalogue.releases})
+    wanted = {j["release"] for j in found if any(uses_flashinfer(p) for p in j["proofs"])}
+    try:
+        picked = {r: flashinfer.lab_set(r, ROOT) for r in sorted(wanted)}
+    except flashinfer.Refused as e:
+        raise click.ClickException(str(e)) from None
+    return [replace(s, flashinfer=stage.flashinfer(*picked[s.release])) if s.release in picked else s for s in stages]
 
 
 @click.group()
@@ -78,18 +95,19 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool, lead: bool) -> None:
         raise click.ClickException(f"the working tree leaves {room} bytes of a {limit}-byte call for parts")
     log = (lambda m: click.echo(m, err=True)) if as_json else click.echo
     stages = [stage.stage(r, ROOT, log) for r in releases]
+    stages = with_flashinfer(stages, list(jobs), catalogue)
     lab = ROOT / ".lab"
     shutil.rmtree(lab / "stage", ignore_errors=True)
     for s in stages:
         s.write(lab / "stage" / f"{s.release}.json")
     store = stage.cache() / "store"
-    blobs = [(b.sha256, store / b.sha256) for s in stages for b in s.blobs]
+    blobs = [(b.sha256, store / b.sha256) for s in stages for b in (*s.blobs, *s.flashinfer)]
     part_dirs = [p.relative_to(ROOT).as_posix() for p in parts.pack(blobs, room, lab / "parts")]
     found = calls(part_dirs, list(jobs), lead=lead)
     if as_json:
         click.echo(json.dumps(found, indent=1))
         return
-    total = sum(b.size for s in stages for b in {x.sha256: x for x in s.blobs}.values())
+    total = sum(b.size for s in stages for b in {x.sha256: x for x in (*s.blobs, *s.flashinfer)}.values())
     log(f"{len(part_dirs)} parts of at most {room >> 20} MiB ({total >> 20} MiB before sharing), {len(found)} calls:")
     for call in found:
         log(f"  run carry={json.dumps(call['carry'])} command: {call['command']}")

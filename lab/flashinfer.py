@@ -117,6 +117,9 @@ MAX_PARTS = 10  # fi-site joins fi.tar.[0-9]
 # flashinfer-python pins (shell patterns) and the module each builds with nvcc on verify's path
 DEFAULTS = (("0.7.*", "sampling"), ("0.6.8*", "gdn_prefill_sm90"), ("0.6.9*", "gdn_prefill_sm90"))
 DEFAULTS += (("0.6.1[0-3]*", "gdn_prefill_sm90"),)
+# The first vLLM release whose pin (flashinfer-python 0.6.14) compiles the sm90 GDN prefill with the
+# CuTe DSL in the engine's process: before it, every pin builds gdn_prefill_sm90 with nvcc (DEFAULTS)
+DSL_FROM = "0.26.0"
 # each module's generator in flashinfer.jit
 MODULES = {
     "sampling": ("flashinfer.jit.sampling", "gen_sampling_module"),
@@ -188,6 +191,30 @@ def sha256sum_line(path: Path) -> str:
     return f"{lab_stage.sha256_file(path)}  {path.name}\n"
 
 
+def prebuilt(release: str, root: Path) -> list[Path]:
+    """The archives `build` left for the release under `root` (.stage-fi-prebuilt-REL)."""
+    return sorted((root / f".stage-fi-prebuilt-{release}").glob("fi-aot-*-sm90a.tar.xz"))
+
+
+def lab_set(release: str, root: Path) -> tuple[dict[str, str], list[Path]]:
+    """What lab.machine's FlashInfer proofs of `release` need: the pins `stage` packs (WANT, as the
+    release's resolution pins them) and the modules `build` pre-built. Refused where the pin builds
+    its GDN prefill with nvcc and that module is not pre-built here: no engine finished that build
+    within a call (vLLM 0.24.0, 2026-11-23)."""
+    needs_resolution(release)
+    fi_ver = pin(release, "flashinfer-python")
+    if not fi_ver:
+        raise Refused(f"vLLM {release}'s resolution has no flashinfer-python")
+    archives = prebuilt(release, root)
+    module = default_module(fi_ver)
+    if module == "gdn_prefill_sm90" and f"fi-aot-{module}-sm90a.tar.xz" not in {a.name for a in archives}:
+        raise Refused(
+            f"vLLM {release}: flashinfer-python {fi_ver} builds its GDN prefill with nvcc; "
+            f"pre-build it first: python -m lab flashinfer-jit {release}"
+        )
+    return lab_stage.parse_pins("\n".join(pin_lines(release, WANT))), archives
+
+
 # ---- stage: FlashInfer's wheels and the pre-built modules, in parts -------------------------------
 
 
@@ -235,10 +262,10 @@ def stage(release: str, root: Path, part_mb: int = 54, run: Callable = subproces
         download(pins, wheels, run)
         if len(list(wheels.glob("*.whl"))) != len(pins):
             raise Refused(f"not every pin downloaded: {' '.join(pins)}", 1)
-        prebuilt = sorted((root / f".stage-fi-prebuilt-{release}").glob("fi-aot-*-sm90a.tar.xz"))
-        for aot in prebuilt:
+        archives = prebuilt(release, root)
+        for aot in archives:
             shutil.copyfile(aot, wheels / aot.name)
-        if not prebuilt:
+        if not archives:
             where = f".stage-fi-prebuilt-{release}"
             log(f"no pre-built module under {where}: FlashInfer JIT-builds what it needs at engine start")
         with tarfile.open(work / "fi.tar", "w") as tar:

@@ -8,9 +8,11 @@ compare, run the proofs detached from the call, and collect what they wrote.
     python3 -m lab.machine collect [--wait 540]        # results under $OUT/results.tgz
 
 Everything lives under $VLLM_BACKPORTS_LAB_HOME (default ~/lab): the store of blobs, each
-release's pristine install and sites, and results/<release>/<proof>.{json,err,rc}. `start` copies
-the tool into the lab first and runs from that copy: the call's own tree is removed when the call
-ends, and a process whose working directory vanished fails. A release's proofs start as soon as
+release's pristine install and sites, and results/<release>/<proof>.{json,err,rc}. A job with a
+FlashInfer proof installs its stage's FlashInfer set into <release>/fi-site, which only FlashInfer
+proofs (one at a time) put on their path, after their sites. `start` copies the tool into the
+lab first and runs from that copy: the call's own tree is removed when the call ends, and a
+process whose working directory vanished fails. A release's proofs start as soon as
 it is installed, while the next one installs; at most `--slots` verifies run at once, and a
 memory watchdog kills the youngest verify when the machine runs short (a machine out of memory
 stops answering and loses every result on it) and starts it once more when memory is back.
@@ -44,6 +46,9 @@ BENCH = "bench="
 # SITE@PROOF: the proof on another target than the shipped series, alt-NAME for a candidate kept
 # in benchmarks/alternatives/NAME/<release>/ (its results are not evidence of the series)
 ALT = "alt-"
+# FlashInfer's site of a release (<release>/fi-site, its stage's `flashinfer` set): on the path of
+# FlashInfer proofs only, after their sites: importable, it changes the sampler of every run
+FI = "fi-site"
 
 
 def proof_of(item: str) -> str:
@@ -109,6 +114,9 @@ class Runner:
         self.results = home / "results"
         self.lock = threading.Lock()
         self.model_lock = threading.Lock()  # one checkpoint written at a time (write_model)
+        # one FlashInfer verify at a time, as the runbook: machines running several FlashInfer
+        # engines beside other verifies stopped answering (2026-11-25, docs/VERIFICATION.md)
+        self.fi_lock = threading.Lock()
         self.running: dict[str, tuple[subprocess.Popen, float]] = {}
         self.killed: set[str] = set()
         self.stop = threading.Event()
@@ -124,18 +132,42 @@ class Runner:
             f.write(json.dumps({"t": round(time.time(), 1), **fields}) + "\n")
 
     # -- installing -------------------------------------------------------------------------
+    def _link(self, release: str, blobs: list[dict], folder: str) -> Path:
+        """The stage's `blobs`, joined from the store, hard-linked under their names into <release>/folder."""
+        out = self.home / release / folder
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        for blob in blobs:
+            os.link(parts.assemble(self.home / "store", blob["sha256"], blob["size"]), out / blob["name"])
+        return out
+
+    def _stage(self, release: str) -> dict:
+        return json.loads((self.home / "stage" / f"{release}.json").read_text())
+
     def install(self, release: str) -> Path:
-        stage = json.loads((self.home / "stage" / f"{release}.json").read_text())
-        wheels = self.home / release / "wheels"
-        shutil.rmtree(wheels, ignore_errors=True)
-        wheels.mkdir(parents=True)
-        for blob in stage["blobs"]:
-            os.link(parts.assemble(self.home / "store", blob["sha256"], blob["size"]), wheels / blob["name"])
+        wheels = self._link(release, self._stage(release)["blobs"], "wheels")
         pristine = self.home / release / "pristine"
         shutil.rmtree(pristine, ignore_errors=True)
         cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile"]
         subprocess.run([*cmd, "--target", str(pristine), *map(str, sorted(wheels.iterdir()))], check=True)
         return pristine
+
+    def fi_site(self, release: str, pristine: Path) -> Path:
+        """<release>/fi-site: the stage's FlashInfer set installed as lab.sites.fi_install does for
+        the runbook; what each FlashInfer import finds in it goes to <release>'s fi-site.log."""
+        from .sites import FI_CHECK, fi_install, fi_path
+
+        blobs = self._stage(release).get("flashinfer")
+        if not blobs:
+            raise ValueError("its stage has no FlashInfer (python -m lab plan REL:PROOF stages it)")
+        got = self._link(release, blobs, "fi-wheels")
+        role = {b["name"]: b["role"] for b in blobs}
+        wheels = sorted(got / n for n, r in role.items() if r == "flashinfer")
+        fi_install(wheels, sorted(got / n for n, r in role.items() if r == "fi-aot"), self.home / release, pristine)
+        env = {**os.environ, "PYTHONPATH": f"{pristine}:{fi_path(self.home / release)}"}
+        with open(self.results / release / "fi-site.log", "w") as log:
+            subprocess.run([sys.executable, "-c", FI_CHECK], stdout=log, stderr=subprocess.STDOUT, env=env)
+        return self.home / release / FI
 
     @functools.cached_property
     def touched(self) -> list[str]:
@@ -219,6 +251,9 @@ class Runner:
             return subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
 
     def prove(self, release: str, name: str, target: Path, control: Path, tries: int = 2) -> int:
+        from .proofs import uses_flashinfer
+        from .sites import fi_path
+
         out = self.results / release
         if rc := self.write_model(release, name, target):
             (out / f"{name}.err").write_text(f"not run: writing its --model exited {rc} ({name}.model.log)\n")
@@ -227,13 +262,29 @@ class Runner:
             return rc
         cmd = self.verify(release, name, target, control) + ["--control", str(control)]
         cmd += ["--gpu-memory-utilization", "0.08"]
-        return self._attempts(release, name, cmd, target, self.results / release / name, tries)
+        stem = self.results / release / name
+        if not uses_flashinfer(name):
+            return self._attempts(release, name, cmd, target, stem, tries)
+        # FlashInfer after the target's site (verify puts the control's before it for the control's
+        # engines); MAX_JOBS bounds a JIT build's nvcc jobs, as the runbook's verifies
+        path = f"{target}:{fi_path(self.home / release)}"
+        with self.fi_lock:
+            return self._attempts(release, name, cmd, path, stem, tries, {"MAX_JOBS": os.environ.get("MAX_JOBS", "4")})
 
-    def _attempts(self, release: str, name: str, cmd: list[str], site: Path, stem: Path, tries: int = 2) -> int:
-        """`cmd` on `site`'s Python path, detached, its stdout and stderr in STEM.json and STEM.err,
-        run once more when the watchdog killed it; its exit in STEM.rc."""
+    def _attempts(
+        self,
+        release: str,
+        name: str,
+        cmd: list[str],
+        site: Path | str,
+        stem: Path,
+        tries: int = 2,
+        env: dict | None = None,
+    ) -> int:
+        """`cmd` on `site`'s Python path (a path list too), detached, `env` added, its stdout and
+        stderr in STEM.json and STEM.err, run once more when the watchdog killed it; its exit in STEM.rc."""
         key = f"{release}/{name}"
-        env = {**os.environ, **SAFE_ENV, "PYTHONPATH": str(site), "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, **SAFE_ENV, "PYTHONPATH": str(site), "PYTHONUNBUFFERED": "1", **(env or {})}
         stem.parent.mkdir(parents=True, exist_ok=True)
         rc = 1
         for attempt in range(1, tries + 1):
@@ -450,7 +501,9 @@ class Runner:
                         if kind in sites or kind in unbuilt:
                             continue
                         try:
-                            sites[kind] = self.site(release, kind, pristine)
+                            sites[kind] = (
+                                self.fi_site(release, pristine) if kind == FI else self.site(release, kind, pristine)
+                            )
                         except (OSError, ValueError, RuntimeError, subprocess.CalledProcessError) as exc:
                             unbuilt[kind] = f"site {kind} not built: {exc}"
                 self.event(release=release, what="install", event="end")
@@ -519,13 +572,14 @@ def mapped_libraries(pids: list[int], proc: Path = Path("/proc")) -> set[str]:
 
 
 def _sites_of(name: str) -> tuple[str, ...]:
-    """The sites a job item runs on: a proof's target and control, a server proof's legs'."""
-    from .proofs import control_site
+    """The sites a job item runs on: a proof's target and control (and fi-site for a FlashInfer
+    proof), a server proof's legs'."""
+    from .proofs import control_site, uses_flashinfer
     from .serve import LEGS, is_server_proof
 
     if is_server_proof(name):
         return tuple(dict.fromkeys(LEGS.values()))
-    return target_of(name), control_site(proof_of(name))
+    return target_of(name), control_site(proof_of(name)), *((FI,) if uses_flashinfer(name) else ())
 
 
 def _available_mib() -> int:

@@ -8,7 +8,7 @@ module only chooses among them and names the apply.py options that build each co
 from __future__ import annotations
 
 from vllm_backports.catalogue import Catalogue
-from vllm_backports.verify.proofs import CONTROL_LEAVES_OUT, PROOFS, left_out
+from vllm_backports.verify.proofs import CONTROL_LEAVES_OUT, PROOFS, left_out, option
 
 # The core set: for each backport a series carries, the proofs that show it on users' shape (16
 # a batch under CUDA graphs unless the proof says otherwise). The GDN fix shows on ngram, on
@@ -31,6 +31,10 @@ CORE = {
 # H200, 2026-11-29).
 BLOCKED_BY = {"gdn-ngram-prefix": "align-allocate-shrink"}
 TURBOQUANT_FROM = (0, 21)
+# FlashInfer's GDN prefill, vLLM's default on Hopper, where a series carries the GDN fix and the
+# release's FlashInfer compiles its sm90 prefill in the engine (lab.flashinfer.DSL_FROM): earlier
+# pins build it with nvcc, pre-built by `python -m lab flashinfer-jit` before a plan can stage it.
+FLASHINFER_CORE = ("gdn-spec-state", "gdn-ngram-flashinfer")
 
 # Backports written on another's lines, which leave the series with it (apply.py refuses them
 # alone): turboquant-prefill-fastpath on turboquant-spec-decode's, turboquant-decode-workspace
@@ -50,6 +54,8 @@ def _version(release: str) -> tuple[int, ...]:
 
 def core(catalogue: Catalogue, release: str) -> list[str]:
     """The core proofs of `release`, in the order they are started."""
+    from .flashinfer import DSL_FROM
+
     carried = catalogue.releases[release].backports
     out: list[str] = []
     for backport, names in CORE.items():
@@ -62,7 +68,16 @@ def core(catalogue: Catalogue, release: str) -> list[str]:
             if blocker in catalogue.releases[release].known and catalogue.known[blocker].status == "reproduced":
                 continue
             out.append(name)
+    backport, name = FLASHINFER_CORE
+    if backport in carried and _version(release) >= _version(DSL_FROM):
+        out.append(name)
     return out
+
+
+def uses_flashinfer(item: str) -> bool:
+    """Whether a job's proof (SITE@PROOF too) runs on FlashInfer's GDN prefill."""
+    name = item.partition("@")[2] or item
+    return name in PROOFS and option(PROOFS[name].options, "--prefill-backend") == "flashinfer"
 
 
 def control_site(name: str) -> str:

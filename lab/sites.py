@@ -15,10 +15,12 @@ less-ID /tmp/site-less-ID-REL    the shipped series less backport ID and what is
 from __future__ import annotations
 
 import json
+import lzma
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tomllib
 from pathlib import Path
 
@@ -241,17 +243,48 @@ def fi_path(home: Path) -> str:
     return done.stdout.strip()
 
 
-_FI_CHECK = """import importlib.util as u, pathlib, flashinfer, flashinfer.gdn_prefill
+FI_CHECK = """import importlib.util as u, pathlib, flashinfer, flashinfer.gdn_prefill
 dsl = u.find_spec('cutlass') is not None
 dsl and __import__('cutlass')
 aot = sorted(p.name for p in (pathlib.Path(flashinfer.__file__).parent / 'data' / 'aot').glob('*'))
 print('flashinfer', flashinfer.__version__, 'importable; cutlass dsl:', dsl, '; pre-built:', aot or 'none')"""
 
 
+def fi_install(wheels: list[Path], archives: list[Path], home: Path, front: Path) -> None:
+    """FlashInfer's `wheels` into HOME/fi-site (pip --target, no index, no dependencies), the modules
+    `python -m lab flashinfer-jit` pre-built (`archives`) extracted over it, where FlashInfer loads
+    them without a build (flashinfer/data/aot/), and a cutlass-dsl without a CUDA toolkit flavor moved
+    off the path to HOME/fi-off (FRONT, the release's site, before it for that probe). Raises
+    RuntimeError with a line saying what failed."""
+    site, off = home / "fi-site", home / "fi-off"
+    shutil.rmtree(site, ignore_errors=True)
+    pip = [PY, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile", "--target", str(site)]
+    done = subprocess.run([*pip, *map(str, wheels)], capture_output=True, text=True)
+    if done.returncode != 0:
+        said = (done.stderr + done.stdout).strip().splitlines()
+        raise RuntimeError(f"pip install exited {done.returncode}: {said[-1] if said else ''}")
+    for aot in archives:
+        try:
+            with tarfile.open(aot) as tar:
+                tar.extractall(site, filter="data")
+        except (tarfile.TarError, OSError, EOFError, lzma.LZMAError) as exc:
+            raise RuntimeError(f"{aot.name}: {exc}") from None
+    # 0.20.0's FlashInfer (0.6.8.post1) came with nvidia-cutlass-dsl 4.8.1 without a CUDA toolkit
+    # flavor: its import raises RuntimeError, not the ImportError FlashInfer's optional import
+    # expects, and every engine start failed (2026-11-27). Such a cutlass stays off the path.
+    env = {**os.environ, "PYTHONPATH": f"{front}:{fi_path(home)}"}
+    probe = subprocess.run([PY, "-c", "import cutlass"], capture_output=True, text=True, env=env)
+    if "No CTK flavor" in probe.stdout + probe.stderr:
+        off.mkdir(exist_ok=True)
+        for pth in site.glob("nvidia_cutlass_dsl*.pth"):
+            shutil.move(pth, off / pth.name)
+        print("fi-site: cutlass-dsl has no CUDA toolkit flavor: left off the path", flush=True)
+
+
 def fi_site(ctx) -> int:
     """FlashInfer into $HOME/fi-site, from the parts of `python -m lab flashinfer` (lab.flashinfer)
     put to $HOME/fi (p0 brings fi.tar.sha256)."""
-    fi, work, site = ctx.home / "fi", ctx.home / "fi-w", ctx.home / "fi-site"
+    fi, work = ctx.home / "fi", ctx.home / "fi-w"
     with open(fi / "fi.tar", "wb") as tar:
         for part in sorted(fi.glob("fi.tar.[0-9]")):
             tar.write(part.read_bytes())
@@ -261,25 +294,15 @@ def fi_site(ctx) -> int:
     work.mkdir(parents=True)
     subprocess.run(["tar", "-xf", str(fi / "fi.tar"), "-C", str(work)], check=True)
     (fi / "fi.tar").unlink()
-    pip = [PY, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile", "--target", str(site)]
-    if subprocess.run([*pip, *map(str, sorted(work.glob("*.whl")))]).returncode != 0:
+    try:
+        fi_install(sorted(work.glob("*.whl")), sorted(work.glob("fi-aot-*.tar.xz")), ctx.home, ctx.site["fix"])
+    except RuntimeError as exc:
+        print(f"fi-site: {exc}", flush=True)
         return 1
-    for aot in sorted(work.glob("fi-aot-*.tar.xz")):
-        subprocess.run(["tar", "-xJf", str(aot), "-C", str(site)])
-    env = {**os.environ, "PYTHONPATH": f"{ctx.site['fix']}:{fi_path(ctx.home)}"}
-    # 0.20.0's FlashInfer (0.6.8.post1) came with nvidia-cutlass-dsl 4.8.1 without a CUDA toolkit
-    # flavor: its import raises RuntimeError, not the ImportError FlashInfer's optional import
-    # expects, and every engine start failed (2026-11-27). Such a cutlass stays off the path.
-    probe = subprocess.run([PY, "-c", "import cutlass"], capture_output=True, text=True, env=env)
-    if "No CTK flavor" in probe.stdout + probe.stderr:
-        (ctx.home / "fi-off").mkdir(exist_ok=True)
-        for pth in site.glob("nvidia_cutlass_dsl*.pth"):
-            shutil.move(pth, ctx.home / "fi-off" / pth.name)
-        print("fi-site: cutlass-dsl has no CUDA toolkit flavor: left off the path")
-        env["PYTHONPATH"] = f"{ctx.site['fix']}:{fi_path(ctx.home)}"
     # the CuTe DSL only where the pin brought it: flashinfer-python before 0.6.14 builds its sm90
     # GDN prefill with nvcc instead (`python -m lab flashinfer-jit` pre-builds it)
-    return subprocess.run([PY, "-c", _FI_CHECK], env=env).returncode
+    env = {**os.environ, "PYTHONPATH": f"{ctx.site['fix']}:{fi_path(ctx.home)}"}
+    return subprocess.run([PY, "-c", FI_CHECK], env=env).returncode
 
 
 def applied_of(rel: str, fix: Path) -> list[str]:

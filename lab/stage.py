@@ -4,7 +4,9 @@ the machine's image lacks, resolved for CPython 3.12 on x86_64 Linux.
 
 A stage is a list of blobs (each a wheel, kept once by its sha256 in the lab's store) written as
 `<store>/../stages/<release>.json`. Releases share their dependencies' blobs, so staging several
-for one machine carries each wheel once (lab.parts packs them for the transport).
+for one machine carries each wheel once (lab.parts packs them for the transport). A plan with a
+FlashInfer proof adds the release's FlashInfer set (`flashinfer`), kept apart from its own wheels:
+lab.machine installs it into a site of its own, which only FlashInfer proofs put on their path.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ class Blob:
     name: str  # the wheel's file name, as pip needs it to install
     sha256: str
     size: int
-    role: str  # "vllm": the release's wheel; "wheel": a dependency
+    role: str  # "vllm": the release's wheel; "wheel": a dependency; "flashinfer", "fi-aot": FlashInfer's
 
 
 @dataclass(frozen=True)
@@ -54,13 +56,16 @@ class Stage:
     release: str
     torch: str
     blobs: tuple[Blob, ...]
+    flashinfer: tuple[Blob, ...] = ()  # FlashInfer's wheels and pre-built modules, apart from the release's
 
     def to_json(self) -> dict:
-        return {"release": self.release, "torch": self.torch, "blobs": [asdict(b) for b in self.blobs]}
+        out = {"release": self.release, "torch": self.torch, "blobs": [asdict(b) for b in self.blobs]}
+        return out | ({"flashinfer": [asdict(b) for b in self.flashinfer]} if self.flashinfer else {})
 
     @classmethod
     def from_json(cls, data: dict) -> Stage:
-        return cls(data["release"], data["torch"], tuple(Blob(**b) for b in data["blobs"]))
+        fi = tuple(Blob(**b) for b in data.get("flashinfer", ()))
+        return cls(data["release"], data["torch"], tuple(Blob(**b) for b in data["blobs"]), fi)
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -138,7 +143,7 @@ def resolve(release: str, run: Callable = subprocess.run) -> dict[str, str]:
     return parse_pins(out.read_text())
 
 
-def _into_store(path: Path, role: str) -> Blob:
+def into_store(path: Path, role: str) -> Blob:
     digest = sha256_file(path)
     store = cache() / "store"
     store.mkdir(parents=True, exist_ok=True)
@@ -210,8 +215,15 @@ def stage(release: str, home: Path, log: Callable[[str], None] = print) -> Stage
     wanted = needed(pins, image_packages(), catalogue.releases[release].cuda)
     log(f"{release}: torch {torch}; {len(wanted)} dependency wheels the machine lacks")
     wheels = download(wanted, cache() / "wheels")
-    blobs = [_into_store(vllm_wheel(release, home), "vllm")] + [_into_store(w, "wheel") for w in wheels]
+    blobs = [into_store(vllm_wheel(release, home), "vllm")] + [into_store(w, "wheel") for w in wheels]
     found = Stage(release, torch, tuple(blobs))
     found.write(path)
     log(f"{release}: staged, {sum(b.size for b in blobs) >> 20} MiB in {len(blobs)} wheels")
     return found
+
+
+def flashinfer(pins: dict[str, str], archives: list[Path], run: Callable = subprocess.run) -> tuple[Blob, ...]:
+    """A release's FlashInfer set (lab.flashinfer.lab_set picks it) as blobs: its wheels, downloaded
+    as the release's are, and the modules `python -m lab flashinfer-jit` pre-built."""
+    wheels = download(pins, cache() / "wheels", run)
+    return tuple(into_store(w, "flashinfer") for w in wheels) + tuple(into_store(a, "fi-aot") for a in archives)

@@ -7,9 +7,12 @@ import zipfile
 from pathlib import Path
 
 
-def wheel(dest: Path, name: str = "fakepkg", version: str = "1.0", payload: int = 0) -> Path:
+def wheel(
+    dest: Path, name: str = "fakepkg", version: str = "1.0", payload: int = 0, extra: dict[str, str] | None = None
+) -> Path:
     """NAME-VERSION-py3-none-any.whl in dest; its package sets __version__ and VERSION, and with
-    `payload` carries that many incompressible bytes (to fill parts of a given size)."""
+    `payload` carries that many incompressible bytes (to fill parts of a given size); `extra`: more
+    files, by their path in the wheel."""
     path = dest / f"{name}-{version}-py3-none-any.whl"
     info = f"{name}-{version}.dist-info"
     files: dict[str, str | bytes] = {
@@ -19,6 +22,7 @@ def wheel(dest: Path, name: str = "fakepkg", version: str = "1.0", payload: int 
     }
     if payload:
         files[f"{name}/data.bin"] = os.urandom(payload)
+    files |= extra or {}
     with zipfile.ZipFile(path, "w") as z:
         for n, data in files.items():
             z.writestr(n, data)

@@ -383,3 +383,28 @@ def test_build_same_as_takes_the_other_pins_module_only_when_the_build_is_the_sa
         "flashinfer-python 0.6.12 would not build gdn_prefill_sm90 as 0.6.13 did (above): build it without SAME_AS"
     )
     assert e.value.code == 1
+
+
+# ---- lab_set: what lab.machine's FlashInfer proofs need -------------------------------------------
+
+
+def test_lab_set_is_the_pins_stage_packs_and_the_prebuilt_modules(cache, tmp_path):
+    resolve(cache, "0.33.0", *PINS_033)
+    assert fi.lab_set("0.33.0", tmp_path) == (
+        {"flashinfer-python": "0.7.2.post1", "nvidia-cutlass-dsl": "4.8.0", "cuda-bindings": "13.0.3"},
+        [],  # sampling's module: verify's engines never build it
+    )
+    resolve(cache, "0.25.0", "flashinfer-python==0.6.13", "quack-kernels==0.5.0")
+    with pytest.raises(fi.Refused) as refused:
+        fi.lab_set("0.25.0", tmp_path)
+    said = str(refused.value)
+    assert "\n" not in said and said.endswith("pre-build it first: python -m lab flashinfer-jit 0.25.0")
+    assert "flashinfer-python 0.6.13 builds its GDN prefill with nvcc" in said
+    prebuilt = tmp_path / ".stage-fi-prebuilt-0.25.0"
+    prebuilt.mkdir()
+    (prebuilt / "fi-aot-gdn_prefill_sm90-sm90a.tar.xz").write_bytes(b"aot")
+    pins, archives = fi.lab_set("0.25.0", tmp_path)
+    assert pins == {"flashinfer-python": "0.6.13", "quack-kernels": "0.5.0"}
+    assert archives == [prebuilt / "fi-aot-gdn_prefill_sm90-sm90a.tar.xz"]
+    with pytest.raises(fi.Refused, match="run python -m lab bundle 0.26.0 first"):
+        fi.lab_set("0.26.0", tmp_path)

@@ -354,3 +354,87 @@ def test_start_lead_reaches_the_run_it_detaches(tmp_path, monkeypatch):
     assert started == [[sys.executable, "-m", "lab.machine", "run"]]
     machine.main(["start", "0.22.0:mtp"])
     assert json.loads((home / "jobs.json").read_text())["lead"] is False
+
+
+def fi_staged(tmp_path, fi_wheels, release="0.26.0"):
+    """staged(), and a FlashInfer set in the release's stage: `fi_wheels` and a pre-built module."""
+    import io
+
+    home = staged(tmp_path, release)
+    aot = tmp_path / "fi-aot-gdn_prefill_sm90-sm90a.tar.xz"
+    with tarfile.open(aot, "w:xz") as tar:
+        info = tarfile.TarInfo("flashinfer/data/aot/gdn_prefill_sm90/gdn_prefill_sm90.so")
+        info.size = 3
+        tar.addfile(info, io.BytesIO(b"elf"))
+    blobs = []
+    for path, role in [*((w, "flashinfer") for w in fi_wheels), (aot, "fi-aot")]:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        blobs.append({"name": path.name, "sha256": digest, "size": path.stat().st_size, "role": role})
+        for p in parts.pack([(digest, path)], 1 << 20, tmp_path / "fi-parts"):
+            parts.put(p, home / "store")
+    stage_json = home / "stage" / f"{release}.json"
+    stage_json.write_text(json.dumps({**json.loads(stage_json.read_text()), "flashinfer": blobs}))
+    return home
+
+
+class PathRunner(FakeRunner):
+    """Each verify says the Python path it was given."""
+
+    script = "import json, os; print(json.dumps({'proof': os.environ['PYTHONPATH'], 'rows': []}))"
+
+
+def test_flashinfer_goes_into_a_site_of_its_own_on_the_path_of_flashinfer_proofs_only(tmp_path):
+    (tmp_path / "w").mkdir()
+    home = fi_staged(tmp_path, [wheel(tmp_path / "w", "flashinfer", "0.6.14")])
+    jobs = [{"release": "0.26.0", "proofs": ["gdn-ngram", "gdn-ngram-flashinfer"]}]
+    assert PathRunner(home, jobs, slots=2, watch_mib=0).run() == 0
+    fi = home / "0.26.0" / "fi-site"
+    assert (fi / "flashinfer" / "__init__.py").is_file()
+    assert (fi / "flashinfer/data/aot/gdn_prefill_sm90/gdn_prefill_sm90.so").read_bytes() == b"elf"
+    assert not (home / "0.26.0" / "pristine" / "flashinfer").exists()  # the release's sites stay without it
+    res = home / "results" / "0.26.0"
+    paths = {n: json.loads((res / f"{n}.json").read_text())["proof"].split(":") for n in jobs[0]["proofs"]}
+    assert paths["gdn-ngram"] == [str(home / "0.26.0" / "fix")]
+    assert paths["gdn-ngram-flashinfer"] == [str(home / "0.26.0" / "fix"), str(fi)]
+    assert (home / "done").read_text() == "2 proofs, 0 exited non-zero\n"
+
+
+def test_a_cutlass_dsl_without_a_cuda_toolkit_flavor_is_left_off_flashinfers_path(tmp_path):
+    (tmp_path / "w").mkdir()
+    dsl = "nvidia_cutlass_dsl/python_packages"
+    cutlass = wheel(
+        tmp_path / "w",
+        "nvidia_cutlass_dsl",
+        "4.8.1",
+        extra={
+            "nvidia_cutlass_dsl.pth": dsl + "\n",
+            f"{dsl}/cutlass/__init__.py": "raise RuntimeError('No CTK flavor found')\n",
+        },
+    )
+    home = fi_staged(tmp_path, [wheel(tmp_path / "w", "flashinfer", "0.6.8.post1"), cutlass], "0.20.0")
+    PathRunner(home, [{"release": "0.20.0", "proofs": ["gdn-ngram-flashinfer"]}], watch_mib=0).run()
+    assert (home / "0.20.0" / "fi-off" / "nvidia_cutlass_dsl.pth").is_file()
+    got = json.loads((home / "results" / "0.20.0" / "gdn-ngram-flashinfer.json").read_text())["proof"]
+    assert got == f"{home / '0.20.0' / 'fix'}:{home / '0.20.0' / 'fi-site'}"  # no dsl_packages dir
+
+
+def test_a_flashinfer_set_that_does_not_install_costs_its_proofs_alone(tmp_path):
+    (tmp_path / "w").mkdir()
+    broken = tmp_path / "w" / "flashinfer-0.6.14-py3-none-any.whl"
+    broken.write_bytes(b"not a zip")
+    home = fi_staged(tmp_path, [broken])
+    FakeRunner(home, [{"release": "0.26.0", "proofs": ["gdn-ngram", "gdn-ngram-flashinfer"]}], watch_mib=0).run()
+    res = home / "results" / "0.26.0"
+    assert (res / "gdn-ngram.rc").read_text() == "0\n"
+    assert (res / "gdn-ngram-flashinfer.rc").read_text() == "2\n"
+    err = (res / "gdn-ngram-flashinfer.err").read_text()
+    assert err.startswith("site fi-site not built: pip install exited 1: ") and err.count("\n") == 1
+    assert (home / "done").read_text() == "1 proofs, 0 exited non-zero\n"
+
+
+def test_a_stage_without_flashinfer_fails_a_flashinfer_proof_saying_how_to_stage_it(tmp_path):
+    home = staged(tmp_path, "0.26.0")
+    FakeRunner(home, [{"release": "0.26.0", "proofs": ["gdn-ngram-flashinfer"]}], watch_mib=0).run()
+    res = home / "results" / "0.26.0"
+    assert (res / "gdn-ngram-flashinfer.rc").read_text() == "2\n"
+    assert "its stage has no FlashInfer (python -m lab plan" in (res / "gdn-ngram-flashinfer.err").read_text()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.proofs import core, site_skips
+from lab.proofs import core, site_skips, uses_flashinfer
 from vllm_backports.catalogue import Catalogue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,6 +22,20 @@ def test_every_backport_of_a_series_has_a_core_proof_where_one_can_run(catalogue
     assert got[:4] == ["gdn-ngram", "gdn-ngram-kp1", "gdn-ngram-prefix", "mtp"]
     assert {"tq-mtp", "kp1-b1-fix", "tq-continuation", "qwen3_5-tq-mtp"} <= set(got)
     assert "gdn-ngram-b1" in core(catalogue, "0.26.0") and "gdn-ngram-b1" not in got  # gdn-draft-free-plain
+
+
+@pytest.mark.parametrize(
+    "release, runs",
+    [("0.20.0", False), ("0.25.0", False), ("0.26.0", True), ("0.27.0", True), ("0.31.0", True), ("0.33.0", False)],
+)
+def test_flashinfer_is_core_where_the_gdn_fix_ships_and_its_pin_needs_no_nvcc_build(catalogue, release, runs):
+    """Before 0.26.0 FlashInfer's GDN prefill is an nvcc build (lab.flashinfer); 0.33.0 has the fix upstream."""
+    assert ("gdn-ngram-flashinfer" in core(catalogue, release)) is runs
+
+
+def test_a_proof_uses_flashinfer_by_its_prefill_backend_under_any_site():
+    assert uses_flashinfer("gdn-ngram-flashinfer") and uses_flashinfer("alt-x@gdn-ngram-flashinfer")
+    assert not uses_flashinfer("gdn-ngram") and not uses_flashinfer("server-ngram")
 
 
 def test_no_turboquant_proof_where_turboquant_cannot_start_on_hybrids(catalogue):

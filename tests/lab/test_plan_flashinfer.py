@@ -1,0 +1,90 @@
+"""`python -m lab plan` with a FlashInfer proof: the release's FlashInfer set staged beside its own
+wheels, in the same parts, recorded apart in its stage; refused in one line where a pin needs a
+module pre-built with nvcc that is not here. The release's own staging is a stand-in (no network)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fake_wheel import wheel
+from lab import __main__ as lab_main
+from lab import stage
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A checkout (the real catalogue) whose lab cache holds 0.25.0's resolution and a stand-in stage."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    for name in ("versions.toml", "backports"):
+        (root / name).symlink_to(REPO / name)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("VLLM_BACKPORTS_LAB_CACHE", str(cache))
+    (cache / "resolve").mkdir(parents=True)
+    (cache / "resolve" / "0.25.0.txt").write_text("vllm==0.25.0\nflashinfer-python==0.6.13\nquack-kernels==0.5.0\n")
+    own = stage.into_store(wheel(tmp_path, "vllm", "0.25.0"), "vllm")
+    monkeypatch.setattr(lab_main, "ROOT", root)
+    monkeypatch.setattr(lab_main, "tree_size", lambda root: 0)
+    monkeypatch.setattr(stage, "stage", lambda release, home, log: stage.Stage(release, "2.11.0", (own,)))
+    fetched: list = []
+
+    def download(pins, dest, run=None):
+        fetched.append(pins)
+        dest.mkdir(parents=True, exist_ok=True)
+        return [wheel(dest, n.replace("-", "_"), v) for n, v in sorted(pins.items())]
+
+    monkeypatch.setattr(stage, "download", download)
+    return root, fetched
+
+
+def plan(*jobs: str):
+    return CliRunner().invoke(lab_main.main, ["plan", *jobs])
+
+
+def test_a_pin_that_builds_with_nvcc_is_refused_in_one_line_until_its_module_is_prebuilt(repo):
+    root, fetched = repo
+    done = plan("0.25.0:gdn-ngram,gdn-ngram-flashinfer")
+    assert done.exit_code == 1 and not fetched and not (root / ".lab").exists()
+    assert done.output == (
+        "Error: vLLM 0.25.0: flashinfer-python 0.6.13 builds its GDN prefill with nvcc; "
+        "pre-build it first: python -m lab flashinfer-jit 0.25.0\n"
+    )
+    # without a FlashInfer proof nothing of FlashInfer is asked for
+    assert plan("0.25.0:gdn-ngram").exit_code == 0 and not fetched
+    assert "flashinfer" not in json.loads((root / ".lab" / "stage" / "0.25.0.json").read_text())
+
+
+def test_the_flashinfer_set_is_staged_apart_from_the_releases_wheels_in_the_same_parts(repo):
+    root, fetched = repo
+    prebuilt = root / ".stage-fi-prebuilt-0.25.0"
+    prebuilt.mkdir()
+    (prebuilt / "fi-aot-gdn_prefill_sm90-sm90a.tar.xz").write_bytes(b"the module")
+    done = plan("0.25.0:gdn-ngram,gdn-ngram-flashinfer")
+    assert done.exit_code == 0, done.output
+    assert fetched == [{"flashinfer-python": "0.6.13", "quack-kernels": "0.5.0"}]
+    staged = json.loads((root / ".lab" / "stage" / "0.25.0.json").read_text())
+    assert [b["name"] for b in staged["blobs"]] == ["vllm-0.25.0-py3-none-any.whl"]
+    assert [(b["name"], b["role"]) for b in staged["flashinfer"]] == [
+        ("flashinfer_python-0.6.13-py3-none-any.whl", "flashinfer"),
+        ("quack_kernels-0.5.0-py3-none-any.whl", "flashinfer"),
+        ("fi-aot-gdn_prefill_sm90-sm90a.tar.xz", "fi-aot"),
+    ]
+    chunks = {c.name.partition(".")[0] for c in (root / ".lab" / "parts").glob("p*/*")}
+    assert chunks == {b["sha256"] for b in staged["blobs"] + staged["flashinfer"]}
+    assert "python3 -m lab.machine start 0.25.0:gdn-ngram,gdn-ngram-flashinfer" in done.output
+
+
+def test_a_bare_release_whose_core_set_runs_flashinfer_has_its_set_staged(repo):
+    root, fetched = repo
+    (stage.cache() / "resolve" / "0.26.0.txt").write_text("vllm==0.26.0\nflashinfer-python==0.6.14\n")
+    done = plan("0.26.0")
+    assert done.exit_code == 0, done.output
+    assert fetched == [{"flashinfer-python": "0.6.14"}]  # the CuTe-DSL prefill: nothing to pre-build
+    staged = json.loads((root / ".lab" / "stage" / "0.26.0.json").read_text())
+    assert [b["name"] for b in staged["flashinfer"]] == ["flashinfer_python-0.6.14-py3-none-any.whl"]
