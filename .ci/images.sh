@@ -112,8 +112,9 @@ for release in "${releases[@]}"; do
   cid=$("${podman[@]}" run -d --network none -v "$work/fake-vllm:$vllm_path:ro" "$image" --model /nonexistent)
   for _ in $(seq 100); do "${podman[@]}" logs "$cid" 2>&1 | grep -q "vllm serving" && break; sleep 0.2; done
   "${podman[@]}" kill --signal TERM "$cid" >/dev/null 2>&1 || true
-  rc=$("${podman[@]}" wait "$cid")
-  "${podman[@]}" logs "$cid" > "$work/stop.log" 2>&1; "${podman[@]}" rm "$cid" >/dev/null
+  # a PID 1 that drops SIGTERM never ends: 60 s, then it fails here, not by hanging CI
+  rc=$(timeout 60 "${podman[@]}" wait "$cid") || rc="none (still running 60 s after SIGTERM)"
+  "${podman[@]}" logs "$cid" > "$work/stop.log" 2>&1; "${podman[@]}" rm -f "$cid" >/dev/null
   if [ "$rc" != 7 ] || ! grep -q "vllm stopped by SIGTERM" "$work/stop.log" || grep -q "report written" "$work/stop.log"; then
     cat "$work/stop.log"; echo "images: FAILED: SIGTERM to the entrypoint as PID 1 gave exit $rc" >&2; exit 1
   fi
