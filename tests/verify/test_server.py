@@ -400,6 +400,30 @@ def test_a_server_that_trickles_its_answer_is_stopped_at_the_timeout(loopback, p
     assert time.monotonic() - started < 10  # not the 40 s the answer takes
 
 
+def test_an_answer_cut_short_of_its_content_length_is_asked_again(loopback):
+    full = b'{"data": [{"id": "m"}], "object": "list"}'
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def answer() -> None:  # the first answer closes after 10 of its bytes, the second is whole
+        for body in (full[:10], full):
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(head % len(full) + body)
+
+    threading.Thread(target=answer, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    waits: list[float] = []
+    try:
+        assert server.Client(url, 5.0, sleep=waits.append).call("/v1/models") == (200, json.loads(full))
+    finally:
+        listener.close()
+    assert waits == [0.25]
+
+
 def test_a_redirected_post_is_one_error_naming_where_it_goes(fake_server, prompts_file):
     _, target = fake_server()
 

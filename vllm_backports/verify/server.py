@@ -191,6 +191,8 @@ def _read(resp, deadline: float) -> bytes:
         pieces.append(piece)
         if time.monotonic() > deadline:
             raise TimeoutError
+    if getattr(resp, "length", None):  # closed short of its Content-Length: read1 says b"", not why
+        raise http.client.IncompleteRead(b"".join(pieces), resp.length)
     return b"".join(pieces)
 
 
