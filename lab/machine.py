@@ -13,7 +13,8 @@ FlashInfer proof installs its stage's FlashInfer set into <release>/fi-site, whi
 proofs (one at a time) put on their path, after their sites. `start` copies the tool into the
 lab first and runs from that copy: the call's own tree is removed when the call ends, and a
 process whose working directory vanished fails. A release's proofs start as soon as
-it is installed, while the next one installs; at most `--slots` verifies run at once, and a
+it is installed, while the next one installs (with `start --lead`, its first proof does, and the
+rest as that one ends); at most `--slots` verifies run at once, and a
 memory watchdog kills the youngest verify when the machine runs short (a machine out of memory
 stops answering and loses every result on it) and starts it once more when memory is back.
 A/B benchmarks (`bench=SHAPE/EXPERIMENT[=PAIRS]`, benchmarks/bench_ab.py) run after every proof
@@ -81,8 +82,21 @@ def parse_jobs(specs: list[str], default: dict[str, list[str]] | None = None) ->
         if not items:
             raise SystemExit(f"{spec}: no proofs to run")
         benches = [_bench(n) for n in items if n.startswith(BENCH)]
-        jobs.append({"release": release, "proofs": [n for n in items if not n.startswith(BENCH)], "benches": benches})
+        proofs = list(dict.fromkeys(n for n in items if not n.startswith(BENCH)))
+        if unknown := [n for n in proofs if proof_of(n) not in _known_proofs()]:
+            raise SystemExit(
+                f"{spec}: no proof named {', '.join(map(proof_of, unknown))} (python -m lab core REL lists some)"
+            )
+        jobs.append({"release": release, "proofs": proofs, "benches": benches})
     return jobs
+
+
+def _known_proofs() -> set[str]:
+    from vllm_backports.verify.proofs import PROOFS
+
+    from .serve import SERVER_PROOFS
+
+    return {*PROOFS, *SERVER_PROOFS}
 
 
 def _bench(item: str) -> dict:
@@ -463,9 +477,9 @@ class Runner:
         self.results.mkdir(parents=True, exist_ok=True)
         watchdog = threading.Thread(target=self.watchdog, daemon=True)
         watchdog.start()
-        futures: list = []
+        futures: list[Future] = []
         served: list[tuple[str, str]] = []
-        waiting: list[tuple[Future, str, list[str]]] = []
+        submitted: list[threading.Event] = []  # one a lead: the rest of its release is in the pool
         with ThreadPoolExecutor(self.slots) as pool:
 
             def submit(release: str, name: str) -> Future:
@@ -482,6 +496,20 @@ class Runner:
                         served.append((release, name))
                     else:
                         futures.append(submit(release, name))
+
+            def lead_then_rest(release: str, names: list[str]) -> None:
+                """names[0] now, the rest once it has ended (from the slot that ran it)."""
+                done = threading.Event()
+
+                def rest(_lead: Future) -> None:
+                    try:
+                        submit_rest(release, names[1:])
+                    finally:
+                        done.set()
+
+                submitted.append(done)
+                futures.append(submit(release, names[0]))
+                futures[-1].add_done_callback(rest)
 
             for job in self.jobs:
                 release = job["release"]
@@ -515,16 +543,15 @@ class Runner:
                         (self.results / release / f"{name}.rc").write_text("2\n")
                     else:
                         runnable.append(name)
-                leads = [n for n in runnable if not is_server_proof(n)][:1] if self.lead else []
-                if leads:
-                    futures.append(submit(release, leads[0]))
-                    waiting.append((futures[-1], release, [n for n in runnable if n not in leads]))
+                lead = next((n for n in runnable if not is_server_proof(n)), None) if self.lead else None
+                if lead is not None:
+                    runnable.remove(lead)
+                    lead_then_rest(release, [lead, *runnable])
                 else:
                     submit_rest(release, runnable)
-            for lead, release, names in waiting:  # the rest of a release once its lead has ended
-                lead.exception()  # waits; a lead that raised is counted with the others below
-                submit_rest(release, names)
-        failed = sum(1 for f in futures if f.result() != 0)
+            for done in submitted:  # the pool stays open until every lead's rest is in it
+                done.wait()
+        failed = sum(1 for f in futures if f.exception() is not None or f.result() != 0)
         failed += sum(1 for release, name in served if self.pair(release, name) != 0)
         self.stop.set()
         watchdog.join()

@@ -438,3 +438,61 @@ def test_a_stage_without_flashinfer_fails_a_flashinfer_proof_saying_how_to_stage
     res = home / "results" / "0.26.0"
     assert (res / "gdn-ngram-flashinfer.rc").read_text() == "2\n"
     assert "its stage has no FlashInfer (python -m lab plan" in (res / "gdn-ngram-flashinfer.err").read_text()
+
+
+def _two_releases(tmp_path):
+    home = staged(tmp_path, "0.22.0")
+    stage = json.loads((home / "stage" / "0.22.0.json").read_text())
+    (home / "stage" / "0.23.0.json").write_text(json.dumps({**stage, "release": "0.23.0"}))
+    return home
+
+
+def test_with_lead_a_release_s_rest_starts_as_its_lead_ends_not_after_later_work(tmp_path):
+    import time
+
+    home = _two_releases(tmp_path)
+
+    class Runner(FakeRunner):
+        def install(self, release):  # a later release's install takes minutes on the machine
+            time.sleep(3 if release == "0.23.0" else 0)
+            return super().install(release)
+
+        def verify(self, release, name, target, control):  # 0.22.0's lead outlasts 0.23.0's
+            s = 5 if (release, name) == ("0.22.0", "gdn-ngram") else 0
+            return [sys.executable, "-c", f"import time; time.sleep({s}); print('{{\"rows\": []}}')"]
+
+    jobs = [{"release": r, "proofs": ["gdn-ngram", "mtp"]} for r in ("0.22.0", "0.23.0")]
+    assert Runner(home, jobs, lead=True, watch_mib=0).run() == 0
+    events = [json.loads(x) for x in (home / "timeline.jsonl").read_text().splitlines()]
+    at = {(e["release"], e["what"], e["event"]): e["t"] for e in events}
+    # 0.23.0's rest does not wait for 0.22.0's longer lead
+    assert at[("0.23.0", "mtp", "start")] - at[("0.23.0", "gdn-ngram", "end")] < 1.5
+    assert at[("0.23.0", "mtp", "start")] < at[("0.22.0", "gdn-ngram", "end")]
+    assert at[("0.22.0", "mtp", "start")] >= at[("0.22.0", "gdn-ngram", "end")]
+
+
+@pytest.mark.parametrize("lead", [True, False])
+def test_a_proof_that_raises_is_counted_and_the_run_still_ends(tmp_path, lead):
+    home = staged(tmp_path)
+
+    class Raising(FakeRunner):
+        def prove(self, release, name, target, control, tries=2):
+            if name == "gdn-ngram":
+                raise OSError("boom")
+            return super().prove(release, name, target, control, tries)
+
+    Raising(home, [{"release": "0.22.0", "proofs": ["gdn-ngram", "mtp"]}], lead=lead, watch_mib=0).run()
+    assert (home / "results/0.22.0/mtp.rc").read_text() == "0\n"
+    assert (home / "done").read_text() == "2 proofs, 1 exited non-zero\n"
+
+
+def test_a_proof_name_no_table_knows_is_refused_before_anything_runs():
+    with pytest.raises(SystemExit, match="0.22.0:mtp,gdn-ngarm: no proof named gdn-ngarm"):
+        machine.parse_jobs(["0.22.0:mtp,gdn-ngarm"])
+    with pytest.raises(SystemExit, match="no proof named nope"):
+        machine.parse_jobs(["0.22.0:alt-x@nope"])
+    assert machine.parse_jobs(["0.22.0:mtp,server-ngram,mtp,raw@gdn-ngram"])[0]["proofs"] == [
+        "mtp",
+        "server-ngram",
+        "raw@gdn-ngram",
+    ]
