@@ -180,7 +180,9 @@ class Runner:
         fi_install(wheels, sorted(got / n for n, r in role.items() if r == "fi-aot"), self.home / release, pristine)
         env = {**os.environ, "PYTHONPATH": f"{pristine}:{fi_path(self.home / release)}"}
         with open(self.results / release / "fi-site.log", "w") as log:
-            subprocess.run([sys.executable, "-c", FI_CHECK], stdout=log, stderr=subprocess.STDOUT, env=env)
+            rc = subprocess.run([sys.executable, "-c", FI_CHECK], stdout=log, stderr=subprocess.STDOUT, env=env)
+        if rc.returncode != 0:  # or each of its proofs spends its engine starts finding that out
+            raise RuntimeError(f"FlashInfer does not import from it (results/{release}/fi-site.log)")
         return self.home / release / FI
 
     @functools.cached_property
@@ -243,8 +245,10 @@ class Runner:
             options += ["--prefill-backend", "triton"]
         if "--kv-cache-gib" not in options:  # a fixed KV size each: engines share the GPU
             options += ["--kv-cache-gib", "2"]
-        work = self.home / release / "work" / name
-        return [sys.executable, "apply.py", "verify", "--work-dir", str(work), "--json", *options]
+        return [sys.executable, "apply.py", "verify", "--work-dir", str(self.work(release, name)), "--json", *options]
+
+    def work(self, release: str, name: str) -> Path:
+        return self.home / release / "work" / name
 
     def model_dir(self, release: str, model: str) -> Path:
         from vllm_backports.verify.proofs import WRITTEN_MODELS
@@ -274,6 +278,8 @@ class Runner:
             (out / f"{name}.rc").write_text(f"{rc}\n")
             self.event(release=release, what=name, event="end", rc=rc)
             return rc
+        # an earlier run's engine logs would come back as this one's (engine_startups)
+        shutil.rmtree(self.work(release, name), ignore_errors=True)
         cmd = self.verify(release, name, target, control) + ["--control", str(control)]
         cmd += ["--gpu-memory-utilization", "0.08"]
         stem = self.results / release / name
@@ -643,8 +649,11 @@ def engine_startups(home: Path) -> None:
         release, proof = work.parent.parent.name, work.name
         lines = []
         for log in sorted(work.glob("*.log")):
-            with open(log, errors="replace") as f:
-                lines += [f"{log.stem}: {line.strip()}" for line in f if any(m in line for m in STARTUP)]
+            try:
+                with open(log, errors="replace") as f:
+                    lines += [f"{log.stem}: {line.strip()}" for line in f if any(m in line for m in STARTUP)]
+            except OSError as exc:  # a collect must bring back what it can
+                lines.append(f"{log.stem}: not read: {exc}")
         if lines and (home / "results" / release).is_dir():
             out = home / "results" / release / "engines" / f"{proof}.txt"
             out.parent.mkdir(exist_ok=True)

@@ -157,7 +157,9 @@ def alt_site(ctx, name: str, alternative: str, options: list[str], files: list[s
     try:
         apply_candidate(site, patch)
     except RuntimeError as exc:
-        print(f"{name} patch: {exc}", flush=True)
+        # left, the site would be the shipped series alone, run under the candidate's name
+        shutil.rmtree(site, ignore_errors=True)
+        print(f"{name} patch: {exc}; site removed", flush=True)
     else:
         print(f"{name} patch: applied", flush=True)
 

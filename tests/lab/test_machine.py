@@ -144,6 +144,18 @@ def test_collect_brings_each_engine_s_start_up_lines_back(tmp_path):
     ]
 
 
+def test_a_proof_run_again_leaves_no_engine_log_of_the_run_before(tmp_path):
+    home = staged(tmp_path)
+    old = home / "0.22.0" / "work" / "mtp" / "b16-graphs-ngram-control.log"
+    old.parent.mkdir(parents=True)
+    old.write_text("INFO torch.compile took 99.0 s in total\n")
+    FakeRunner(home, [{"release": "0.22.0", "proofs": ["mtp"]}], watch_mib=0).run()
+    assert machine.collect(home, 0, tmp_path / "out")
+    assert not old.exists()
+    with tarfile.open(tmp_path / "out" / "results.tgz") as tar:
+        assert "results/0.22.0/engines/mtp.txt" not in tar.getnames()
+
+
 def test_jobs_name_their_proofs_or_take_the_releases_default():
     assert machine.parse_jobs(["0.22.0:mtp,tq-mtp", "0.23.0"], {"0.23.0": ["gdn-ngram"]}) == [
         {"release": "0.22.0", "proofs": ["mtp", "tq-mtp"], "benches": []},
@@ -377,6 +389,23 @@ def fi_staged(tmp_path, fi_wheels, release="0.26.0"):
     return home
 
 
+GDN_PREFILL = {"flashinfer/gdn_prefill.py": ""}  # what the import check after the install imports
+
+
+def test_a_flashinfer_set_that_does_not_import_fails_its_proofs_alone_saying_where(tmp_path):
+    (tmp_path / "w").mkdir()
+    home = fi_staged(tmp_path, [wheel(tmp_path / "w", "flashinfer", "0.6.14")])  # no gdn_prefill
+    jobs = [{"release": "0.26.0", "proofs": ["gdn-ngram", "gdn-ngram-flashinfer"]}]
+    assert FakeRunner(home, jobs, slots=2, watch_mib=0).run() == 0
+    res = home / "results" / "0.26.0"
+    assert (res / "gdn-ngram.rc").read_text() == "0\n"
+    assert (res / "gdn-ngram-flashinfer.rc").read_text() == "2\n"
+    assert "FlashInfer does not import from it (results/0.26.0/fi-site.log)" in (
+        res / "gdn-ngram-flashinfer.err"
+    ).read_text()
+    assert "No module named 'flashinfer.gdn_prefill'" in (res / "fi-site.log").read_text()
+
+
 class PathRunner(FakeRunner):
     """Each verify says the Python path it was given."""
 
@@ -385,7 +414,7 @@ class PathRunner(FakeRunner):
 
 def test_flashinfer_goes_into_a_site_of_its_own_on_the_path_of_flashinfer_proofs_only(tmp_path):
     (tmp_path / "w").mkdir()
-    home = fi_staged(tmp_path, [wheel(tmp_path / "w", "flashinfer", "0.6.14")])
+    home = fi_staged(tmp_path, [wheel(tmp_path / "w", "flashinfer", "0.6.14", extra=GDN_PREFILL)])
     jobs = [{"release": "0.26.0", "proofs": ["gdn-ngram", "gdn-ngram-flashinfer"]}]
     assert PathRunner(home, jobs, slots=2, watch_mib=0).run() == 0
     fi = home / "0.26.0" / "fi-site"
@@ -411,7 +440,7 @@ def test_a_cutlass_dsl_without_a_cuda_toolkit_flavor_is_left_off_flashinfers_pat
             f"{dsl}/cutlass/__init__.py": "raise RuntimeError('No CTK flavor found')\n",
         },
     )
-    home = fi_staged(tmp_path, [wheel(tmp_path / "w", "flashinfer", "0.6.8.post1"), cutlass], "0.20.0")
+    home = fi_staged(tmp_path, [wheel(tmp_path / "w", "flashinfer", "0.6.8.post1", extra=GDN_PREFILL), cutlass], "0.20.0")
     PathRunner(home, [{"release": "0.20.0", "proofs": ["gdn-ngram-flashinfer"]}], watch_mib=0).run()
     assert (home / "0.20.0" / "fi-off" / "nvidia_cutlass_dsl.pth").is_file()
     got = json.loads((home / "results" / "0.20.0" / "gdn-ngram-flashinfer.json").read_text())["proof"]
