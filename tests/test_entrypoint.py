@@ -212,6 +212,11 @@ FAKE_VLLM = textwrap.dedent("""\
         print("\\nvllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.", file=sys.stderr,
               flush=True)
         sys.exit(0)
+    if os.environ["FAKE_MODE"] == "split-marker":  # the death line across two 64 KiB pieces, then exit 0
+        engine.kill()
+        sys.stderr.write("x" * (65536 - 10) + "EngineCore encountered an issue. See stack trace\\n")
+        sys.stderr.flush()
+        sys.exit(0)
     if os.environ["FAKE_MODE"] == "flood":
         engine.kill()
         for i in range(100000):
@@ -365,3 +370,10 @@ def test_a_line_without_end_passes_through_whole_and_the_report_keeps_its_start(
     text = next((tmp_path / "reports").iterdir()).read_text()
     assert "EngineDeadError: EngineCore encountered an issue" in text
     assert max(len(line) for line in text.splitlines()) <= entrypoint.REPORT_LINE + len(" [...]")
+
+
+def test_a_death_line_read_in_two_pieces_is_still_seen(site, tmp_path):
+    proc = _launch(site, tmp_path, "split-marker")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err[-2000:]
+    assert "vllm-backports: vLLM exited 0 after its engine died" in err

@@ -290,6 +290,7 @@ def supervise(cmd: list[str]) -> Outcome:
         child.send_signal(signum)
 
     def pump(src, dst) -> None:
+        held = ""  # the end of a piece that ended no line: a marker may straddle two pieces
         for raw in iter(lambda: src.readline(CHUNK), b""):
             if dst is not None:
                 try:
@@ -300,8 +301,10 @@ def supervise(cmd: list[str]) -> Outcome:
             line = raw.decode(errors="replace").rstrip("\n")
             with lock:
                 tail.append(line if len(line) <= REPORT_LINE else line[:REPORT_LINE] + " [...]")
-            if any(marker in line for marker in ENGINE_DIED):
+            seen = held + line
+            if any(marker in seen for marker in ENGINE_DIED):
                 died.set()
+            held = "" if raw.endswith(b"\n") else seen[-max(map(len, ENGINE_DIED)) :]
 
     pumps = [
         threading.Thread(target=pump, args=(child.stdout, sys.stdout.buffer), daemon=True),
