@@ -105,16 +105,27 @@ for release in "${releases[@]}"; do
   # The entrypoint as the container's PID 1: `docker stop` (SIGTERM to PID 1, which the kernel
   # drops unless PID 1 handles it) reaches vLLM, and vLLM's own exit code comes back, no report.
   # vLLM cannot serve here, so a stand-in `vllm` that exits 7 on SIGTERM is mounted over it.
-  vllm_path=$("${podman[@]}" run --rm --network none --entrypoint sh "$image" -c 'command -v vllm')
+  vllm_path=$("${podman[@]}" run --rm --network none --entrypoint sh "$image" -c 'command -v vllm' || true)
+  if [ -z "$vllm_path" ]; then echo "images: FAILED: no vllm on the image's PATH" >&2; exit 1; fi
   printf '%s\n' '#!/bin/sh' 'trap "echo vllm stopped by SIGTERM; exit 7" TERM' 'echo vllm serving' \
     'while :; do sleep 1 & wait $!; done' > "$work/fake-vllm"
   chmod 755 "$work/fake-vllm"
   cid=$("${podman[@]}" run -d --network none -v "$work/fake-vllm:$vllm_path:ro" "$image" --model /nonexistent)
-  for _ in $(seq 100); do "${podman[@]}" logs "$cid" 2>&1 | grep -q "vllm serving" && break; sleep 0.2; done
-  "${podman[@]}" kill --signal TERM "$cid" >/dev/null 2>&1 || true
-  # a PID 1 that drops SIGTERM never ends: 60 s, then it fails here, not by hanging CI
-  rc=$(timeout 60 "${podman[@]}" wait "$cid") || rc="none (still running 60 s after SIGTERM)"
-  "${podman[@]}" logs "$cid" > "$work/stop.log" 2>&1; "${podman[@]}" rm -f "$cid" >/dev/null
+  # SIGTERM only once vLLM runs: before, PID 1 has no handler yet (the guard runs first) and drops it
+  serving=no
+  for _ in $(seq 300); do
+    if "${podman[@]}" logs "$cid" 2>&1 | grep -q "vllm serving"; then serving=yes; break; fi
+    sleep 0.2
+  done
+  if [ "$serving" = yes ]; then
+    "${podman[@]}" kill --signal TERM "$cid" >/dev/null 2>&1 || true
+    # a PID 1 that drops SIGTERM never ends: 60 s, then it fails here, not by hanging CI
+    rc=$(timeout 60 "${podman[@]}" wait "$cid") || rc="none (still running 60 s after SIGTERM)"
+  else
+    rc="none (vLLM never started within 60 s)"
+  fi
+  "${podman[@]}" logs "$cid" > "$work/stop.log" 2>&1 || true
+  "${podman[@]}" rm -f "$cid" >/dev/null 2>&1 || true
   if [ "$rc" != 7 ] || ! grep -q "vllm stopped by SIGTERM" "$work/stop.log" || grep -q "report written" "$work/stop.log"; then
     cat "$work/stop.log"; echo "images: FAILED: SIGTERM to the entrypoint as PID 1 gave exit $rc" >&2; exit 1
   fi
