@@ -110,22 +110,28 @@ for release in "${releases[@]}"; do
   printf '%s\n' '#!/bin/sh' 'trap "echo vllm stopped by SIGTERM; exit 7" TERM' 'echo vllm serving' \
     'while :; do sleep 1 & wait $!; done' > "$work/fake-vllm"
   chmod 755 "$work/fake-vllm"
-  cid=$("${podman[@]}" run -d --network none -v "$work/fake-vllm:$vllm_path:ro" "$image" --model /nonexistent)
+  # In the foreground, as `docker run` then `docker stop`: the client passes SIGTERM on to PID 1
+  # (--sig-proxy) and, with --rm, removes the container itself before it returns its exit code.
+  "${podman[@]}" run --rm --network none --sig-proxy=true -v "$work/fake-vllm:$vllm_path:ro" "$image" \
+    --model /nonexistent > "$work/stop.log" 2>&1 &
+  client=$!
   # SIGTERM only once vLLM runs: before, PID 1 has no handler yet (the guard runs first) and drops it
   serving=no
   for _ in $(seq 300); do
-    if "${podman[@]}" logs "$cid" 2>&1 | grep -q "vllm serving"; then serving=yes; break; fi
+    if grep -q "vllm serving" "$work/stop.log"; then serving=yes; break; fi
     sleep 0.2
   done
-  if [ "$serving" = yes ]; then
-    "${podman[@]}" kill --signal TERM "$cid" >/dev/null 2>&1 || true
-    # a PID 1 that drops SIGTERM never ends: 60 s, then it fails here, not by hanging CI
-    rc=$(timeout 60 "${podman[@]}" wait "$cid") || rc="none (still running 60 s after SIGTERM)"
+  [ "$serving" = yes ] && kill -TERM "$client"
+  # a PID 1 that drops SIGTERM never ends: 60 s, then it fails here, not by hanging CI
+  for _ in $(seq 300); do kill -0 "$client" 2>/dev/null || break; sleep 0.2; done
+  if kill -0 "$client" 2>/dev/null; then
+    kill -KILL "$client"; wait "$client" || true
+    "${podman[@]}" rm -f --all >/dev/null 2>&1 || true   # the client killed, its container is not
+    rc="none (still running 60 s after SIGTERM)"
   else
-    rc="none (vLLM never started within 60 s)"
+    rc=0; wait "$client" || rc=$?
   fi
-  "${podman[@]}" logs "$cid" > "$work/stop.log" 2>&1 || true
-  "${podman[@]}" rm -f "$cid" >/dev/null 2>&1 || true
+  [ "$serving" = yes ] || rc="none (vLLM never started within 60 s)"
   if [ "$rc" != 7 ] || ! grep -q "vllm stopped by SIGTERM" "$work/stop.log" || grep -q "report written" "$work/stop.log"; then
     cat "$work/stop.log"; echo "images: FAILED: SIGTERM to the entrypoint as PID 1 gave exit $rc" >&2; exit 1
   fi
