@@ -4,11 +4,14 @@ token, refuse prompt logprobs, be busy, not be vLLM, or not be there at all."""
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import socket
-import time
 import threading
+import time
 import urllib.request
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -349,78 +352,64 @@ def test_cli_options_that_do_not_go_with_server(tmp_path, args, message):
     assert not (tmp_path / "w").exists()
 
 
-def test_a_port_that_does_not_speak_http_is_one_error(loopback, prompts_file):
+@contextlib.contextmanager
+def raw_server(answer: Callable[[socket.socket, int], None]):
+    """A loopback port answered byte for byte: answer(conn, n) for its n-th connection (from 0);
+    yields its URL."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
 
-    def banner() -> None:  # an SSH server, or TLS spoken to plain http
-        while True:
+    def serve() -> None:
+        for n in itertools.count():
             try:
                 conn, _ = listener.accept()
-            except OSError:
+            except OSError:  # closed: the test is over
                 return
-            with conn:
-                conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+            with conn, contextlib.suppress(OSError):  # the client hung up
+                answer(conn, n)
 
-    threading.Thread(target=banner, daemon=True).start()
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    threading.Thread(target=serve, daemon=True).start()
     try:
-        with pytest.raises(server.ServerError, match=f"--server {url}: /v1/models: not an HTTP answer"):
-            execute(url, prompts_file)
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
     finally:
         listener.close()
+
+
+def test_a_port_that_does_not_speak_http_is_one_error(loopback, prompts_file):
+    def banner(conn: socket.socket, _n: int) -> None:  # an SSH server, or TLS spoken to plain http
+        conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+
+    message = "--server {}: /v1/models: not an HTTP answer"
+    with raw_server(banner) as url, pytest.raises(server.ServerError, match=message.format(url)):
+        execute(url, prompts_file)
 
 
 def test_a_server_that_trickles_its_answer_is_stopped_at_the_timeout(loopback, prompts_file):
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
+    def trickle(conn: socket.socket, _n: int) -> None:  # each byte inside the socket's timeout, the whole past it
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n")
+        for _ in range(4000):
+            conn.sendall(b" ")
+            time.sleep(0.01)
 
-    def trickle() -> None:  # each byte well inside the socket's timeout, the whole far past it
-        conn, _ = listener.accept()
-        with conn:
-            conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n")
-            try:
-                for _ in range(4000):
-                    conn.sendall(b" ")
-                    time.sleep(0.01)
-            except OSError:
-                return
-
-    threading.Thread(target=trickle, daemon=True).start()
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     started = time.monotonic()
-    try:
-        with pytest.raises(server.ServerError, match=r"/v1/models took longer than --timeout 1 s"):
-            execute(url, prompts_file, client=server.Client(url, 1.0))
-    finally:
-        listener.close()
+    with raw_server(trickle) as url, pytest.raises(server.ServerError, match=r"/v1/models took longer than --timeout 1 s"):
+        execute(url, prompts_file, client=server.Client(url, 1.0))
     assert time.monotonic() - started < 10  # not the 40 s the answer takes
 
 
 def test_an_answer_cut_short_of_its_content_length_is_asked_again(loopback):
     full = b'{"data": [{"id": "m"}], "object": "list"}'
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
 
-    def answer() -> None:  # the first answer closes after 10 of its bytes, the second is whole
-        for body in (full[:10], full):
-            conn, _ = listener.accept()
-            with conn:
-                conn.recv(65536)
-                conn.sendall(head % len(full) + body)
+    def answer(conn: socket.socket, n: int) -> None:  # the first answer closes after 10 of its bytes
+        conn.recv(65536)
+        conn.sendall(head % len(full) + (full[:10] if n == 0 else full))
 
-    threading.Thread(target=answer, daemon=True).start()
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     waits: list[float] = []
-    try:
+    with raw_server(answer) as url:
         assert server.Client(url, 5.0, sleep=waits.append).call("/v1/models") == (200, json.loads(full))
-    finally:
-        listener.close()
     assert waits == [0.25]
 
 
