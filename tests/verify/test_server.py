@@ -394,7 +394,8 @@ def test_a_server_that_trickles_its_answer_is_stopped_at_the_timeout(loopback, p
             time.sleep(0.01)
 
     started = time.monotonic()
-    with raw_server(trickle) as url, pytest.raises(server.ServerError, match=r"/v1/models took longer than --timeout 1 s"):
+    message = r"/v1/models took longer than --timeout 1 s"
+    with raw_server(trickle) as url, pytest.raises(server.ServerError, match=message):
         execute(url, prompts_file, client=server.Client(url, 1.0))
     assert time.monotonic() - started < 10  # not the 40 s the answer takes
 
