@@ -49,6 +49,7 @@ ENGINE_DIED = (
     "EngineCore encountered an issue",  # vllm/v1/engine/exceptions.py, EngineDeadError's message
     "died unexpectedly, shutting down client",  # vllm/v1/engine/core_client.py, 0.17.0 .. 0.19.1
 )
+MARKER_MAX = max(map(len, ENGINE_DIED))  # what of a piece that ended no line is kept for the next
 TAIL = 40  # output lines the report keeps
 # vLLM's output is read in pieces of at most this many bytes: a line without end (a progress bar
 # that only returns the carriage, a dumped tensor) costs this much memory, not its length. The
@@ -304,7 +305,7 @@ def supervise(cmd: list[str]) -> Outcome:
             seen = held + line
             if any(marker in seen for marker in ENGINE_DIED):
                 died.set()
-            held = "" if raw.endswith(b"\n") else seen[-max(map(len, ENGINE_DIED)) :]
+            held = "" if raw.endswith(b"\n") else seen[-MARKER_MAX:]
 
     pumps = [
         threading.Thread(target=pump, args=(child.stdout, sys.stdout.buffer), daemon=True),
