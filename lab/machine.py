@@ -169,7 +169,7 @@ class Runner:
     def fi_site(self, release: str, pristine: Path) -> Path:
         """<release>/fi-site: the stage's FlashInfer set installed as lab.sites.fi_install does for
         the runbook; what each FlashInfer import finds in it goes to <release>'s fi-site.log."""
-        from .sites import FI_CHECK, fi_install, fi_path
+        from .sites import fi_check, fi_install
 
         blobs = self._stage(release).get("flashinfer")
         if not blobs:
@@ -178,10 +178,9 @@ class Runner:
         role = {b["name"]: b["role"] for b in blobs}
         wheels = sorted(got / n for n, r in role.items() if r == "flashinfer")
         fi_install(wheels, sorted(got / n for n, r in role.items() if r == "fi-aot"), self.home / release, pristine)
-        env = {**os.environ, "PYTHONPATH": f"{pristine}:{fi_path(self.home / release)}"}
         with open(self.results / release / "fi-site.log", "w") as log:
-            rc = subprocess.run([sys.executable, "-c", FI_CHECK], stdout=log, stderr=subprocess.STDOUT, env=env)
-        if rc.returncode != 0:  # or each of its proofs spends its engine starts finding that out
+            rc = fi_check(pristine, self.home / release, log)
+        if rc != 0:  # or each of its proofs spends its engine starts finding that out
             raise RuntimeError(f"FlashInfer does not import from it (results/{release}/fi-site.log)")
         return self.home / release / FI
 

@@ -252,6 +252,15 @@ aot = sorted(p.name for p in (pathlib.Path(flashinfer.__file__).parent / 'data' 
 print('flashinfer', flashinfer.__version__, 'importable; cutlass dsl:', dsl, '; pre-built:', aot or 'none')"""
 
 
+def fi_check(front: Path, home: Path, out=None) -> int:
+    """FI_CHECK's exit code with FRONT, then HOME's FlashInfer site, on the path; its output to
+    `out` (a file), else this process's."""
+    env = {**os.environ, "PYTHONPATH": f"{front}:{fi_path(home)}"}
+    return subprocess.run(
+        [PY, "-c", FI_CHECK], stdout=out, stderr=subprocess.STDOUT if out else None, env=env
+    ).returncode
+
+
 def fi_install(wheels: list[Path], archives: list[Path], home: Path, front: Path) -> None:
     """FlashInfer's `wheels` into HOME/fi-site (pip --target, no index, no dependencies), the modules
     `python -m lab flashinfer-jit` pre-built (`archives`) extracted over it, where FlashInfer loads
@@ -303,8 +312,7 @@ def fi_site(ctx) -> int:
         return 1
     # the CuTe DSL only where the pin brought it: flashinfer-python before 0.6.14 builds its sm90
     # GDN prefill with nvcc instead (`python -m lab flashinfer-jit` pre-builds it)
-    env = {**os.environ, "PYTHONPATH": f"{ctx.site['fix']}:{fi_path(ctx.home)}"}
-    return subprocess.run([PY, "-c", FI_CHECK], env=env).returncode
+    return fi_check(ctx.site["fix"], ctx.home)
 
 
 def applied_of(rel: str, fix: Path) -> list[str]:
