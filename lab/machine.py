@@ -504,15 +504,15 @@ class Runner:
 
             def lead_then_rest(release: str, names: list[str]) -> None:
                 """names[0] now, the rest once it has ended (from the slot that ran it)."""
-                done = threading.Event()
+                rest_in = threading.Event()
 
                 def rest(_lead: Future) -> None:
                     try:
                         submit_rest(release, names[1:])
                     finally:
-                        done.set()
+                        rest_in.set()
 
-                submitted.append(done)
+                submitted.append(rest_in)
                 futures.append(submit(release, names[0]))
                 futures[-1].add_done_callback(rest)
 
@@ -554,8 +554,8 @@ class Runner:
                     lead_then_rest(release, [lead, *runnable])
                 else:
                     submit_rest(release, runnable)
-            for done in submitted:  # the pool stays open until every lead's rest is in it
-                done.wait()
+            for rest_in in submitted:  # the pool stays open until every lead's rest is in it
+                rest_in.wait()
         failed = sum(1 for f in futures if f.exception() is not None or f.result() != 0)
         failed += sum(1 for release, name in served if self.pair(release, name) != 0)
         self.stop.set()
