@@ -34,8 +34,10 @@ DROP_PREFIXES = ("nvidia-", "cuda-", "flashinfer")
 # Optional at import and never run by verify's tiny models; heavy (z3-solver alone is ~30 MiB).
 DROP = {"vllm", "tilelang", "quack-kernels", "z3-solver", "fastsafetensors"}
 TORCH_STACK = {"torch", "triton", "torchvision", "torchaudio"}
-# pip's tags for CPython 3.12 on the machine (glibc 2.35 and newer): the stage takes wheels only
-PLATFORMS = [f"manylinux_2_{n}_x86_64" for n in (5, 12, 17, 24, 26, 27, 28, 31, 34, 35)] + [
+# pip's tags for CPython 3.12 on the machine (glibc 2.35): every glibc a wheel may name up to the
+# machine's, since wheels pick odd ones (nvidia-nccl-cu13 2.30.7 is manylinux_2_18 only).
+GLIBC_MINOR = 35
+PLATFORMS = [f"manylinux_2_{n}_x86_64" for n in range(GLIBC_MINOR, 4, -1)] + [
     "manylinux2014_x86_64",
     "manylinux1_x86_64",
     "linux_x86_64",

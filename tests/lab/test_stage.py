@@ -69,6 +69,18 @@ def test_download_asks_pip_for_wheels_of_the_machines_python_and_names_what_did_
         stage.download({"xgrammar": "0.2.5", "llguidance": "1.7"}, tmp_path, run=lambda cmd, check: None)
 
 
+def test_pip_may_take_a_wheel_of_any_glibc_up_to_the_machines():
+    # pip matches platform tags exactly: a wheel tagged manylinux_2_18 (nvidia-nccl-cu13 2.30.7,
+    # torch 2.14's NCCL) was refused when the list skipped from 2_17 to 2_24.
+    from packaging.tags import parse_tag
+
+    offered = set(stage.PLATFORMS)
+    for minor in range(5, stage.GLIBC_MINOR + 1):
+        (tag,) = parse_tag(f"py3-none-manylinux_2_{minor}_x86_64")
+        assert tag.platform in offered
+    assert "manylinux_2_36_x86_64" not in offered
+
+
 def test_a_stage_round_trips_through_its_json(tmp_path):
     s = stage.Stage("0.22.0", "2.11.0", (stage.Blob("vllm.whl", "a" * 64, 3, "vllm"),))
     s.write(tmp_path / "s.json")
