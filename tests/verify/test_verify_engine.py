@@ -92,7 +92,7 @@ def fake_vllm(monkeypatch):
     monkeypatch.setitem(sys.modules, counts.BUILDER_MODULE, gdn)
     # run() sets these for vLLM; undone after each test
     for name in ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_WORKER_MULTIPROC_METHOD", "VLLM_USE_FLASHINFER_SAMPLER",
-                 "TRITON_CACHE_AUTOTUNING", drafts.ENV):
+                 "TRITON_CACHE_AUTOTUNING", "VLLM_DISABLE_COMPILE_CACHE", drafts.ENV):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(FakeLLM, "counts_per_round", [])
     monkeypatch.setattr(FakeLLM, "cached", None)
@@ -102,6 +102,16 @@ def fake_vllm(monkeypatch):
 def spec(**kw) -> dict:
     return {"model": "m", "prompts": [[5, 6, 7, 8], [9, 10, 11]], "max_num_seqs": 2, "max_tokens": 3,
             "max_model_len": 64, "eager": True, "tp": 1, **kw}
+
+
+def test_engines_keep_one_triton_cache_and_a_callers_choice_stands(fake_vllm, monkeypatch):
+    # vLLM's compile cache would move TRITON_CACHE_DIR under a directory keyed by the model's
+    # path, which each verify writes anew: the FLA kernels' builds and autotuning never carried.
+    engine.prepare_env()
+    assert os.environ["VLLM_DISABLE_COMPILE_CACHE"] == "1" and os.environ["TRITON_CACHE_AUTOTUNING"] == "1"
+    monkeypatch.setenv("VLLM_DISABLE_COMPILE_CACHE", "0")
+    engine.prepare_env()
+    assert os.environ["VLLM_DISABLE_COMPILE_CACHE"] == "0"
 
 
 def test_one_round_returns_what_it_always_returned(fake_vllm):
