@@ -448,21 +448,34 @@ class Runner:
         self.event(release=release, what=name, event="end", rc=rc.returncode)
         return rc.returncode
 
-    def sample_libraries(self) -> None:
+    def sample_libraries(self) -> set[str]:
+        """What the running proofs' processes map, added to their release's; the releases that gained."""
         with self.lock:
             running = [(key.split("/", 1)[0], proc.pid) for key, (proc, _) in self.running.items()]
+        grew = set()
         for release, sid in running:
-            self.libraries.setdefault(release, set()).update(mapped_libraries(session_pids(sid)))
+            known = self.libraries.setdefault(release, set())
+            new = mapped_libraries(session_pids(sid)) - known
+            if new:
+                known |= new
+                grew.add(release)
+        return grew
 
-    def write_libraries(self) -> None:
+    def write_libraries(self, releases: set[str] | None = None) -> None:
+        """Each release's libraries.json, whole (a collect reads it while proofs still run)."""
         for release, paths in self.libraries.items():
+            if releases is not None and release not in releases:
+                continue
             base = str(self.home / release) + "/"
             rel = sorted(p[len(base) :] if p.startswith(base) else p for p in paths)
-            (self.results / release / "libraries.json").write_text(json.dumps(rel, indent=0) + "\n")
+            path = self.results / release / "libraries.json"
+            path.with_suffix(".tmp").write_text(json.dumps(rel, indent=0) + "\n")
+            os.replace(path.with_suffix(".tmp"), path)
 
     def watchdog(self) -> None:
         while not self.stop.wait(5):
-            self.sample_libraries()
+            # written as they grow: a run the machine's time cuts short still says what it mapped
+            self.write_libraries(self.sample_libraries())
             if _available_mib() >= self.watch_mib:
                 continue
             with self.lock:

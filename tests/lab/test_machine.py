@@ -297,6 +297,27 @@ def test_the_libraries_a_proofs_processes_map_are_recorded_by_release(tmp_path, 
     assert "fix/nvidia/x/lib/libx.so.1" in mapped
 
 
+def test_libraries_are_written_while_proofs_run_and_only_when_they_grow(tmp_path, monkeypatch):
+    """A run cut short by the machine's time still brings back what its proofs mapped."""
+    home = staged(tmp_path)
+    runner = FakeRunner(home, [{"release": "0.22.0", "proofs": ["gdn-ngram"]}], watch_mib=0)
+    (runner.results / "0.22.0").mkdir(parents=True)
+    mapped = {str(home / "0.22.0" / "fix" / "libx.so.1")}
+    monkeypatch.setattr(machine, "session_pids", lambda sid: [sid])
+    monkeypatch.setattr(machine, "mapped_libraries", lambda pids: set(mapped))
+    runner.running["0.22.0/gdn-ngram"] = (__import__("types").SimpleNamespace(pid=7), 0.0)
+    assert runner.sample_libraries() == {"0.22.0"}
+    runner.write_libraries({"0.22.0"})
+    out = runner.results / "0.22.0" / "libraries.json"
+    assert json.loads(out.read_text()) == ["fix/libx.so.1"]
+    assert runner.sample_libraries() == set()  # nothing new: nothing to write
+    mapped.add("/usr/lib/libcuda.so.1")
+    assert runner.sample_libraries() == {"0.22.0"}
+    runner.write_libraries({"0.22.0"})
+    assert json.loads(out.read_text()) == ["/usr/lib/libcuda.so.1", "fix/libx.so.1"]
+    assert not list(out.parent.glob("*.tmp"))
+
+
 def test_session_pids_and_maps_read_from_proc(tmp_path):
     proc = tmp_path / "proc"
     for pid, stat, maps in (
