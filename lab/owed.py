@@ -23,7 +23,8 @@ from .stage import MACHINE_CUDA
 # What one 30-minute machine holds, in proofs: the machine runs 8 at a time (lab.machine), a
 # wave of them took 8 to 11 minutes on an H200 (2026-11-29, records/runs/), and about 19 parts of a
 # torch 2.11 stage took 2.5 minutes to put: two waves. A release with a CUDA stack of its own
-# (0.17 .. 0.19: about 100 parts, 10 minutes to put) leaves room for one.
+# (0.17 .. 0.19: about 100 parts, 10 minutes to put) leaves room for one. Two torch stacks of
+# CUDA 13 (2.13 and 2.14: 62 parts, 6.4 minutes) leave room for one wave.
 SLOTS = 8
 WAVES = 2
 WAVES_OWN_CUDA = 1
@@ -72,7 +73,25 @@ def machines(due: list[Owed]) -> list[list[Owed]]:
             current.append(o)
         if current:
             out.append(current)
+    return _pair_small(out)
+
+
+def _pair_small(cut: list[list[Owed]]) -> list[list[Owed]]:
+    """Machines of one wave at most, of the machine's CUDA, shared whatever their torch (two at
+    most): a second torch stack costs a few minutes of parts, a machine of its own 30."""
+    out: list[list[Owed]] = []
+    for m in cut:
+        host = next((x for x in out if _one_wave(x + m)), None) if _one_wave(m) else None
+        if host is not None:
+            host.extend(m)
+        else:
+            out.append(m)
     return out
+
+
+def _one_wave(m: list[Owed]) -> bool:
+    own_cuda = any(o.own_cuda for o in m)
+    return not own_cuda and sum(len(o.proofs) for o in m) <= SLOTS and len({o.torch for o in m}) <= 2
 
 
 def plan_line(machine: list[Owed]) -> str:

@@ -65,6 +65,23 @@ def test_machines_keep_one_torch_together_and_within_what_a_machine_holds():
     assert owed.plan_line(cut[1]) == "python -m lab plan 0.20.0:p0,p1,p2,p3 0.21.0:p0,p1,p2,p3,p4,p5,p6,p7"
 
 
+def test_small_machines_of_two_torches_share_one_within_a_wave():
+    def o(release, torch, n, own_cuda=False):
+        return owed.Owed(release, torch, own_cuda, tuple(f"p{i}" for i in range(n)))
+
+    # 2026-11-29: 0.28.0 .. 0.31.0 fill two machines, 0.32.0 (torch 2.13) and 0.33.0 (2.14) owe
+    # two proofs each: one machine, not two
+    due = [o("0.28.0", "2.13.0", 8), o("0.29.0", "2.13.0", 8), o("0.32.0", "2.13.0", 2), o("0.33.0", "2.14.0", 2)]
+    assert [[x.release for x in m] for m in owed.machines(due)] == [["0.33.0", "0.32.0"], ["0.28.0", "0.29.0"]]
+    # more than a wave together, a third torch, or a CUDA stack of its own: apart
+    due = [o("0.32.0", "2.13.0", 5), o("0.33.0", "2.14.0", 4)]
+    assert len(owed.machines(due)) == 2
+    due = [o("0.26.0", "2.11.0", 2), o("0.32.0", "2.13.0", 2), o("0.33.0", "2.14.0", 2)]
+    assert [[x.release for x in m] for m in owed.machines(due)] == [["0.33.0", "0.32.0"], ["0.26.0"]]
+    due = [o("0.33.0", "2.14.0", 2), o("0.17.0", "2.10.0", 2, True)]
+    assert len(owed.machines(due)) == 2
+
+
 def test_a_proof_a_reproduced_upstream_bug_stops_is_not_in_the_core_set():
     cat = Catalogue(REPO)
     assert "align-allocate-shrink" in cat.releases["0.20.0"].known
