@@ -155,8 +155,11 @@ def leg(args: argparse.Namespace) -> int:
     # /server_info names the speculative config; the sampler as verify's engines take it (the
     # start-up's dummy sampling imports FlashInfer otherwise, which the stage does not carry)
     env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", "VLLM_USE_FLASHINFER_SAMPLER": "0"}
+    from vllm_backports.verify.engine import triton_cache_dir
+
     # one Triton cache for every leg, FLA's autotuning kept in it (vllm_backports/verify/engine.py)
-    env |= {"TRITON_CACHE_AUTOTUNING": "1", "VLLM_DISABLE_COMPILE_CACHE": "1"}
+    env["TRITON_CACHE_AUTOTUNING"] = "1"
+    env.setdefault("TRITON_CACHE_DIR", triton_cache_dir())
     proc = detach(cmd, log=log, env=env)
     (out / "server.pgid").write_text(f"{proc.pid}\n")
     try:

@@ -92,7 +92,7 @@ def fake_vllm(monkeypatch):
     monkeypatch.setitem(sys.modules, counts.BUILDER_MODULE, gdn)
     # run() sets these for vLLM; undone after each test
     for name in ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_WORKER_MULTIPROC_METHOD", "VLLM_USE_FLASHINFER_SAMPLER",
-                 "TRITON_CACHE_AUTOTUNING", "VLLM_DISABLE_COMPILE_CACHE", drafts.ENV):
+                 "TRITON_CACHE_AUTOTUNING", "TRITON_CACHE_DIR", drafts.ENV):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(FakeLLM, "counts_per_round", [])
     monkeypatch.setattr(FakeLLM, "cached", None)
@@ -104,14 +104,19 @@ def spec(**kw) -> dict:
             "max_model_len": 64, "eager": True, "tp": 1, **kw}
 
 
-def test_engines_keep_one_triton_cache_and_a_callers_choice_stands(fake_vllm, monkeypatch):
-    # vLLM's compile cache would move TRITON_CACHE_DIR under a directory keyed by the model's
-    # path, which each verify writes anew: the FLA kernels' builds and autotuning never carried.
+def test_engines_keep_one_triton_cache_and_a_callers_choice_stands(fake_vllm, monkeypatch, tmp_path):
+    # left unset, Inductor would put TRITON_CACHE_DIR under vLLM's compile cache, keyed by the
+    # model's path, which each verify writes anew: the FLA kernels' builds never carried
+    monkeypatch.delenv("TRITON_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
     engine.prepare_env()
-    assert os.environ["VLLM_DISABLE_COMPILE_CACHE"] == "1" and os.environ["TRITON_CACHE_AUTOTUNING"] == "1"
-    monkeypatch.setenv("VLLM_DISABLE_COMPILE_CACHE", "0")
+    assert os.environ["TRITON_CACHE_DIR"] == str(tmp_path / ".triton" / "cache")
+    assert os.environ["TRITON_CACHE_AUTOTUNING"] == "1" and "VLLM_DISABLE_COMPILE_CACHE" not in os.environ
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/mine")
     engine.prepare_env()
-    assert os.environ["VLLM_DISABLE_COMPILE_CACHE"] == "0"
+    assert os.environ["TRITON_CACHE_DIR"] == "/mine"
+    monkeypatch.setenv("TRITON_HOME", str(tmp_path / "th"))
+    assert engine.triton_cache_dir() == str(tmp_path / "th" / ".triton" / "cache")
 
 
 def test_one_round_returns_what_it_always_returned(fake_vllm):

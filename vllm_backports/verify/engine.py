@@ -25,15 +25,19 @@ def prepare_env() -> None:
     # install without FlashInfer fails there. Off, vLLM takes its torch sampler, which greedy
     # never calls either.
     os.environ.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")
-    # The FLA kernels compile and autotune at every engine start (about 100 s of a 130 to 210 s
-    # start on an H200); kept on disk, the engines after the first reuse them. But vLLM's compile
-    # cache points TRITON_CACHE_DIR into its own directory, keyed by the model's path among other
-    # things (InductorAdaptor.initialize_cache in 0.17 .. 0.33), and every verify writes its
-    # own checkpoint: no engine of another run found them. With that cache off vLLM leaves
-    # TRITON_CACHE_DIR alone (tests/release/test_verify_compile_cache.py); it costs vLLM's reuse
-    # of compiled graphs (20 to 30 s a cold engine), which only a run with the same path had.
+    # The FLA kernels compile and autotune at every engine start (about 100 s of a 120 to 180 s
+    # start on an H200); kept on disk, the engines after the first reuse them. Left unset,
+    # TRITON_CACHE_DIR is filled in by torch's Inductor, under the Inductor cache vLLM keys by its
+    # compile hash, which includes the model's path, and every verify writes its own checkpoint:
+    # no engine of another run found them. Set before vLLM starts, it stands on vLLM's default
+    # compile path (tests/release/test_verify_compile_cache.py).
     os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
-    os.environ.setdefault("VLLM_DISABLE_COMPILE_CACHE", "1")
+    os.environ.setdefault("TRITON_CACHE_DIR", triton_cache_dir())
+
+
+def triton_cache_dir() -> str:
+    """Where Triton keeps its cache when nothing moves it (triton.knobs: $TRITON_HOME or ~)."""
+    return os.path.join(os.environ.get("TRITON_HOME") or os.path.expanduser("~"), ".triton", "cache")
 
 
 # verify's --model-runner: vLLM's own switch, read at engine construction (V2 by default for MTP
