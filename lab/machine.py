@@ -468,14 +468,17 @@ class Runner:
                 continue
             base = str(self.home / release) + "/"
             rel = sorted(p[len(base) :] if p.startswith(base) else p for p in paths)
-            path = self.results / release / "libraries.json"
-            path.with_suffix(".tmp").write_text(json.dumps(rel, indent=0) + "\n")
-            os.replace(path.with_suffix(".tmp"), path)
+            # written beside results/, not in it: collect may be packing that folder
+            tmp = self.home / f".libraries-{release}.tmp"
+            tmp.write_text(json.dumps(rel, indent=0) + "\n")
+            os.replace(tmp, self.results / release / "libraries.json")
 
     def watchdog(self) -> None:
         while not self.stop.wait(5):
-            # written as they grow: a run the machine's time cuts short still says what it mapped
-            self.write_libraries(self.sample_libraries())
+            # written as they grow: a run the machine's time cuts short still says what it mapped;
+            # a write that fails must not end the memory watchdog
+            with contextlib.suppress(OSError):
+                self.write_libraries(self.sample_libraries())
             if _available_mib() >= self.watch_mib:
                 continue
             with self.lock:

@@ -315,7 +315,25 @@ def test_libraries_are_written_while_proofs_run_and_only_when_they_grow(tmp_path
     assert runner.sample_libraries() == {"0.22.0"}
     runner.write_libraries({"0.22.0"})
     assert json.loads(out.read_text()) == ["/usr/lib/libcuda.so.1", "fix/libx.so.1"]
-    assert not list(out.parent.glob("*.tmp"))
+    assert not list(out.parent.glob("*.tmp")) and not list(home.glob(".libraries-*"))
+
+
+def test_a_libraries_write_that_fails_leaves_the_memory_watchdog_running(tmp_path, monkeypatch):
+    home = staged(tmp_path)
+    runner = FakeRunner(home, [{"release": "0.22.0", "proofs": ["gdn-ngram"]}], watch_mib=1)
+    ticks = iter([False, False, True])
+    monkeypatch.setattr(runner.stop, "wait", lambda s: next(ticks))
+    monkeypatch.setattr(runner, "sample_libraries", lambda: {"0.22.0"})
+    writes = []
+
+    def full_disk(releases):
+        writes.append(releases)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(runner, "write_libraries", full_disk)
+    monkeypatch.setattr(machine, "_available_mib", lambda: 10**6)
+    runner.watchdog()  # returns only once stop is set: both failed writes were survived
+    assert writes == [{"0.22.0"}, {"0.22.0"}]
 
 
 def test_session_pids_and_maps_read_from_proc(tmp_path):
