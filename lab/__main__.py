@@ -27,11 +27,26 @@ import click
 from vllm_backports.catalogue import Catalogue
 
 from . import bundle, parts, stage
+from .machine import parse_jobs
+from .owed import SLOTS
 from .parts import LIMIT, tree_size
 from .proofs import core
 
 ROOT = Path(__file__).resolve().parents[1]
 MARGIN = 2 << 20  # what the tree may grow by between planning and the calls
+# A plan's device time by the H200 runs of 2026-11-29 (records/runs/2026-11-29-h200-lab-*), at the
+# upper end of each: about 6 s held a part put (the machine's start among them), up to 55 s to
+# install a release, 11 minutes a wave of up to 8 verifies (tq-continuation's longest 11 to 15).
+PUT_S, INSTALL_S, WAVE_S = 6, 55, 11 * 60
+MACHINE_S = 30 * 60  # a machine is given back after 30 minutes held
+
+
+def estimate(n_parts: int, proofs: dict[str, int], lead: bool = False) -> int:
+    """Seconds of device time a plan of `n_parts` parts and `proofs` (per release) takes; with
+    `lead` the releases' first proofs make a wave of their own. Benchmarks are not counted."""
+    n = sum(proofs.values())
+    waves = -(-(n - len(proofs)) // SLOTS) + 1 if lead else -(-n // SLOTS)
+    return n_parts * PUT_S + len(proofs) * INSTALL_S + waves * WAVE_S
 
 
 def calls(part_dirs: list[str], jobs: list[str], wait: int = 540, lead: bool = False) -> list[dict]:
@@ -111,6 +126,10 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool, lead: bool) -> None:
     log(f"{len(part_dirs)} parts of at most {room >> 20} MiB ({total >> 20} MiB before sharing), {len(found)} calls:")
     for call in found:
         log(f"  run carry={json.dumps(call['carry'])} command: {call['command']}")
+    proofs = {j["release"]: len(j["proofs"]) for j in parse_jobs(list(jobs), {r: core(catalogue, r) for r in releases})}
+    need = estimate(len(part_dirs), {r: n for r, n in proofs.items() if n}, lead)
+    over = f"; more than one {MACHINE_S // 60}-minute machine holds: split the jobs" if need > MACHINE_S else ""
+    log(f"about {need / 60:.0f} min of device time at most, by the runs of 2026-11-29{over}")
 
 
 @main.command("bundle")
