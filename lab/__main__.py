@@ -27,8 +27,7 @@ import click
 from vllm_backports.catalogue import Catalogue
 
 from . import bundle, parts, stage
-from .machine import parse_jobs
-from .owed import SLOTS
+from .machine import SLOTS, parse_jobs
 from .parts import LIMIT, tree_size
 from .proofs import core
 
@@ -61,15 +60,14 @@ def calls(part_dirs: list[str], jobs: list[str], wait: int = 540, lead: bool = F
     return out
 
 
-def with_flashinfer(stages: list[stage.Stage], jobs: list[str], catalogue: Catalogue) -> list[stage.Stage]:
-    """`stages`, each whose job runs a FlashInfer proof with its FlashInfer set (lab.flashinfer.lab_set);
-    every release is checked before any set is fetched, and a refusal is one line."""
+def with_flashinfer(stages: list[stage.Stage], jobs: list[dict]) -> list[stage.Stage]:
+    """`stages`, each whose job (of `jobs`, parsed) runs a FlashInfer proof with its FlashInfer set
+    (lab.flashinfer.lab_set); every release is checked before any set is fetched, and a refusal is
+    one line."""
     from . import flashinfer
-    from .machine import parse_jobs
     from .proofs import uses_flashinfer
 
-    found = parse_jobs(jobs, {r: core(catalogue, r) for r in catalogue.releases})
-    wanted = {j["release"] for j in found if any(uses_flashinfer(p) for p in j["proofs"])}
+    wanted = {j["release"] for j in jobs if any(uses_flashinfer(p) for p in j["proofs"])}
     try:
         picked = {r: flashinfer.lab_set(r, ROOT) for r in sorted(wanted)}
     except flashinfer.Refused as e:
@@ -110,7 +108,8 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool, lead: bool) -> None:
         raise click.ClickException(f"the working tree leaves {room} bytes of a {limit}-byte call for parts")
     log = (lambda m: click.echo(m, err=True)) if as_json else click.echo
     stages = [stage.stage(r, ROOT, log) for r in releases]
-    stages = with_flashinfer(stages, list(jobs), catalogue)
+    parsed = parse_jobs(list(jobs), {r: core(catalogue, r) for r in releases})
+    stages = with_flashinfer(stages, parsed)
     lab = ROOT / ".lab"
     shutil.rmtree(lab / "stage", ignore_errors=True)
     for s in stages:
@@ -126,8 +125,7 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool, lead: bool) -> None:
     log(f"{len(part_dirs)} parts of at most {room >> 20} MiB ({total >> 20} MiB before sharing), {len(found)} calls:")
     for call in found:
         log(f"  run carry={json.dumps(call['carry'])} command: {call['command']}")
-    proofs = {j["release"]: len(j["proofs"]) for j in parse_jobs(list(jobs), {r: core(catalogue, r) for r in releases})}
-    need = estimate(len(part_dirs), {r: n for r, n in proofs.items() if n}, lead)
+    need = estimate(len(part_dirs), {j["release"]: len(j["proofs"]) for j in parsed if j["proofs"]}, lead)
     over = f"; more than one {MACHINE_S // 60}-minute machine holds: split the jobs" if need > MACHINE_S else ""
     log(f"about {need / 60:.0f} min of device time at most, by the runs of 2026-11-29{over}")
 

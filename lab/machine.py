@@ -65,6 +65,7 @@ def target_of(item: str) -> str:
 BENCH_LEFT_OUT = (".trace.json", ".log")
 HEALTH_TIMEOUT_S = 900.0  # how long a server proof's `vllm serve` may take to answer /health
 WATCH_MIB = 6144  # available memory under which the watchdog kills the youngest verify
+SLOTS = 8  # verifies at once, each with its own fixed KV size on the one GPU (--slots)
 ERR_TAIL = 200_000  # bytes of each verify's stderr that come back (progress bars fill megabytes)
 
 
@@ -114,7 +115,7 @@ class Runner:
         self,
         home: Path,
         jobs: list[dict],
-        slots: int = 8,
+        slots: int = SLOTS,
         watch_mib: int = WATCH_MIB,
         bench_args: list | None = None,
         lead: bool = False,
@@ -815,7 +816,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("parts", nargs="+", type=Path)
     s = sub.add_parser("start")
     s.add_argument("jobs", nargs="+", metavar="RELEASE[:PROOF,...]")
-    s.add_argument("--slots", type=int, default=8)
+    s.add_argument("--slots", type=int, default=SLOTS)
     s.add_argument(
         "--bench-args", default="--layout resident --prefill-backend triton", help="bench_ab.py run's options"
     )

@@ -17,16 +17,16 @@ from vllm_backports.catalogue import Catalogue
 from vllm_backports.evidence import CURRENT
 from vllm_backports.maint.generated import judged_evidence
 
+from .machine import SLOTS
 from .proofs import core
 from .stage import MACHINE_CUDA
 
-# What one 30-minute machine holds, in proofs: the machine runs 8 at a time (lab.machine), a
+# What one 30-minute machine holds, in proofs: the machine runs SLOTS (8) at a time, a
 # wave of them took 8 to 11 minutes on an H200 (2026-11-29, records/runs/), and about 19 parts of a
 # torch 2.11 stage took 2.5 minutes to put: two waves. A release with a CUDA stack of its own
 # (0.17 .. 0.19: about 100 parts, 10 minutes to put) leaves room for one. Three releases on two
 # torch stacks of CUDA 13 (0.27.0, 0.32.0, 0.33.0: 62 parts, 384 s with the machine's start) left
 # room for about one wave and a half.
-SLOTS = 8
 WAVES = 2
 WAVES_OWN_CUDA = 1
 
