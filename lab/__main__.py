@@ -27,31 +27,19 @@ import click
 from vllm_backports.catalogue import Catalogue
 
 from . import bundle, parts, stage
-from .machine import SLOTS, parse_jobs
+from .machine import parse_jobs
+from .owed import MACHINE_S, estimate
 from .parts import LIMIT, tree_size
 from .proofs import core
 
 ROOT = Path(__file__).resolve().parents[1]
 MARGIN = 2 << 20  # what the tree may grow by between planning and the calls
-# A plan's device time by the H200 runs of 2026-11-29 (records/runs/2026-11-29-h200-lab-*), at the
-# upper end of each: about 6 s held a part put (the machine's start among them), up to 55 s to
-# install a release, 11 minutes a wave of up to 8 verifies (tq-continuation's longest 11 to 15).
-PUT_S, INSTALL_S, WAVE_S = 6, 55, 11 * 60
-MACHINE_S = 30 * 60  # a machine is given back after 30 minutes held
 
 
-def estimate(n_parts: int, proofs: dict[str, int], lead: bool = False) -> int:
-    """Seconds of device time a plan of `n_parts` parts and `proofs` (per release) takes; with
-    `lead` the releases' first proofs make a wave of their own. Benchmarks are not counted."""
-    n = sum(proofs.values())
-    waves = -(-(n - len(proofs)) // SLOTS) + 1 if lead else -(-n // SLOTS)
-    return n_parts * PUT_S + len(proofs) * INSTALL_S + waves * WAVE_S
-
-
-def calls(part_dirs: list[str], jobs: list[str], wait: int = 540, lead: bool = False) -> list[dict]:
+def calls(part_dirs: list[str], jobs: list[str], wait: int = 540) -> list[dict]:
     """The device calls: one a part, the last also starting the jobs, then one collect."""
     out = [{"command": f"python3 -m lab.machine put {p}", "carry": [p]} for p in part_dirs]
-    start = f"python3 -m lab.machine start {'--lead ' if lead else ''}{' '.join(jobs)}"
+    start = f"python3 -m lab.machine start {' '.join(jobs)}"
     if out:
         out[-1] = {"command": out[-1]["command"] + " && " + start, "carry": [*out[-1]["carry"], ".lab/stage"]}
     else:
@@ -95,8 +83,7 @@ def core_cmd(releases: tuple[str, ...]) -> None:
 @click.argument("jobs", nargs=-1, required=True)
 @click.option("--limit", type=int, default=LIMIT, show_default=True, help="Bytes one call carries, tree included.")
 @click.option("--json", "as_json", is_flag=True, help="One object a call: command, carry.")
-@click.option("--lead", is_flag=True, help="Each release's first proof alone, before the rest of its proofs.")
-def plan(jobs: tuple[str, ...], limit: int, as_json: bool, lead: bool) -> None:
+def plan(jobs: tuple[str, ...], limit: int, as_json: bool) -> None:
     """Stage RELEASE[:PROOF,...] jobs and print the calls that prove them on a GPU machine."""
     catalogue = Catalogue(ROOT)
     releases = [j.partition(":")[0] for j in jobs]
@@ -117,7 +104,7 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool, lead: bool) -> None:
     store = stage.cache() / "store"
     blobs = [(b.sha256, store / b.sha256) for s in stages for b in (*s.blobs, *s.flashinfer)]
     part_dirs = [p.relative_to(ROOT).as_posix() for p in parts.pack(blobs, room, lab / "parts")]
-    found = calls(part_dirs, list(jobs), lead=lead)
+    found = calls(part_dirs, list(jobs))
     if as_json:
         click.echo(json.dumps(found, indent=1))
         return
@@ -125,7 +112,7 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool, lead: bool) -> None:
     log(f"{len(part_dirs)} parts of at most {room >> 20} MiB ({total >> 20} MiB before sharing), {len(found)} calls:")
     for call in found:
         log(f"  run carry={json.dumps(call['carry'])} command: {call['command']}")
-    need = estimate(len(part_dirs), {j["release"]: len(j["proofs"]) for j in parsed if j["proofs"]}, lead)
+    need = estimate(len(part_dirs), {j["release"]: len(j["proofs"]) for j in parsed if j["proofs"]})
     over = f"; more than one {MACHINE_S // 60}-minute machine holds: split the jobs" if need > MACHINE_S else ""
     log(f"about {need / 60:.0f} min of device time at most, by the runs of 2026-11-29{over}")
 

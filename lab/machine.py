@@ -13,8 +13,7 @@ FlashInfer proof installs its stage's FlashInfer set into <release>/fi-site, whi
 proofs (one at a time) put on their path, after their sites. `start` copies the tool into the
 lab first and runs from that copy: the call's own tree is removed when the call ends, and a
 process whose working directory vanished fails. A release's proofs start as soon as
-it is installed, while the next one installs (with `start --lead`, its first proof does, and the
-rest as that one ends); at most `--slots` verifies run at once, and a
+it is installed, while the next one installs; at most `--slots` verifies run at once, and a
 memory watchdog kills the youngest verify when the machine runs short (a machine out of memory
 stops answering and loses every result on it) and starts it once more when memory is back.
 A/B benchmarks (`bench=SHAPE/EXPERIMENT[=PAIRS]`, benchmarks/bench_ab.py) run after every proof
@@ -118,12 +117,8 @@ class Runner:
         slots: int = SLOTS,
         watch_mib: int = WATCH_MIB,
         bench_args: list | None = None,
-        lead: bool = False,
     ):
         self.home, self.jobs, self.slots, self.watch_mib = home, jobs, slots, watch_mib
-        # lead: a release's first proof runs before the rest of its proofs start, so that they find
-        # the Triton kernels and autotuning it left on disk instead of all building them at once
-        self.lead = lead
         self.bench_args = list(bench_args or [])
         self.sites: dict[str, dict[str, Path]] = {}
         self.results = home / "results"
@@ -501,7 +496,6 @@ class Runner:
         watchdog.start()
         futures: list[Future] = []
         served: list[tuple[str, str]] = []
-        submitted: list[threading.Event] = []  # one a lead: the rest of its release is in the pool
         with ThreadPoolExecutor(self.slots) as pool:
 
             def submit(release: str, name: str) -> Future:
@@ -509,7 +503,7 @@ class Runner:
                 target, control = target_of(name), control_site(proof_of(name))
                 return pool.submit(self.prove, release, name, sites[target], sites[control])
 
-            def submit_rest(release: str, names: list[str]) -> None:
+            def submit_all(release: str, names: list[str]) -> None:
                 sites = self.sites[release]
                 for name in names:
                     if is_server_proof(name):  # a leg a slot, paired once all have ended
@@ -518,20 +512,6 @@ class Runner:
                         served.append((release, name))
                     else:
                         futures.append(submit(release, name))
-
-            def lead_then_rest(release: str, names: list[str]) -> None:
-                """names[0] now, the rest once it has ended (from the slot that ran it)."""
-                rest_in = threading.Event()
-
-                def rest(_lead: Future) -> None:
-                    try:
-                        submit_rest(release, names[1:])
-                    finally:
-                        rest_in.set()
-
-                submitted.append(rest_in)
-                futures.append(submit(release, names[0]))
-                futures[-1].add_done_callback(rest)
 
             for job in self.jobs:
                 release = job["release"]
@@ -565,14 +545,7 @@ class Runner:
                         (self.results / release / f"{name}.rc").write_text("2\n")
                     else:
                         runnable.append(name)
-                lead = next((n for n in runnable if not is_server_proof(n)), None) if self.lead else None
-                if lead is not None:
-                    runnable.remove(lead)
-                    lead_then_rest(release, [lead, *runnable])
-                else:
-                    submit_rest(release, runnable)
-            for rest_in in submitted:  # the pool stays open until every lead's rest is in it
-                rest_in.wait()
+                submit_all(release, runnable)
         failed = sum(1 for f in futures if f.exception() is not None or f.result() != 0)
         failed += sum(1 for release, name in served if self.pair(release, name) != 0)
         self.stop.set()
@@ -762,7 +735,7 @@ def collect(home: Path, wait: float, out: Path) -> bool:
     return done
 
 
-def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: str = "", lead: bool = False) -> None:
+def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: str = "") -> None:
     from vllm_backports.catalogue import Catalogue
 
     from .proofs import core
@@ -788,9 +761,7 @@ def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: st
     for stale in ("done", "timeline.jsonl"):
         (home / stale).unlink(missing_ok=True)
     shutil.rmtree(home / "results", ignore_errors=True)
-    (home / "jobs.json").write_text(
-        json.dumps({"jobs": jobs, "slots": slots, "bench_args": shlex.split(bench_args), "lead": lead})
-    )
+    (home / "jobs.json").write_text(json.dumps({"jobs": jobs, "slots": slots, "bench_args": shlex.split(bench_args)}))
     (home / "machine.json").write_text(json.dumps(_machine()))
     env = {**os.environ, **SAFE_ENV, "VLLM_BACKPORTS_LAB_HOME": str(home)}
     detach([sys.executable, "-m", "lab.machine", "run"], tool, home / "run.log", env=env)
@@ -820,7 +791,6 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument(
         "--bench-args", default="--layout resident --prefill-backend triton", help="bench_ab.py run's options"
     )
-    s.add_argument("--lead", action="store_true", help="a release's first proof before the rest of its proofs")
     sub.add_parser("run")
     c = sub.add_parser("collect")
     c.add_argument("--wait", type=float, default=0)
@@ -830,12 +800,10 @@ def main(argv: list[str] | None = None) -> int:
         for part in args.parts:
             print(f"put {part}: {parts.put(part, home / 'store') >> 20} MiB")
     elif args.step == "start":
-        start(args.jobs, args.slots, Path.cwd(), home, args.bench_args, args.lead)
+        start(args.jobs, args.slots, Path.cwd(), home, args.bench_args)
     elif args.step == "run":
         spec = json.loads((home / "jobs.json").read_text())
-        return Runner(
-            home, spec["jobs"], spec["slots"], bench_args=spec.get("bench_args"), lead=spec.get("lead", False)
-        ).run()
+        return Runner(home, spec["jobs"], spec["slots"], bench_args=spec.get("bench_args")).run()
     else:
         done = collect(home, args.wait, Path(os.environ.get("OUT", "/tmp/out")))
         return 0 if done else 3

@@ -19,16 +19,27 @@ from vllm_backports.maint.generated import judged_evidence
 
 from .machine import SLOTS
 from .proofs import core
-from .stage import MACHINE_CUDA
+from .stage import MACHINE_CUDA, MACHINE_TORCH
 
-# What one 30-minute machine holds, in proofs: the machine runs SLOTS (8) at a time, a
-# wave of them took 8 to 11 minutes on an H200 (2026-11-29, records/runs/), and about 19 parts of a
-# torch 2.11 stage took 2.5 minutes to put: two waves. A release with a CUDA stack of its own
-# (0.17 .. 0.19: about 100 parts, 10 minutes to put) leaves room for one. Three releases on two
-# torch stacks of CUDA 13 (0.27.0, 0.32.0, 0.33.0: 62 parts, 384 s with the machine's start) left
-# room for about one wave and a half.
-WAVES = 2
-WAVES_OWN_CUDA = 1
+# A plan's device time, by the H200 runs of 2026-11-29 (records/runs/2026-11-29-h200-lab-*), at
+# the upper end of each: a part put took 6.2 to 7.8 s held (the machine's start spread over them),
+# an install and its sites 11 to 55 s. With Triton's cache shared by every proof on the machine,
+# the first wave of 8 verifies (every engine building the FLA kernels) took 5.4 to 7.7 min and
+# each later one 3.8 to 6.3 min; before, every wave took 8 to 11.
+PUT_S, INSTALL_S, COLD_WAVE_S, WAVE_S = 7, 55, 8 * 60, 6.5 * 60
+MACHINE_S = 30 * 60  # a machine is given back after 30 minutes held
+ROOM_S = 28 * 60  # what `owed` fills a machine to: the last `collect` must come back before that
+# Parts (of about 51 MiB) before anything is staged: 27 for four releases of the machine's torch
+# (FlashInfer's set among them); 62 for three releases on torch 2.13 and 2.14; 88 for 0.19.0 with
+# torch 2.10 and its CUDA 12 libraries.
+RELEASE_PARTS, TORCH_PARTS, CUDA12_PARTS = 7, 20, 81
+
+
+def estimate(n_parts: int, proofs: dict[str, int]) -> int:
+    """Seconds of device time a plan of `n_parts` parts and `proofs` (per release) takes, the
+    machine's start included. Benchmarks are not counted."""
+    waves = -(-sum(proofs.values()) // SLOTS)
+    return round(n_parts * PUT_S + len(proofs) * INSTALL_S + (COLD_WAVE_S + (waves - 1) * WAVE_S if waves else 0))
 
 
 @dataclass(frozen=True)
@@ -57,42 +68,30 @@ def owed(root: Path, cat: Catalogue | None = None) -> list[Owed]:
 
 
 def machines(due: list[Owed]) -> list[list[Owed]]:
-    """`due` cut into machines: releases of one torch together (their stage is shared), newest
-    torch first, each machine filled up to its proofs in version order; a release with more
-    proofs than a machine holds takes one alone."""
-    groups: dict[str, list[Owed]] = {}
-    for o in due:
-        groups.setdefault(o.torch, []).append(o)
+    """`due` cut into machines by `estimate`: releases by torch, newest first, then by version, each
+    into the first machine it fits (a torch stack is put once a machine, whichever releases share
+    it); a release that fits no machine alone takes one of its own."""
+    by_version = sorted(due, key=lambda o: Version(o.release))
+    order = sorted(by_version, key=lambda o: Version(o.torch), reverse=True)  # stable: versions stay in order
     out: list[list[Owed]] = []
-    for torch in sorted(groups, key=Version, reverse=True):
-        current: list[Owed] = []
-        for o in groups[torch]:
-            room = SLOTS * (WAVES_OWN_CUDA if o.own_cuda else WAVES)
-            if current and sum(len(c.proofs) for c in current) + len(o.proofs) > room:
-                out.append(current)
-                current = []
-            current.append(o)
-        if current:
-            out.append(current)
-    return _pair_small(out)
-
-
-def _pair_small(cut: list[list[Owed]]) -> list[list[Owed]]:
-    """Machines of one wave at most, of the machine's CUDA, shared whatever their torch (two at
-    most): a second torch stack costs a few minutes of parts, a machine of its own 30."""
-    out: list[list[Owed]] = []
-    for m in cut:
-        host = next((x for x in out if _one_wave(x + m)), None) if _one_wave(m) else None
-        if host is not None:
-            host.extend(m)
+    for o in order:
+        host = next((m for m in out if fits([*m, o])), None)
+        if host is None:
+            out.append([o])
         else:
-            out.append(m)
+            host.append(o)
     return out
 
 
-def _one_wave(m: list[Owed]) -> bool:
-    own_cuda = any(o.own_cuda for o in m)
-    return not own_cuda and sum(len(o.proofs) for o in m) <= SLOTS and len({o.torch for o in m}) <= 2
+def parts_of(machine: list[Owed]) -> int:
+    """The parts a machine's releases take before staging, each torch stack other than the
+    machine's once."""
+    stacks = {(o.torch, o.own_cuda) for o in machine if o.torch != MACHINE_TORCH or o.own_cuda}
+    return len(machine) * RELEASE_PARTS + sum(CUDA12_PARTS if own_cuda else TORCH_PARTS for _, own_cuda in stacks)
+
+
+def fits(machine: list[Owed]) -> bool:
+    return estimate(parts_of(machine), {o.release: len(o.proofs) for o in machine}) <= ROOM_S
 
 
 def plan_line(machine: list[Owed]) -> str:

@@ -68,20 +68,16 @@ def test_a_release_whose_parts_were_not_all_put_fails_alone_saying_why(tmp_path)
     assert any("FAILED" in line for line in machine.status_lines(home))
 
 
-@pytest.mark.parametrize("lead", [True, False])
-def test_with_lead_a_release_s_first_proof_ends_before_its_others_start(tmp_path, lead):
+def test_a_release_s_proofs_start_together_in_the_slots(tmp_path):
     home = staged(tmp_path)
-    runner = FakeRunner(home, [{"release": "0.22.0", "proofs": ["gdn-ngram", "mtp", "gdn-ngram-kp1"]}], lead=lead)
+    runner = FakeRunner(home, [{"release": "0.22.0", "proofs": ["gdn-ngram", "mtp", "gdn-ngram-kp1"]}])
     runner.watch_mib = 0
     runner.script = "import time, json; time.sleep(0.5); print(json.dumps({'rows': []}))"
     assert runner.run() == 0
     events = [json.loads(x) for x in (home / "timeline.jsonl").read_text().splitlines()]
     at = {(e["what"], e["event"]): e["t"] for e in events if e["what"] != "install"}
     others = [at[(n, "start")] for n in ("mtp", "gdn-ngram-kp1")]
-    if lead:
-        assert min(others) >= at[("gdn-ngram", "end")]
-    else:
-        assert max(others) < at[("gdn-ngram", "end")]  # all three at once, in 8 slots
+    assert max(others) < at[("gdn-ngram", "end")]  # all three at once, in 8 slots
     assert (home / "done").read_text() == "3 proofs, 0 exited non-zero\n"
 
 
@@ -383,7 +379,7 @@ def test_a_checkpoint_that_cannot_be_written_fails_its_proof_saying_so(tmp_path,
     assert "No module named no_such_writer_module" in (res / "kda-ngram.model.log").read_text()
 
 
-def test_start_lead_reaches_the_run_it_detaches(tmp_path, monkeypatch):
+def test_start_writes_the_jobs_and_detaches_the_run(tmp_path, monkeypatch):
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
@@ -399,12 +395,10 @@ def test_start_lead_reaches_the_run_it_detaches(tmp_path, monkeypatch):
     home = tmp_path / "home"
     monkeypatch.setenv("VLLM_BACKPORTS_LAB_HOME", str(home))
     monkeypatch.chdir(source)
-    machine.main(["start", "--lead", "0.22.0:mtp"])
+    machine.main(["start", "--slots", "3", "0.22.0:mtp"])
     spec = json.loads((home / "jobs.json").read_text())
-    assert spec["lead"] is True and spec["jobs"][0]["proofs"] == ["mtp"]
+    assert spec["slots"] == 3 and spec["jobs"][0]["proofs"] == ["mtp"]
     assert started == [[sys.executable, "-m", "lab.machine", "run"]]
-    machine.main(["start", "0.22.0:mtp"])
-    assert json.loads((home / "jobs.json").read_text())["lead"] is False
 
 
 def fi_staged(tmp_path, fi_wheels, release="0.26.0"):
@@ -515,7 +509,7 @@ def _two_releases(tmp_path):
     return home
 
 
-def test_with_lead_a_release_s_rest_starts_as_its_lead_ends_not_after_later_work(tmp_path):
+def test_a_release_s_proofs_start_as_it_is_installed_not_after_earlier_work(tmp_path):
     import time
 
     home = _two_releases(tmp_path)
@@ -525,22 +519,20 @@ def test_with_lead_a_release_s_rest_starts_as_its_lead_ends_not_after_later_work
             time.sleep(3 if release == "0.23.0" else 0)
             return super().install(release)
 
-        def verify(self, release, name, target, control):  # 0.22.0's lead outlasts 0.23.0's
+        def verify(self, release, name, target, control):  # 0.22.0's gdn-ngram outlasts 0.23.0's install
             s = 5 if (release, name) == ("0.22.0", "gdn-ngram") else 0
             return [sys.executable, "-c", f"import time; time.sleep({s}); print('{{\"rows\": []}}')"]
 
     jobs = [{"release": r, "proofs": ["gdn-ngram", "mtp"]} for r in ("0.22.0", "0.23.0")]
-    assert Runner(home, jobs, lead=True, watch_mib=0).run() == 0
+    assert Runner(home, jobs, watch_mib=0).run() == 0
     events = [json.loads(x) for x in (home / "timeline.jsonl").read_text().splitlines()]
     at = {(e["release"], e["what"], e["event"]): e["t"] for e in events}
-    # 0.23.0's rest does not wait for 0.22.0's longer lead
-    assert at[("0.23.0", "mtp", "start")] - at[("0.23.0", "gdn-ngram", "end")] < 1.5
-    assert at[("0.23.0", "mtp", "start")] < at[("0.22.0", "gdn-ngram", "end")]
-    assert at[("0.22.0", "mtp", "start")] >= at[("0.22.0", "gdn-ngram", "end")]
+    for name in ("gdn-ngram", "mtp"):
+        assert at[("0.23.0", name, "start")] - at[("0.23.0", "install", "end")] < 1.5
+        assert at[("0.23.0", name, "start")] < at[("0.22.0", "gdn-ngram", "end")]
 
 
-@pytest.mark.parametrize("lead", [True, False])
-def test_a_proof_that_raises_is_counted_and_the_run_still_ends(tmp_path, lead):
+def test_a_proof_that_raises_is_counted_and_the_run_still_ends(tmp_path):
     home = staged(tmp_path)
 
     class Raising(FakeRunner):
@@ -549,7 +541,7 @@ def test_a_proof_that_raises_is_counted_and_the_run_still_ends(tmp_path, lead):
                 raise OSError("boom")
             return super().prove(release, name, target, control, tries)
 
-    Raising(home, [{"release": "0.22.0", "proofs": ["gdn-ngram", "mtp"]}], lead=lead, watch_mib=0).run()
+    Raising(home, [{"release": "0.22.0", "proofs": ["gdn-ngram", "mtp"]}], watch_mib=0).run()
     assert (home / "results/0.22.0/mtp.rc").read_text() == "0\n"
     assert (home / "done").read_text() == "2 proofs, 1 exited non-zero\n"
 

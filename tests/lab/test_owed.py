@@ -48,38 +48,40 @@ def test_twins_are_proven_once_and_every_owed_proof_is_a_core_one(tmp_path):
         assert o.own_cuda == (cat.releases[o.release].cuda != 13)
 
 
-def test_machines_keep_one_torch_together_and_within_what_a_machine_holds():
-    def o(release, torch, n, own_cuda=False):
-        return owed.Owed(release, torch, own_cuda, tuple(f"p{i}" for i in range(n)))
+def o(release, torch, n, own_cuda=False):
+    return owed.Owed(release, torch, own_cuda, tuple(f"p{i}" for i in range(n)))
 
-    due = [o("0.20.0", "2.11.0", 4), o("0.21.0", "2.11.0", 8), o("0.22.0", "2.11.0", 7), o("0.27.0", "2.13.0", 20)]
-    due += [o("0.17.0", "2.10.0", 5, True), o("0.18.0", "2.10.0", 4, True)]
+
+def test_a_machine_holds_what_the_estimate_fits_in_28_minutes():
+    # the machine's torch: 7 parts a release; 0.26.0 .. 0.20.0 as run on 2026-11-29 (24 proofs)
+    today = [o("0.20.0", "2.11.0", 3), o("0.20.1", "2.11.0", 4), o("0.21.0", "2.11.0", 8), o("0.26.0", "2.11.0", 9)]
+    assert owed.parts_of(today) == 28 and owed.fits(today)
+    assert not owed.fits([*today, o("0.22.0", "2.11.0", 1)])  # a fourth wave
+    # a torch stack is counted once a machine, whichever releases share it
+    assert owed.parts_of([o("0.28.0", "2.13.0", 8), o("0.29.0", "2.13.0", 8)]) == 2 * 7 + 20
+    assert owed.parts_of([o("0.32.0", "2.13.0", 2), o("0.33.0", "2.14.0", 2)]) == 2 * 7 + 2 * 20
+    assert owed.parts_of([o("0.17.0", "2.10.0", 4, True), o("0.19.0", "2.10.0", 4, True)]) == 2 * 7 + 81
+
+
+def test_machines_fill_first_fit_newest_torch_first_and_a_release_too_big_goes_alone():
+    due = [o("0.20.0", "2.11.0", 4), o("0.21.0", "2.11.0", 8), o("0.22.0", "2.11.0", 7), o("0.26.0", "2.11.0", 9)]
+    due += [o("0.27.0", "2.13.0", 30), o("0.17.0", "2.10.0", 4, True), o("0.17.1", "2.10.0", 4, True)]
+    due += [o("0.18.0", "2.10.0", 4, True)]
     cut = owed.machines(due)
     assert [[x.release for x in m] for m in cut] == [
         ["0.27.0"],  # newest torch first; more than a machine holds: alone
-        ["0.20.0", "0.21.0"],  # 12 of 16
-        ["0.22.0"],
-        ["0.17.0"],  # its own CUDA stack: one wave of 8
-        ["0.18.0"],
+        ["0.20.0", "0.21.0", "0.22.0"],  # 19 proofs: three waves
+        ["0.26.0", "0.17.0"],  # 0.26.0 no longer fits the one before; 0.17.0's CUDA 12 stack fits beside it
+        ["0.17.1", "0.18.0"],
     ]
-    assert owed.plan_line(cut[1]) == "python -m lab plan 0.20.0:p0,p1,p2,p3 0.21.0:p0,p1,p2,p3,p4,p5,p6,p7"
+    assert owed.plan_line(cut[1]).startswith("python -m lab plan 0.20.0:p0,p1,p2,p3 0.21.0:p0,")
+    assert all(owed.fits(m) for m in cut[1:]) and not owed.fits(cut[0])
 
 
-def test_small_machines_of_two_torches_share_one_within_a_wave():
-    def o(release, torch, n, own_cuda=False):
-        return owed.Owed(release, torch, own_cuda, tuple(f"p{i}" for i in range(n)))
-
-    # 2026-11-29: 0.28.0 .. 0.31.0 fill two machines, 0.32.0 (torch 2.13) and 0.33.0 (2.14) owe
-    # two proofs each: one machine, not two
+def test_small_releases_of_other_torches_share_a_machine():
+    # 2026-11-29: 0.32.0 (torch 2.13) and 0.33.0 (2.14) owe two proofs each, 0.28.0 (2.13) eight
     due = [o("0.28.0", "2.13.0", 8), o("0.29.0", "2.13.0", 8), o("0.32.0", "2.13.0", 2), o("0.33.0", "2.14.0", 2)]
-    assert [[x.release for x in m] for m in owed.machines(due)] == [["0.33.0", "0.32.0"], ["0.28.0", "0.29.0"]]
-    # more than a wave together, a third torch, or a CUDA stack of its own: apart
-    due = [o("0.32.0", "2.13.0", 5), o("0.33.0", "2.14.0", 4)]
-    assert len(owed.machines(due)) == 2
-    due = [o("0.26.0", "2.11.0", 2), o("0.32.0", "2.13.0", 2), o("0.33.0", "2.14.0", 2)]
-    assert [[x.release for x in m] for m in owed.machines(due)] == [["0.33.0", "0.32.0"], ["0.26.0"]]
-    due = [o("0.33.0", "2.14.0", 2), o("0.17.0", "2.10.0", 2, True)]
-    assert len(owed.machines(due)) == 2
+    assert [[x.release for x in m] for m in owed.machines(due)] == [["0.33.0", "0.28.0", "0.32.0"], ["0.29.0"]]
 
 
 def test_a_proof_a_reproduced_upstream_bug_stops_is_not_in_the_core_set():

@@ -86,8 +86,6 @@ def test_the_plan_puts_every_part_and_starts_the_jobs_with_the_last():
     assert got[1]["command"].endswith("&& python3 -m lab.machine start 0.22.0 0.23.0:mtp")
     assert got[1]["carry"] == [".lab/parts/p001", ".lab/stage"]
     assert got[2]["command"].startswith("python3 -m lab.machine collect")
-    led = calls([".lab/parts/p000"], ["0.22.0"], lead=True)
-    assert led[0]["command"].endswith("&& python3 -m lab.machine start --lead 0.22.0")
 
 
 def test_a_candidates_run_is_never_kept_as_evidence_of_the_series(tmp_path):
