@@ -96,7 +96,7 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool) -> None:
     log = (lambda m: click.echo(m, err=True)) if as_json else click.echo
     stages = [stage.stage(r, ROOT, log) for r in releases]
     parsed = parse_jobs(list(jobs), {r: core(catalogue, r) for r in releases})
-    stages = with_flashinfer(stages, parsed)
+    stages = [stage.packed(s, log) for s in with_flashinfer(stages, parsed)]
     lab = ROOT / ".lab"
     shutil.rmtree(lab / "stage", ignore_errors=True)
     for s in stages:

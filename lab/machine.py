@@ -143,12 +143,20 @@ class Runner:
 
     # -- installing -------------------------------------------------------------------------
     def _link(self, release: str, blobs: list[dict], folder: str) -> Path:
-        """The stage's `blobs`, joined from the store, hard-linked under their names into <release>/folder."""
+        """The stage's `blobs`, joined from the store (a repacked wheel decompressed, several at
+        once), hard-linked under their names into <release>/folder."""
         out = self.home / release / folder
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
-        for blob in blobs:
-            os.link(parts.assemble(self.home / "store", blob["sha256"], blob["size"]), out / blob["name"])
+        store = self.home / "store"
+
+        def wheel(blob: dict) -> Path:
+            join = parts.unpacked if blob.get("packed_from") else parts.assemble
+            return join(store, blob["sha256"], blob["size"])
+
+        with ThreadPoolExecutor(8) as pool:  # lzma lets go of the GIL while it decompresses
+            for blob, path in zip(blobs, pool.map(wheel, blobs), strict=True):
+                os.link(path, out / blob["name"])
         return out
 
     def _stage(self, release: str) -> dict:

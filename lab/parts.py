@@ -5,16 +5,23 @@ A part is a folder of chunk files named `<sha256>.<offset>`: the bytes of that b
 offset. The blobs are laid end to end and cut every `limit` bytes, so the parts are as few as the
 bytes allow and a blob larger than a part spans several. Standard library only: the far side
 runs it with the GPU machine's bare python3.
+
+A wheel's members are deflated one by one, which leaves CUDA's libraries about a third larger
+than xz makes them. `repack` stores a wheel's members uncompressed and xz-compresses the whole
+(the blob that travels); `unpacked` turns it back into an installable wheel on the far side: the
+same members, names and modes, stored rather than deflated.
 """
 
 from __future__ import annotations
 
 import hashlib
+import lzma
 import os
 import shutil
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
+from zipfile import ZIP_STORED, ZipFile, ZipInfo
 
 BLOCK = 1 << 20
 LIMIT = 64 << 20  # what one call of the GPU machine carries, the working tree included
@@ -119,4 +126,38 @@ def assemble(store: Path, digest: str, size: int) -> Path:
     os.replace(tmp, whole)
     for _, piece in pieces:
         piece.unlink()
+    return whole
+
+
+def repack(wheel: Path, dest: Path) -> None:
+    """`wheel`'s members, stored uncompressed in a zip that is xz-compressed into `dest`."""
+    tmp = dest.with_name(dest.name + ".zip.tmp")
+    try:
+        with ZipFile(wheel) as src, ZipFile(tmp, "w", ZIP_STORED) as out:
+            for info in src.infolist():
+                stored = ZipInfo(info.filename, info.date_time)
+                stored.external_attr, stored.create_system = info.external_attr, info.create_system
+                if info.is_dir():
+                    out.writestr(stored, b"")
+                    continue
+                with src.open(info) as r, out.open(stored, "w", force_zip64=info.file_size > 1 << 31) as w:
+                    shutil.copyfileobj(r, w, BLOCK)
+        with open(tmp, "rb") as r, lzma.open(dest.with_name(dest.name + ".tmp"), "wb", preset=6) as w:
+            shutil.copyfileobj(r, w, BLOCK)
+        os.replace(dest.with_name(dest.name + ".tmp"), dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+        dest.with_name(dest.name + ".tmp").unlink(missing_ok=True)
+
+
+def unpacked(store: Path, digest: str, size: int) -> Path:
+    """The wheel a `repack`ed blob holds, at store/<digest>.whl, joined, checked and decompressed
+    once (xz checks its own CRC)."""
+    whole = store / f"{digest}.whl"
+    if whole.is_file():
+        return whole
+    tmp = store / f"{digest}.whl.tmp"
+    with lzma.open(assemble(store, digest, size), "rb") as r, open(tmp, "wb") as w:
+        shutil.copyfileobj(r, w, BLOCK)
+    os.replace(tmp, whole)
     return whole

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from vllm_backports.catalogue import Catalogue
@@ -34,6 +34,8 @@ DROP_PREFIXES = ("nvidia-", "cuda-", "flashinfer")
 # Optional at import and never run by verify's tiny models; heavy (z3-solver alone is ~30 MiB).
 DROP = {"vllm", "tilelang", "quack-kernels", "z3-solver", "fastsafetensors"}
 TORCH_STACK = {"torch", "triton", "torchvision", "torchaudio"}
+MACHINE_TRITON = "3.6.0"  # the image's, the same PyPI wheel whichever torch pins it (no CUDA of torch's inside)
+PACK_MIB = 16  # dependency wheels this large travel `parts.repack`ed (xz)
 # pip's tags for CPython 3.12 on the machine (glibc 2.35): every glibc a wheel may name up to the
 # machine's, since wheels pick odd ones (nvidia-nccl-cu13 2.30.7 is manylinux_2_18 only).
 GLIBC_MINOR = 35
@@ -51,6 +53,7 @@ class Blob:
     sha256: str
     size: int
     role: str  # "vllm": the release's wheel; "wheel": a dependency; "flashinfer", "fi-aot": FlashInfer's
+    packed_from: str = ""  # the sha256 of the wheel this blob `parts.repack`s, if it is one
 
 
 @dataclass(frozen=True)
@@ -102,16 +105,19 @@ def parse_pins(text: str) -> dict[str, str]:
 
 def needed(pins: dict[str, str], image: set[str], cuda: int = MACHINE_CUDA) -> dict[str, str]:
     """The pins the machine lacks. A release on the machine's torch uses the image's whole stack;
-    one pinning another torch brings torch, triton, torchvision and torchaudio as its pins say
-    (the image's CUDA 13 libraries serve them), and NCCL, whose image build lacks symbols newer
-    torch calls (ncclCommResume, seen with 2.13.0 on 2026-11-23). A release built for another
-    CUDA major (0.17 .. 0.19: torch 2.10.0 on CUDA 12) brings every CUDA library its pins name:
-    the image's are CUDA 13's, and which of its own a run never opens only a run can tell."""
+    one pinning another torch brings torch, triton (but the image's own version), torchvision
+    and torchaudio as its pins say (the image's CUDA 13 libraries serve them), and NCCL, whose
+    image build lacks symbols newer torch calls (ncclCommResume, seen with 2.13.0 on 2026-11-23).
+    A release built for another CUDA major (0.17 .. 0.19: torch 2.10.0 on CUDA 12) brings every
+    CUDA library its pins name: the image's are CUDA 13's, and which of its own a run never opens
+    only a run can tell."""
     own_torch = pins.get("torch") not in (None, MACHINE_TORCH)
     own_cuda = cuda != MACHINE_CUDA
     out = {}
     for name, version in pins.items():
         cuda_lib = name.startswith(("nvidia-", "cuda-")) if own_cuda else name == "nvidia-nccl-cu13"
+        if name == "triton" and version == MACHINE_TRITON:
+            continue
         if (own_torch or own_cuda) and (name in TORCH_STACK or cuda_lib):
             out[name] = version
         elif name in DROP or name.startswith(DROP_PREFIXES) or name in image:
@@ -222,6 +228,34 @@ def stage(release: str, home: Path, log: Callable[[str], None] = print) -> Stage
     found.write(path)
     log(f"{release}: staged, {sum(b.size for b in blobs) >> 20} MiB in {len(blobs)} wheels")
     return found
+
+
+def packed(found: Stage, log: Callable[[str], None] = print) -> Stage:
+    """`found` with each dependency wheel of PACK_MIB or more replaced by its `parts.repack` (made
+    once, kept in the store; a few minutes a GiB on two cores). The release's own wheel travels
+    as PyPI has it, byte for byte."""
+    from .parts import repack
+
+    store, index = cache() / "store", cache() / "packed"
+    index.mkdir(parents=True, exist_ok=True)
+    blobs = []
+    for b in found.blobs:
+        if b.role != "wheel" or b.size < PACK_MIB << 20:
+            blobs.append(b)
+            continue
+        known = index / f"{b.sha256}.json"
+        if known.is_file() and (store / json.loads(known.read_text())["sha256"]).is_file():
+            blobs.append(Blob(**json.loads(known.read_text())))
+            continue
+        log(f"{found.release}: xz {b.name} ({b.size >> 20} MiB)")
+        tmp = store / f"{b.sha256}.xz"
+        repack(store / b.sha256, tmp)
+        digest = sha256_file(tmp)
+        os.replace(tmp, store / digest)
+        blob = Blob(b.name, digest, (store / digest).stat().st_size, b.role, b.sha256)
+        known.write_text(json.dumps(asdict(blob)) + "\n")
+        blobs.append(blob)
+    return replace(found, blobs=tuple(blobs))
 
 
 def flashinfer(pins: dict[str, str], archives: list[Path], run: Callable = subprocess.run) -> tuple[Blob, ...]:

@@ -68,6 +68,25 @@ def test_a_release_whose_parts_were_not_all_put_fails_alone_saying_why(tmp_path)
     assert any("FAILED" in line for line in machine.status_lines(home))
 
 
+def test_a_repacked_dependency_installs_beside_the_releases_own_wheel(tmp_path):
+    home = staged(tmp_path)
+    (tmp_path / "w").mkdir()
+    dep = wheel(tmp_path / "w", "fakecuda", "12.8")
+    packed = tmp_path / "fakecuda.xz"
+    parts.repack(dep, packed)
+    digest = hashlib.sha256(packed.read_bytes()).hexdigest()
+    for p in parts.pack([(digest, packed)], 300, tmp_path / "parts-dep"):
+        parts.put(p, home / "store")
+    spec = json.loads((home / "stage" / "0.22.0.json").read_text())
+    size, was = packed.stat().st_size, hashlib.sha256(dep.read_bytes()).hexdigest()
+    spec["blobs"].append({"name": dep.name, "sha256": digest, "size": size, "role": "wheel", "packed_from": was})
+    (home / "stage" / "0.22.0.json").write_text(json.dumps(spec))
+    assert FakeRunner(home, [{"release": "0.22.0", "proofs": ["mtp"]}], watch_mib=0).run() == 0
+    pristine = home / "0.22.0" / "pristine"
+    assert (pristine / "fakecuda" / "__init__.py").read_text() == "__version__ = VERSION = '12.8'\n"
+    assert (pristine / "fakepkg" / "__init__.py").is_file()
+
+
 def test_a_release_s_proofs_start_together_in_the_slots(tmp_path):
     home = staged(tmp_path)
     runner = FakeRunner(home, [{"release": "0.22.0", "proofs": ["gdn-ngram", "mtp", "gdn-ngram-kp1"]}])

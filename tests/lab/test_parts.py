@@ -70,3 +70,69 @@ def test_put_refuses_a_folder_that_is_not_a_part(tmp_path):
     (tmp_path / "p" / "notes.txt").write_text("x")
     with pytest.raises(ValueError, match="not a chunk"):
         parts.put(tmp_path / "p", tmp_path / "store")
+
+
+def test_a_repacked_wheel_travels_smaller_and_comes_back_with_the_same_members(tmp_path):
+    import zipfile
+
+    from fake_wheel import wheel
+
+    import os
+
+    # repeats farther apart than deflate's 32 KiB window, as kernels for several GPUs in one library
+    lib = os.urandom(200_000) * 4
+    w = wheel(tmp_path, "fakecuda", "12.8", extra={"fakecuda/lib/libfake.so.12": lib})
+    with zipfile.ZipFile(w, "a") as z:  # an executable member and a folder entry keep their modes
+        tool = zipfile.ZipInfo("fakecuda/bin/tool", (2024, 1, 2, 3, 4, 6))
+        tool.external_attr = 0o100755 << 16
+        z.writestr(tool, b"#!/bin/sh\n", zipfile.ZIP_DEFLATED)
+        z.writestr(zipfile.ZipInfo("fakecuda/empty/"), b"")
+    packed = tmp_path / "packed.xz"
+    parts.repack(w, packed)
+    assert w.stat().st_size > 790_000 and packed.stat().st_size < 210_000
+    digest = hashlib.sha256(packed.read_bytes()).hexdigest()
+    store = tmp_path / "store"
+    for p in parts.pack([(digest, packed)], 1000, tmp_path / "parts"):
+        parts.put(p, store)
+    back = parts.unpacked(store, digest, packed.stat().st_size)
+    assert back == store / f"{digest}.whl" and parts.unpacked(store, digest, 0) == back  # made once
+    with zipfile.ZipFile(w) as a, zipfile.ZipFile(back) as b:
+        assert [i.filename for i in a.infolist()] == [i.filename for i in b.infolist()]
+        for x, y in zip(a.infolist(), b.infolist(), strict=True):
+            assert (a.read(x), x.external_attr, x.date_time) == (b.read(y), y.external_attr, y.date_time)
+            assert y.compress_type == zipfile.ZIP_STORED
+    assert not [f for f in store.iterdir() if f.name.endswith(".tmp")]
+
+
+def test_a_repacked_wheel_installs_with_pip(tmp_path):
+    import subprocess
+    import sys
+
+    from fake_wheel import wheel
+
+    (tmp_path / "w").mkdir()
+    w = wheel(tmp_path / "w", "fakecuda", "12.8")
+    packed = tmp_path / "packed.xz"
+    parts.repack(w, packed)
+    digest = hashlib.sha256(packed.read_bytes()).hexdigest()
+    (tmp_path / "store" / "chunks").mkdir(parents=True)
+    (tmp_path / "store" / "chunks" / f"{digest}.0").write_bytes(packed.read_bytes())
+    whl = tmp_path / "wheels" / w.name
+    whl.parent.mkdir()
+    whl.hardlink_to(parts.unpacked(tmp_path / "store", digest, packed.stat().st_size))
+    cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target", str(tmp_path / "site")]
+    subprocess.run([*cmd, str(whl)], check=True)
+    assert (tmp_path / "site" / "fakecuda" / "__init__.py").read_text() == "__version__ = VERSION = '12.8'\n"
+
+
+def test_a_damaged_repacked_blob_fails_its_hash_and_leaves_no_wheel(tmp_path):
+    from fake_wheel import wheel
+
+    packed = tmp_path / "packed.xz"
+    parts.repack(wheel(tmp_path), packed)
+    digest = hashlib.sha256(packed.read_bytes()).hexdigest()
+    (tmp_path / "store" / "chunks").mkdir(parents=True)
+    (tmp_path / "store" / "chunks" / f"{digest}.0").write_bytes(packed.read_bytes()[:-1] + b"\0")
+    with pytest.raises(ValueError, match="hash to"):
+        parts.unpacked(tmp_path / "store", digest, packed.stat().st_size)
+    assert not list((tmp_path / "store").glob("*.whl*"))

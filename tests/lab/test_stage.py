@@ -107,3 +107,31 @@ def test_a_release_on_cuda_12_brings_its_own_cuda_libraries_and_torch_stack():
         "cuda-bindings": "12.9",
         "xgrammar": "0.1.2",
     }
+
+
+def test_the_images_own_triton_is_not_staged_again_whatever_torch_pins_it():
+    pins = {"torch": "2.10.0", "triton": stage.MACHINE_TRITON, "nvidia-cublas-cu12": "12.8"}
+    assert stage.needed(pins, {"torch", "triton"}, cuda=12) == {"torch": "2.10.0", "nvidia-cublas-cu12": "12.8"}
+    assert stage.needed({**pins, "triton": "3.7.1"}, {"torch", "triton"}, cuda=12)["triton"] == "3.7.1"
+
+
+def test_big_dependency_wheels_travel_repacked_once_and_the_releases_own_as_pypi_has_it(tmp_path, monkeypatch):
+    from fake_wheel import wheel
+
+    monkeypatch.setenv("VLLM_BACKPORTS_LAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(stage, "PACK_MIB", 1)
+    (tmp_path / "w").mkdir()
+    own = stage.into_store(wheel(tmp_path / "w", "vllm", "0.19.0", payload=2 << 20), "vllm")
+    big = stage.into_store(wheel(tmp_path / "w", "nvidia_cudnn_cu12", "9.10", payload=2 << 20), "wheel")
+    small = stage.into_store(wheel(tmp_path / "w", "xgrammar", "0.1"), "wheel")
+    found = stage.Stage("0.19.0", "2.10.0", (own, big, small))
+    made = []
+    real = __import__("lab.parts", fromlist=["repack"]).repack
+    monkeypatch.setattr("lab.parts.repack", lambda src, dest: made.append(src) or real(src, dest))
+    got = stage.packed(found, log=lambda m: None)
+    assert got.blobs[0] == own and got.blobs[2] == small
+    repacked = got.blobs[1]
+    assert (repacked.name, repacked.role, repacked.packed_from) == (big.name, "wheel", big.sha256)
+    assert (tmp_path / "cache" / "store" / repacked.sha256).stat().st_size == repacked.size
+    assert stage.packed(found, log=lambda m: None) == got and len(made) == 1  # kept in the store
+    assert stage.Stage.from_json(got.to_json()) == got
