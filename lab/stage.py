@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -232,30 +233,37 @@ def stage(release: str, home: Path, log: Callable[[str], None] = print) -> Stage
 
 def packed(found: Stage, log: Callable[[str], None] = print) -> Stage:
     """`found` with each dependency wheel of PACK_MIB or more replaced by its `parts.repack` (made
-    once, kept in the store; a few minutes a GiB on two cores). The release's own wheel travels
-    as PyPI has it, byte for byte."""
+    once, kept in the store; several at once, a few minutes a GiB a core). The release's own
+    wheel travels as PyPI has it, byte for byte."""
     from .parts import repack
 
     store, index = cache() / "store", cache() / "packed"
     index.mkdir(parents=True, exist_ok=True)
-    blobs = []
-    for b in found.blobs:
-        if b.role != "wheel" or b.size < PACK_MIB << 20:
-            blobs.append(b)
-            continue
+
+    def made(b: Blob) -> Blob | None:
         known = index / f"{b.sha256}.json"
-        if known.is_file() and (store / json.loads(known.read_text())["sha256"]).is_file():
-            blobs.append(Blob(**json.loads(known.read_text())))
-            continue
+        if known.is_file():
+            blob = Blob(**json.loads(known.read_text()))
+            if (store / blob.sha256).is_file():
+                return blob
+        return None
+
+    def make(b: Blob) -> Blob:
         log(f"{found.release}: xz {b.name} ({b.size >> 20} MiB)")
         tmp = store / f"{b.sha256}.xz"
         repack(store / b.sha256, tmp)
         digest = sha256_file(tmp)
         os.replace(tmp, store / digest)
         blob = Blob(b.name, digest, (store / digest).stat().st_size, b.role, b.sha256)
-        known.write_text(json.dumps(asdict(blob)) + "\n")
-        blobs.append(blob)
-    return replace(found, blobs=tuple(blobs))
+        (index / f"{b.sha256}.json").write_text(json.dumps(asdict(blob)) + "\n")
+        return blob
+
+    big = [b for b in found.blobs if b.role == "wheel" and b.size >= PACK_MIB << 20]
+    have = {b.sha256: made(b) for b in big}
+    todo = [b for b in big if have[b.sha256] is None]
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:  # lzma lets go of the GIL while it compresses
+        have |= dict(zip((b.sha256 for b in todo), pool.map(make, todo), strict=True))
+    return replace(found, blobs=tuple(have.get(b.sha256) or b for b in found.blobs))
 
 
 def flashinfer(pins: dict[str, str], archives: list[Path], run: Callable = subprocess.run) -> tuple[Blob, ...]:
