@@ -157,8 +157,13 @@ def into_store(path: Path, role: str) -> Blob:
     store = cache() / "store"
     store.mkdir(parents=True, exist_ok=True)
     if not (store / digest).exists():
-        shutil.copyfile(path, store / f"{digest}.tmp")
-        os.replace(store / f"{digest}.tmp", store / digest)
+        tmp = store / f"{digest}.tmp"
+        tmp.unlink(missing_ok=True)
+        try:  # the downloads folder and the store are one disk: a stage of CUDA 12 is 4 GiB
+            os.link(path, tmp)
+        except OSError:
+            shutil.copyfile(path, tmp)
+        os.replace(tmp, store / digest)
     return Blob(path.name, digest, path.stat().st_size, role)
 
 

@@ -135,3 +135,14 @@ def test_big_dependency_wheels_travel_repacked_once_and_the_releases_own_as_pypi
     assert (tmp_path / "cache" / "store" / repacked.sha256).stat().st_size == repacked.size
     assert stage.packed(found, log=lambda m: None) == got and len(made) == 1  # kept in the store
     assert stage.Stage.from_json(got.to_json()) == got
+
+
+def test_a_wheel_enters_the_store_once_and_as_a_link_not_a_copy(tmp_path, monkeypatch):
+    from fake_wheel import wheel
+
+    monkeypatch.setenv("VLLM_BACKPORTS_LAB_CACHE", str(tmp_path / "cache"))
+    w = wheel(tmp_path, payload=1000)
+    blob = stage.into_store(w, "wheel")
+    kept = tmp_path / "cache" / "store" / blob.sha256
+    assert kept.read_bytes() == w.read_bytes() and kept.stat().st_ino == w.stat().st_ino
+    assert stage.into_store(w, "wheel") == blob and not list(kept.parent.glob("*.tmp"))
