@@ -112,7 +112,7 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool) -> None:
     log(f"{len(part_dirs)} parts of at most {room >> 20} MiB ({total >> 20} MiB before sharing), {len(found)} calls:")
     for call in found:
         log(f"  run carry={json.dumps(call['carry'])} command: {call['command']}")
-    need = estimate(len(part_dirs), {j["release"]: len(j["proofs"]) for j in parsed if j["proofs"]})
+    need = estimate(len(part_dirs), {j["release"]: len(j["proofs"]) for j in parsed})  # benches-only jobs install too
     over = f"; more than one {MACHINE_S // 60}-minute machine holds: split the jobs" if need > MACHINE_S else ""
     log(f"about {need / 60:.0f} min of device time at most, by the runs of 2026-11-29{over}")
 

@@ -19,6 +19,7 @@ import lzma
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from zipfile import ZIP_STORED, ZipFile, ZipInfo
@@ -129,11 +130,19 @@ def assemble(store: Path, digest: str, size: int) -> Path:
     return whole
 
 
+def scratch(folder: Path, suffix: str) -> Path:
+    """A new empty file in `folder` no other process writes: plans, and the machine's threads, may
+    make the same blob at once."""
+    fd, name = tempfile.mkstemp(suffix=suffix, dir=folder)
+    os.close(fd)
+    return Path(name)
+
+
 def repack(wheel: Path, dest: Path) -> None:
     """`wheel`'s members, stored uncompressed in a zip that is xz-compressed into `dest`."""
-    tmp = dest.with_name(dest.name + ".zip.tmp")
+    stored_zip, xz = scratch(dest.parent, ".zip.tmp"), scratch(dest.parent, ".xz.tmp")
     try:
-        with ZipFile(wheel) as src, ZipFile(tmp, "w", ZIP_STORED) as out:
+        with ZipFile(wheel) as src, ZipFile(stored_zip, "w", ZIP_STORED) as out:
             for info in src.infolist():
                 stored = ZipInfo(info.filename, info.date_time)
                 stored.external_attr, stored.create_system = info.external_attr, info.create_system
@@ -142,22 +151,27 @@ def repack(wheel: Path, dest: Path) -> None:
                     continue
                 with src.open(info) as r, out.open(stored, "w", force_zip64=info.file_size > 1 << 31) as w:
                     shutil.copyfileobj(r, w, BLOCK)
-        with open(tmp, "rb") as r, lzma.open(dest.with_name(dest.name + ".tmp"), "wb", preset=6) as w:
+        with open(stored_zip, "rb") as r, lzma.open(xz, "wb", preset=6) as w:
             shutil.copyfileobj(r, w, BLOCK)
-        os.replace(dest.with_name(dest.name + ".tmp"), dest)
+        os.replace(xz, dest)
     finally:
-        tmp.unlink(missing_ok=True)
-        dest.with_name(dest.name + ".tmp").unlink(missing_ok=True)
+        stored_zip.unlink(missing_ok=True)
+        xz.unlink(missing_ok=True)
 
 
 def unpacked(store: Path, digest: str, size: int) -> Path:
     """The wheel a `repack`ed blob holds, at store/<digest>.whl, joined, checked and decompressed
-    once (xz checks its own CRC)."""
+    once (xz checks its own CRC). Raises ValueError for a blob that is not one."""
     whole = store / f"{digest}.whl"
     if whole.is_file():
         return whole
-    tmp = store / f"{digest}.whl.tmp"
-    with lzma.open(assemble(store, digest, size), "rb") as r, open(tmp, "wb") as w:
-        shutil.copyfileobj(r, w, BLOCK)
-    os.replace(tmp, whole)
+    tmp = scratch(store, ".whl.tmp")
+    try:
+        with lzma.open(assemble(store, digest, size), "rb") as r, open(tmp, "wb") as w:
+            shutil.copyfileobj(r, w, BLOCK)
+        os.replace(tmp, whole)
+    except (lzma.LZMAError, EOFError) as exc:
+        raise ValueError(f"blob {digest[:12]}: not a repacked wheel ({exc})") from None
+    finally:
+        tmp.unlink(missing_ok=True)
     return whole

@@ -136,7 +136,7 @@ def wheel_use(mapped: list[str], blobs: list[dict], store: Path) -> list[WheelUs
     inside = {p.split("/", 1)[1] for p in mapped if not p.startswith("/") and "/" in p}
     out = []
     for blob in blobs:
-        with zipfile.ZipFile(store / (blob.get("packed_from") or blob["sha256"])) as whl:
+        with zipfile.ZipFile(store / blob["sha256"]) as whl:
             libs = [n for n in whl.namelist() if ".so" in PurePosixPath(n).name]
         out.append(WheelUse(blob["name"], blob["size"], len(libs), sum(n in inside for n in libs)))
     return sorted(out, key=lambda w: (w.mapped > 0, -w.size))

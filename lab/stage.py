@@ -36,6 +36,7 @@ DROP_PREFIXES = ("nvidia-", "cuda-", "flashinfer")
 DROP = {"vllm", "tilelang", "quack-kernels", "z3-solver", "fastsafetensors"}
 TORCH_STACK = {"torch", "triton", "torchvision", "torchaudio"}
 MACHINE_TRITON = "3.6.0"  # the image's, the same PyPI wheel whichever torch pins it (no CUDA of torch's inside)
+IMAGE_TRITON = f"triton-{MACHINE_TRITON}-"
 PACK_MIB = 16  # dependency wheels this large travel `parts.repack`ed (xz)
 # pip's tags for CPython 3.12 on the machine (glibc 2.35): every glibc a wheel may name up to the
 # machine's, since wheels pick odd ones (nvidia-nccl-cu13 2.30.7 is manylinux_2_18 only).
@@ -159,7 +160,9 @@ def into_store(path: Path, role: str) -> Blob:
     if not (store / digest).exists():
         tmp = store / f"{digest}.tmp"
         tmp.unlink(missing_ok=True)
-        try:  # the downloads folder and the store are one disk: a stage of CUDA 12 is 4 GiB
+        try:  # a download (never written again) is linked, not copied: a CUDA 12 stage is 4 GiB
+            if path.parent != cache() / "wheels":
+                raise OSError("not a download")  # e.g. flashinfer-jit's archives, rebuilt in place
             os.link(path, tmp)
         except OSError:
             shutil.copyfile(path, tmp)
@@ -215,7 +218,8 @@ def stage(release: str, home: Path, log: Callable[[str], None] = print) -> Stage
     if path.is_file():
         found = Stage.from_json(json.loads(path.read_text()))
         if all((cache() / "store" / b.sha256).is_file() for b in found.blobs):
-            return found
+            # stages written before the image's triton was left out (`needed`) still carry it
+            return replace(found, blobs=tuple(b for b in found.blobs if not b.name.startswith(IMAGE_TRITON)))
     catalogue = Catalogue(home)
     if release not in catalogue.releases:
         raise SystemExit(f"stage: vLLM {release} is not in versions.toml")
@@ -237,30 +241,35 @@ def stage(release: str, home: Path, log: Callable[[str], None] = print) -> Stage
 
 
 def packed(found: Stage, log: Callable[[str], None] = print) -> Stage:
-    """`found` with each dependency wheel of PACK_MIB or more replaced by its `parts.repack` (made
-    once, kept in the store; several at once, a few minutes a GiB a core). The release's own
-    wheel travels as PyPI has it, byte for byte."""
-    from .parts import repack
+    """`found` with each wheel of the release's dependencies of PACK_MIB or more replaced by its
+    `parts.repack`, made once and kept in the store. Slow: Python's lzma, one wheel a core (the
+    first 0.8 GiB of the CUDA 12 stack took about 20 minutes on two busy cores). The release's
+    own wheel travels as PyPI has it, byte for byte; FlashInfer's set as it is."""
+    from .parts import repack, scratch
 
     store, index = cache() / "store", cache() / "packed"
     index.mkdir(parents=True, exist_ok=True)
 
     def made(b: Blob) -> Blob | None:
-        known = index / f"{b.sha256}.json"
-        if known.is_file():
-            blob = Blob(**json.loads(known.read_text()))
-            if (store / blob.sha256).is_file():
-                return blob
-        return None
+        try:
+            blob = Blob(**json.loads((index / f"{b.sha256}.json").read_text()))
+        except (OSError, ValueError, TypeError):  # none yet, or cut short: made again
+            return None
+        return blob if (store / blob.sha256).is_file() else None
 
     def make(b: Blob) -> Blob:
         log(f"{found.release}: xz {b.name} ({b.size >> 20} MiB)")
-        tmp = store / f"{b.sha256}.xz"
-        repack(store / b.sha256, tmp)
-        digest = sha256_file(tmp)
-        os.replace(tmp, store / digest)
+        tmp = scratch(store, ".xz.tmp")
+        try:
+            repack(store / b.sha256, tmp)
+            digest = sha256_file(tmp)
+            os.replace(tmp, store / digest)  # xz is deterministic: two plans at once make one blob
+        finally:
+            tmp.unlink(missing_ok=True)
         blob = Blob(b.name, digest, (store / digest).stat().st_size, b.role, b.sha256)
-        (index / f"{b.sha256}.json").write_text(json.dumps(asdict(blob)) + "\n")
+        entry = scratch(index, ".tmp")
+        entry.write_text(json.dumps(asdict(blob)) + "\n")
+        os.replace(entry, index / f"{b.sha256}.json")
         return blob
 
     big = [b for b in found.blobs if b.role == "wheel" and b.size >= PACK_MIB << 20]

@@ -87,6 +87,19 @@ def test_a_repacked_dependency_installs_beside_the_releases_own_wheel(tmp_path):
     assert (pristine / "fakepkg" / "__init__.py").is_file()
 
 
+def test_a_damaged_repacked_dependency_fails_its_release_not_the_run(tmp_path):
+    home = staged(tmp_path)
+    data = b"not xz"
+    digest = hashlib.sha256(data).hexdigest()
+    (home / "store" / "chunks" / f"{digest}.0").write_bytes(data)
+    spec = json.loads((home / "stage" / "0.22.0.json").read_text())
+    spec["blobs"].append({"name": "x-1-py3-none-any.whl", "sha256": digest, "size": 6, "role": "wheel", "packed_from": "0"})
+    (home / "stage" / "0.22.0.json").write_text(json.dumps(spec))
+    assert FakeRunner(home, [{"release": "0.22.0", "proofs": ["mtp"]}], watch_mib=0).run() == 0
+    assert "not a repacked wheel" in (home / "results" / "0.22.0" / "install.err").read_text()
+    assert (home / "done").read_text() == "0 proofs, 0 exited non-zero\n"
+
+
 def test_a_release_s_proofs_start_together_in_the_slots(tmp_path):
     home = staged(tmp_path)
     runner = FakeRunner(home, [{"release": "0.22.0", "proofs": ["gdn-ngram", "mtp", "gdn-ngram-kp1"]}])

@@ -81,8 +81,9 @@ def test_a_repacked_wheel_travels_smaller_and_comes_back_with_the_same_members(t
 
     # repeats farther apart than deflate's 32 KiB window, as kernels for several GPUs in one library
     lib = os.urandom(200_000) * 4
-    w = wheel(tmp_path, "fakecuda", "12.8", extra={"fakecuda/lib/libfake.so.12": lib})
-    with zipfile.ZipFile(w, "a") as z:  # an executable member and a folder entry keep their modes
+    w = wheel(tmp_path, "fakecuda", "12.8")
+    with zipfile.ZipFile(w, "a") as z:  # deflated, as wheels are; an executable and a folder entry keep their modes
+        z.writestr("fakecuda/lib/libfake.so.12", lib, zipfile.ZIP_DEFLATED)
         tool = zipfile.ZipInfo("fakecuda/bin/tool", (2024, 1, 2, 3, 4, 6))
         tool.external_attr = 0o100755 << 16
         z.writestr(tool, b"#!/bin/sh\n", zipfile.ZIP_DEFLATED)
@@ -136,3 +137,13 @@ def test_a_damaged_repacked_blob_fails_its_hash_and_leaves_no_wheel(tmp_path):
     with pytest.raises(ValueError, match="hash to"):
         parts.unpacked(tmp_path / "store", digest, packed.stat().st_size)
     assert not list((tmp_path / "store").glob("*.whl*"))
+
+
+def test_a_blob_that_is_not_a_repacked_wheel_is_refused_in_one_line_and_leaves_nothing(tmp_path):
+    data = b"PK\x03\x04 a wheel, not xz"
+    digest = hashlib.sha256(data).hexdigest()
+    (tmp_path / "store" / "chunks").mkdir(parents=True)
+    (tmp_path / "store" / "chunks" / f"{digest}.0").write_bytes(data)
+    with pytest.raises(ValueError, match=f"blob {digest[:12]}: not a repacked wheel"):
+        parts.unpacked(tmp_path / "store", digest, len(data))
+    assert sorted(f.name for f in (tmp_path / "store").iterdir()) == sorted(["chunks", digest])

@@ -117,9 +117,6 @@ def test_wheel_use_counts_each_wheels_mapped_libraries(tmp_path):
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         (tmp_path / digest).write_bytes(path.read_bytes())
         blobs.append({"name": name, "sha256": digest, "size": path.stat().st_size})
-    # a repacked blob (xz, not a zip) is read through the wheel it was packed from
-    blobs[0] |= {"sha256": "f" * 64, "packed_from": blobs[0]["sha256"]}
-    (tmp_path / ("f" * 64)).write_bytes(b"\xfd7zXZ\0 not a zip")
     mapped = ["fix/nvidia/cudnn/lib/libcudnn.so.9", "ctl/nvidia/cudnn/lib/libcudnn.so.9", "/usr/lib/libc.so.6"]
     use = {w.name: (w.libraries, w.mapped) for w in wheel_use(mapped, blobs, tmp_path)}
     assert use == {"nvidia_cudnn-9.whl": (2, 1), "nvidia_cufft-11.whl": (1, 0), "pure-1.whl": (0, 0)}

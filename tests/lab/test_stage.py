@@ -134,6 +134,9 @@ def test_big_dependency_wheels_travel_repacked_once_and_the_releases_own_as_pypi
     assert (repacked.name, repacked.role, repacked.packed_from) == (big.name, "wheel", big.sha256)
     assert (tmp_path / "cache" / "store" / repacked.sha256).stat().st_size == repacked.size
     assert stage.packed(found, log=lambda m: None) == got and len(made) == 1  # kept in the store
+    (tmp_path / "cache" / "packed" / f"{big.sha256}.json").write_text("")  # an entry cut short
+    assert stage.packed(found, log=lambda m: None) == got and len(made) == 2  # is made again
+    assert not [f for f in (tmp_path / "cache").rglob("*.tmp")]
     assert stage.Stage.from_json(got.to_json()) == got
 
 
@@ -141,8 +144,14 @@ def test_a_wheel_enters_the_store_once_and_as_a_link_not_a_copy(tmp_path, monkey
     from fake_wheel import wheel
 
     monkeypatch.setenv("VLLM_BACKPORTS_LAB_CACHE", str(tmp_path / "cache"))
-    w = wheel(tmp_path, payload=1000)
+    (tmp_path / "cache" / "wheels").mkdir(parents=True)
+    w = wheel(tmp_path / "cache" / "wheels", payload=1000)  # a download: never written again
     blob = stage.into_store(w, "wheel")
     kept = tmp_path / "cache" / "store" / blob.sha256
     assert kept.read_bytes() == w.read_bytes() and kept.stat().st_ino == w.stat().st_ino
     assert stage.into_store(w, "wheel") == blob and not list(kept.parent.glob("*.tmp"))
+    # anything else (flashinfer-jit rebuilds its archives in place) is copied
+    built = tmp_path / "fi-aot-x.tar.xz"
+    built.write_bytes(b"module")
+    other = tmp_path / "cache" / "store" / stage.into_store(built, "fi-aot").sha256
+    assert other.read_bytes() == b"module" and other.stat().st_ino != built.stat().st_ino
