@@ -506,11 +506,6 @@ class Runner:
         served: list[tuple[str, str]] = []
         with ThreadPoolExecutor(self.slots) as pool:
 
-            def submit(release: str, name: str) -> Future:
-                sites = self.sites[release]
-                target, control = target_of(name), control_site(proof_of(name))
-                return pool.submit(self.prove, release, name, sites[target], sites[control])
-
             def submit_all(release: str, names: list[str]) -> None:
                 sites = self.sites[release]
                 for name in names:
@@ -519,7 +514,8 @@ class Runner:
                             pool.submit(self.serve_leg, release, name, leg, sites[site], sites["fix"])
                         served.append((release, name))
                     else:
-                        futures.append(submit(release, name))
+                        target, control = sites[target_of(name)], sites[control_site(proof_of(name))]
+                        futures.append(pool.submit(self.prove, release, name, target, control))
 
             for job in self.jobs:
                 release = job["release"]

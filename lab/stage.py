@@ -36,7 +36,6 @@ DROP_PREFIXES = ("nvidia-", "cuda-", "flashinfer")
 DROP = {"vllm", "tilelang", "quack-kernels", "z3-solver", "fastsafetensors"}
 TORCH_STACK = {"torch", "triton", "torchvision", "torchaudio"}
 MACHINE_TRITON = "3.6.0"  # the image's, the same PyPI wheel whichever torch pins it (no CUDA of torch's inside)
-IMAGE_TRITON = f"triton-{MACHINE_TRITON}-"
 PACK_MIB = 16  # dependency wheels this large travel `parts.repack`ed (xz)
 # pip's tags for CPython 3.12 on the machine (glibc 2.35): every glibc a wheel may name up to the
 # machine's, since wheels pick odd ones (nvidia-nccl-cu13 2.30.7 is manylinux_2_18 only).
@@ -105,6 +104,16 @@ def parse_pins(text: str) -> dict[str, str]:
     return pins
 
 
+def is_image_triton(name: str, version: str) -> bool:
+    return name == "triton" and version == MACHINE_TRITON
+
+
+def wheel_pin(filename: str) -> tuple[str, str]:
+    """A wheel file's (canonical name, version)."""
+    name, version = filename.split("-")[:2]
+    return canonical(name), version
+
+
 def needed(pins: dict[str, str], image: set[str], cuda: int = MACHINE_CUDA) -> dict[str, str]:
     """The pins the machine lacks. A release on the machine's torch uses the image's whole stack;
     one pinning another torch brings torch, triton (but the image's own version), torchvision
@@ -118,7 +127,7 @@ def needed(pins: dict[str, str], image: set[str], cuda: int = MACHINE_CUDA) -> d
     out = {}
     for name, version in pins.items():
         cuda_lib = name.startswith(("nvidia-", "cuda-")) if own_cuda else name == "nvidia-nccl-cu13"
-        if name == "triton" and version == MACHINE_TRITON:
+        if is_image_triton(name, version):
             continue
         if (own_torch or own_cuda) and (name in TORCH_STACK or cuda_lib):
             out[name] = version
@@ -153,6 +162,14 @@ def resolve(release: str, run: Callable = subprocess.run) -> dict[str, str]:
     return parse_pins(out.read_text())
 
 
+def _linked(src: Path, dest: Path) -> bool:
+    try:
+        os.link(src, dest)
+    except OSError:  # another disk, or links refused
+        return False
+    return True
+
+
 def into_store(path: Path, role: str) -> Blob:
     digest = sha256_file(path)
     store = cache() / "store"
@@ -160,11 +177,9 @@ def into_store(path: Path, role: str) -> Blob:
     if not (store / digest).exists():
         tmp = store / f"{digest}.tmp"
         tmp.unlink(missing_ok=True)
-        try:  # a download (never written again) is linked, not copied: a CUDA 12 stage is 4 GiB
-            if path.parent != cache() / "wheels":
-                raise OSError("not a download")  # e.g. flashinfer-jit's archives, rebuilt in place
-            os.link(path, tmp)
-        except OSError:
+        # a download (never written again) is linked, not copied: a CUDA 12 stage is 4 GiB;
+        # anything else is copied (flashinfer-jit rebuilds its archives in place)
+        if not (path.parent == cache() / "wheels" and _linked(path, tmp)):
             shutil.copyfile(path, tmp)
         os.replace(tmp, store / digest)
     return Blob(path.name, digest, path.stat().st_size, role)
@@ -182,8 +197,8 @@ def download(pins: dict[str, str], dest: Path, run: Callable = subprocess.run) -
     run(cmd + [f"{name}=={version}" for name, version in sorted(pins.items())], check=True)
     found = {}
     for wheel in dest.glob("*.whl"):
-        name = canonical(wheel.name.split("-")[0])
-        if name in pins and wheel.name.split("-")[1] == pins[name]:
+        name, version = wheel_pin(wheel.name)
+        if name in pins and version == pins[name]:
             found[name] = wheel
     missing = sorted(set(pins) - set(found))
     if missing:
@@ -219,7 +234,7 @@ def stage(release: str, home: Path, log: Callable[[str], None] = print) -> Stage
         found = Stage.from_json(json.loads(path.read_text()))
         if all((cache() / "store" / b.sha256).is_file() for b in found.blobs):
             # stages written before the image's triton was left out (`needed`) still carry it
-            return replace(found, blobs=tuple(b for b in found.blobs if not b.name.startswith(IMAGE_TRITON)))
+            return replace(found, blobs=tuple(b for b in found.blobs if not is_image_triton(*wheel_pin(b.name))))
     catalogue = Catalogue(home)
     if release not in catalogue.releases:
         raise SystemExit(f"stage: vLLM {release} is not in versions.toml")

@@ -155,3 +155,14 @@ def test_a_wheel_enters_the_store_once_and_as_a_link_not_a_copy(tmp_path, monkey
     built.write_bytes(b"module")
     other = tmp_path / "cache" / "store" / stage.into_store(built, "fi-aot").sha256
     assert other.read_bytes() == b"module" and other.stat().st_ino != built.stat().st_ino
+
+
+def test_a_cached_stage_that_still_carries_the_images_triton_is_read_without_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("VLLM_BACKPORTS_LAB_CACHE", str(tmp_path / "cache"))
+    blobs = []
+    for name in ("triton-3.6.0-cp312-cp312-manylinux_2_27_x86_64.whl", "triton-3.7.1-cp312-cp312-x.whl", "torch-2.10.0-x.whl"):
+        (tmp_path / name).write_bytes(name.encode())
+        blobs.append(stage.into_store(tmp_path / name, "wheel"))
+    stage.Stage("0.19.0", "2.10.0", tuple(blobs)).write(tmp_path / "cache" / "stages" / "0.19.0.json")
+    got = stage.stage("0.19.0", tmp_path, log=lambda m: None)
+    assert [b.name for b in got.blobs] == ["triton-3.7.1-cp312-cp312-x.whl", "torch-2.10.0-x.whl"]
