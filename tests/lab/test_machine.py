@@ -256,7 +256,7 @@ def test_a_control_site_that_cannot_be_built_costs_its_proofs_alone(tmp_path):
 
 
 def test_a_candidate_runs_as_site_at_proof_over_the_proofs_control(tmp_path):
-    home = staged(tmp_path)
+    home = staged(tmp_path, "0.29.0")
     seen = {}
 
     class Cand(FakeRunner):
@@ -264,11 +264,11 @@ def test_a_candidate_runs_as_site_at_proof_over_the_proofs_control(tmp_path):
             seen[name] = (target.name, control.name)
             return super().prove(release, name, target, control, tries)
 
-    runner = Cand(home, machine.parse_jobs(["0.22.0:gdn-ngram,alt-gdn-draft-free-plain@gdn-ngram-b1"]), watch_mib=0)
+    runner = Cand(home, machine.parse_jobs(["0.29.0:gdn-ngram,alt-kda-spec-consistent@kda-ngram"]), watch_mib=0)
     runner.run()
     assert seen == {
         "gdn-ngram": ("fix", "raw"),
-        "alt-gdn-draft-free-plain@gdn-ngram-b1": ("alt-gdn-draft-free-plain", "raw"),
+        "alt-kda-spec-consistent@kda-ngram": ("alt-kda-spec-consistent", "raw"),
     }
     assert machine.proof_of("alt-x@gdn-ngram-b1") == "gdn-ngram-b1" and machine.target_of("gdn-ngram") == "fix"
 
@@ -278,24 +278,24 @@ def test_a_candidate_site_is_the_series_then_the_candidate_applied_exactly(tmp_p
 
     home = tmp_path / "lab"
     runner = machine.Runner(home, [], watch_mib=0)
-    release = "0.22.0"
-    built = home / release / "site-alt-gdn-draft-free-plain"
+    release = "0.29.0"
+    built = home / release / "site-alt-kda-spec-consistent"
 
     def fake_build(rel, name, skips, pristine):
         assert skips == []  # the whole shipped series
-        runner_file = built / "vllm/v1/worker/gpu_model_runner.py"
-        runner_file.parent.mkdir(parents=True)
-        runner_file.write_bytes(b"not the runner the candidate was written for\n")
+        kda_file = built / "vllm/models/kimi_k3/nvidia/kda_metadata.py"
+        kda_file.parent.mkdir(parents=True)
+        kda_file.write_bytes(b"not the file the candidate was written for\n")
         return built
 
     monkeypatch.setattr(runner, "_build", fake_build)
     monkeypatch.chdir(P(__file__).resolve().parents[2])
     import pytest
 
-    with pytest.raises(RuntimeError, match="site alt-gdn-draft-free-plain: .*gpu_model_runner.py"):
-        runner.site(release, "alt-gdn-draft-free-plain", tmp_path)
+    with pytest.raises(RuntimeError, match="site alt-kda-spec-consistent: .*kda_metadata.py"):
+        runner.site(release, "alt-kda-spec-consistent", tmp_path)
     with pytest.raises(ValueError, match="no candidate for 0.26.0"):
-        runner.site("0.26.0", "alt-gdn-draft-free-plain", tmp_path)
+        runner.site("0.26.0", "alt-kda-spec-consistent", tmp_path)
 
 
 def test_the_libraries_a_proofs_processes_map_are_recorded_by_release(tmp_path, monkeypatch):

@@ -75,8 +75,8 @@ def test_the_candidates_kept_are_where_candidate_looks(monkeypatch):
     from pathlib import Path
 
     monkeypatch.chdir(Path(__file__).resolve().parents[2])
-    assert candidate("gdn-draft-free-plain", "0.22.0").is_file()
-    assert not candidate("gdn-draft-free-plain", "0.26.0").exists()  # shipped there, no candidate
+    assert candidate("kda-spec-consistent", "0.29.0").is_file()
+    assert not candidate("kda-spec-consistent", "0.26.0").exists()  # no Kimi K3 there, no candidate
 
 
 def test_the_runbook_removes_a_candidate_site_its_candidate_does_not_apply_to(tmp_path, monkeypatch, capsys):
@@ -87,9 +87,9 @@ def test_the_runbook_removes_a_candidate_site_its_candidate_does_not_apply_to(tm
 
     monkeypatch.chdir(Path(__file__).resolve().parents[2])
     site = tmp_path / "site-alt"
-    ctx = SimpleNamespace(rel="0.22.0", site={"fix": tmp_path / "fix", "alt": site}, out=tmp_path)
-    monkeypatch.setattr(sites, "site_copy", lambda src, dst, files: dst.mkdir(parents=True))  # no runner file
+    ctx = SimpleNamespace(rel="0.29.0", site={"fix": tmp_path / "fix", "alt": site}, out=tmp_path)
+    monkeypatch.setattr(sites, "site_copy", lambda src, dst, files: dst.mkdir(parents=True))  # no KDA files
     monkeypatch.setattr(sites, "apply", lambda ctx, site, args, out: 0)
-    sites.alt_site(ctx, "alt", "gdn-draft-free-plain", [], [])
+    sites.alt_site(ctx, "alt", "kda-spec-consistent", [], [])
     assert not site.exists()  # not left as the shipped series under the candidate's name
     assert "alt patch: " in capsys.readouterr().out

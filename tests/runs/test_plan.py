@@ -279,8 +279,8 @@ def test_a_proof_of_a_site_the_release_has_no_port_for_is_refused_before_staging
 
 
 def test_a_run_of_the_series_less_a_backport_it_does_not_carry_is_refused_before_staging(tmp_path):
-    with pytest.raises(SystemExit, match="the series of 0.28.0 does not carry gdn-draft-free-plain"):
-        plan.plan(tmp_path, [("0.28.0", ["bench=qwen3_5-9b/dfp-ngram-sparse"])], 61 * MIB)
+    with pytest.raises(SystemExit, match="the series of 0.32.0 does not carry gdn-draft-free-plain"):
+        plan.plan(tmp_path, [("0.32.0", ["bench=qwen3_5-9b/dfp-ngram-sparse"])], 61 * MIB)
     stage(tmp_path, "0.26.0", [58])
     last = plan.plan(tmp_path, [("0.26.0", ["bench=qwen3_5-9b/dfp-ngram-sparse"])], 61 * MIB)[-1]["command"]
     assert last.endswith("queue qwen3_5-9b 20 resident dfp-ngram-sparse -- --prefill-backend triton")
