@@ -114,6 +114,21 @@ def test_list_names_every_backport(home):
     assert known["id"] == "lost-count" and known["releases"] == ["0.19.1"] and known["status"] == "not reproduced"
     assert known["number"] == "#3" and known["title"] == "a count read from a moved row"
     assert known["present"] == "<0.20.0" and known["checked"] == "2026-11-25"
+    assert known["fixed_on"] == [] and known["fixed_by"] == []
+
+
+def test_list_says_where_a_backport_fixes_a_known_bug_and_where_it_is_left_alone(home, monkeypatch):
+    toml = home.root / "versions.toml"
+    text = toml.read_text().replace('present = "<0.20.0"', 'present = "<0.21.0"')
+    toml.write_text(text.replace('checked = "2026-11-25"\n', 'checked = "2026-11-25"\nfixed_by = ["fix-thing"]\n', 1))
+    (known,) = run("list", "--json").json["known"]
+    # 0.19.1 ships no series; 0.20.0's ships fix-thing; 0.21.0's code does not have it
+    assert known["releases"] == ["0.19.1"] and known["fixed_on"] == ["0.20.0"] and known["fixed_by"] == ["fix-thing"]
+    monkeypatch.setenv("COLUMNS", "200")
+    assert run("list").out.splitlines()[-2] == (
+        "known, fixed by fix-thing: lost-count (vllm#3, not reproduced, checked 2026-11-25) on 0.20.0, "
+        "left alone on 0.19.1: a count read from a moved row"
+    )
 
 
 def test_list_for_humans_keeps_ids_whole_and_ends_with_a_summary(home, monkeypatch):

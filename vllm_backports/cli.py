@@ -339,6 +339,8 @@ def list_cmd(reporter: Reporter, as_json) -> int:
     others, lines = [], []
     for bug in cat.known.values():
         affected = [v for v in cat.versions if bug.id in cat.releases[v].known]
+        # present there, but a backport of the release's series fixes it (fixed_by)
+        fixed = [v for v in cat.versions if bug.affects(v) and v not in affected]
         others.append(
             {
                 "id": bug.id,
@@ -349,14 +351,20 @@ def list_cmd(reporter: Reporter, as_json) -> int:
                 "status": bug.status,
                 "checked": bug.checked,
                 "releases": affected,
+                "fixed_on": fixed,
+                "fixed_by": list(bug.fixed_by),
                 "evidence": bug.evidence,
             }
         )
         where = _span(affected, cat.versions) if affected else "no release"
-        lines.append(
-            f"known, no backport: {bug.id} ({_short_bug(bug.bug)}, {bug.status}, checked {bug.checked}) on {where}: "
-            f"{bug.title}"
-        )
+        about = f"{bug.id} ({_short_bug(bug.bug)}, {bug.status}, checked {bug.checked})"
+        if fixed:
+            lines.append(
+                f"known, fixed by {', '.join(bug.fixed_by)}: {about} on {_span(fixed, cat.versions)}, "
+                f"left alone on {where}: {bug.title}"
+            )
+        else:
+            lines.append(f"known, no backport: {about} on {where}: {bug.title}")
     n_shipped = sum(1 for r in rows if r["releases"])
     known = sum(1 for r in rows if r["affected_without_backport"])
     summary = (
