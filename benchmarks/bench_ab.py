@@ -143,6 +143,13 @@ def main() -> None:
     show_default=True,
     help="One-token generates timed each round at 1 request; TTFT is their median.",
 )
+@click.option(
+    "--restarts",
+    type=click.IntRange(1, 250),
+    default=1,
+    show_default=True,
+    help="Engine pairs the pairs are spread over, each started fresh (their spread widens the interval).",
+)
 @click.option("--lock-clocks", type=int, metavar="MHZ", help="Lock the SM clock for the run (root; own machines only).")
 def run(
     experiment,
@@ -162,6 +169,7 @@ def run(
     config,
     profile,
     ttft_samples,
+    restarts,
     lock_clocks,
 ) -> None:
     """Run (or resume) one A/B run."""
@@ -185,6 +193,7 @@ def run(
         config=config,
         profile=profile,
         ttft_samples=ttft_samples,
+        restarts=restarts,
     )
     locked = clocks.lock(lock_clocks) if lock_clocks else None
     try:

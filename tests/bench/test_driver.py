@@ -124,6 +124,30 @@ def test_a_second_run_resumes_with_new_engines_and_numbers_on(tmp_path, sites):
     assert [(x["instance"], x["pairs"]) for x in meta["instances"]] == [(0, 2), (1, 3)]
 
 
+def test_restarts_spread_the_pairs_over_fresh_engine_pairs_that_the_interval_groups(tmp_path, sites):
+    result = go(plan(tmp_path, sites, pairs=7, layout="resident", restarts=3))
+    lines = [json.loads(x) for x in (tmp_path / "run/progress.jsonl").read_text().splitlines()]
+    by_instance = {}
+    for x in lines:
+        by_instance.setdefault(x["instance"], set()).add(x["round"])
+    assert by_instance == {0: {0, 1, 2}, 1: {3, 4}, 2: {5, 6}}  # ceil(7/3) = 3, then to 5, then to 7
+    assert result["pairs"] == 7 and result["instances"] == 3
+    for instance in range(3):  # each share started its own engines
+        assert (tmp_path / f"run/a-{instance}.spec.json").exists() and (tmp_path / f"run/b-{instance}.spec.json").exists()
+    meta = json.loads((tmp_path / "run/run.json").read_text())
+    assert [x["pairs"] for x in meta["instances"]] == [3, 2, 2]
+
+
+def test_restarts_resume_a_run_where_it_stands_and_refuse_shares_under_two_pairs(tmp_path, sites):
+    go(plan(tmp_path, sites, pairs=5, layout="resident"))
+    go(plan(tmp_path, sites, pairs=8, layout="resident", restarts=2))  # 4 of 8 owed by then: one more start
+    meta = json.loads((tmp_path / "run/run.json").read_text())
+    assert [x["pairs"] for x in meta["instances"]] == [5, 3]
+    with pytest.raises(UsageError, match="--restarts 3: between 1 and half the pairs"):
+        go(plan(tmp_path / "other", sites, pairs=5, restarts=3))
+    assert not (tmp_path / "other").exists()
+
+
 def test_an_engine_that_dies_is_reported_with_its_log_and_the_rounds_before_it_kept(tmp_path, sites):
     p = plan(tmp_path, sites, experiment="nospec", layout="sequential", extra={"die_at_round": 3})
     with pytest.raises(BackportError, match="engine a-0 ended .exit 1.: CUDA error: an illegal memory access"):

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ..errors import BackportError, UsageError
@@ -51,6 +51,9 @@ class Plan:
     profile: int | None = None  # a concurrency level to profile each arm at, after the rounds
     profile_tokens: int = 16
     ttft_samples: int = 5  # one-token generates timed a round at 1 request, their median kept
+    # Engine pairs the pairs are spread over, each started fresh: where one start's process
+    # placement runs faster than the next, the groups' spread widens the interval (stats.py)
+    restarts: int = 1
     extra: dict = field(default_factory=dict)
 
 
@@ -69,6 +72,11 @@ def check(plan: Plan) -> str:
     versions = {s: site_version(plan.sites[s]) for s in exp.sites()}
     if len(set(versions.values())) != 1:
         raise UsageError(f"both sites must hold one release: {versions}")
+    if plan.restarts < 1 or (plan.restarts > 1 and plan.restarts > plan.pairs // 2):
+        raise UsageError(
+            f"--restarts {plan.restarts}: between 1 and half the pairs ({plan.pairs // 2}), "
+            "two pairs an engine pair at least"
+        )
     if plan.profile is not None and plan.profile not in plan.levels:
         raise UsageError(f"--profile {plan.profile} is not one of the levels {plan.levels}")
     return next(iter(versions.values()))
@@ -207,8 +215,26 @@ def run(
     """Run the pairs still owed and return the run's result (also written to result.json).
     `architectures`: what a site's vLLM registers, asked only for a shape with a multimodal twin.
     `sampler`: a clocks.Sampler writing to the path given, to record what the GPU's clock did
-    while each round was timed (the round's "gpu" in progress.jsonl)."""
-    release = check(plan)
+    while each round was timed (the round's "gpu" in progress.jsonl). With `plan.restarts` N the
+    pairs go to N engine pairs in turn, each a resumed run of its share (a new instance)."""
+    check(plan)
+    result: dict = {}
+    for k in range(1, plan.restarts + 1):
+        share = replace(plan, pairs=-(-plan.pairs * k // plan.restarts))  # ceil: the last share ends at pairs
+        result = _run(share, progress, clocks, machine, module, architectures, sampler)
+    return result
+
+
+def _run(
+    plan: Plan,
+    progress: Callable[[str], None],
+    clocks: Callable[[], dict],
+    machine: Callable[[], dict],
+    module: str,
+    architectures: Callable[[Path], set[str]],
+    sampler: Callable[[Path], Sampler] | None,
+) -> dict:
+    release = check(replace(plan, restarts=1))
     exp = experiments.EXPERIMENTS[plan.experiment]
     shape = shapes.SHAPES[plan.shape]
     config = json.loads(plan.config.read_text()) if plan.config else None
