@@ -120,11 +120,17 @@ def test_tool_calls_are_either_tool_flag():
 def test_the_catalogue_s_conditions_meet_the_flags_they_name():
     cat = Catalogue(REPO)
     tools = ["m", "--speculative-config", '{"method": "ngram"}', "--enable-auto-tool-choice", "--tool-call-parser", "qwen3_xml"]
-    hit = {k.id for k in entrypoint.applying(cat, "0.20.0", cat.releases["0.20.0"].backports, parse_flags(tools, "0.20.0"))}
-    assert "ngram-tool-calls" in hit and "align-allocate-shrink" in hit
+
+    def hit(version, flags):
+        backports = cat.releases[version].backports
+        return {k.id for k in entrypoint.applying(cat, version, backports, parse_flags(flags, version))}
+
+    # 0.20.0's series fixes what of #56077 reproduced (gdn-spec-state); 0.33.0's ships no such fix
+    assert "align-allocate-shrink" in hit("0.20.0", tools) and "ngram-tool-calls" not in hit("0.20.0", tools)
+    assert "ngram-tool-calls" in hit("0.33.0", tools)
     fixed = tools[:2] + ['{"method": "ngram", "prompt_lookup_min": 8}'] + tools[3:] + ["--no-enable-prefix-caching"]
-    hit = {k.id for k in entrypoint.applying(cat, "0.20.0", cat.releases["0.20.0"].backports, parse_flags(fixed, "0.20.0"))}
-    assert not hit & {"ngram-tool-calls", "align-allocate-shrink"}
+    assert not hit("0.20.0", fixed) & {"ngram-tool-calls", "align-allocate-shrink"}
+    assert "ngram-tool-calls" not in hit("0.33.0", fixed)
 
 
 # -- the guard

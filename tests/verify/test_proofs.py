@@ -97,7 +97,7 @@ def test_proofs_name_known_entries_of_the_catalogue_and_each_newer_report_has_on
     named = {k for p in PROOFS.values() for k in p.known}
     assert named <= set(known)
     by_entry = {k: sorted(n for n, p in PROOFS.items() if k in p.known) for k in named}
-    assert by_entry["tq-mtp-repetition"] == ["tq-mtp-long", "tq-mtp-tp2"]
+    assert by_entry["tq-mtp-long-repetition"] == ["tq-mtp-long"] and by_entry["tq-mtp-repetition"] == ["tq-mtp-tp2"]
     assert by_entry["gdn-mtp-async-illegal-address"] == ["churn-mtp-async", "churn-mtp-async-nopc"]
     assert by_entry["gdn-one-token-first-chunk"] == ["one-token-ngram"]
     assert by_entry["ngram-tool-calls"] == ["ngram-tool-calls"]

@@ -161,7 +161,7 @@ PROOFS = {
     # #52475: MTP on TurboQuant KV with prompts of 2,000 to 3,936 tokens, prefilled in chunks; the
     # control is TurboQuant as released (its verify path is #53180's)
     "tq-mtp-long": _p(
-        "--preset mtp --kv-cache turboquant_k8v4 --prompts long-chunked", "ctl", known=("tq-mtp-repetition",)
+        "--preset mtp --kv-cache turboquant_k8v4 --prompts long-chunked", "ctl", known=("tq-mtp-long-repetition",)
     ),
     # #53180: tq-mtp at tensor parallel 2, on the two-GPU kind
     "tq-mtp-tp2": _p("--preset mtp --kv-cache turboquant_k8v4 --tp 2", "ctl", known=("tq-mtp-repetition",)),
