@@ -129,6 +129,14 @@ def test_list_says_where_a_backport_fixes_a_known_bug_and_where_it_is_left_alone
         "known, fixed by fix-thing: lost-count (vllm#3, not reproduced, checked 2026-11-25) on 0.20.0, "
         "left alone on 0.19.1: a count read from a moved row"
     )
+    # present only where the series fixes it: no release is left with it, and the summary says so
+    toml.write_text(toml.read_text().replace('present = "<0.21.0"', 'present = ">=0.20.0,<0.21.0"'))
+    lines = run("list").out.splitlines()
+    assert lines[-2] == (
+        "known, fixed by fix-thing: lost-count (vllm#3, not reproduced, checked 2026-11-25) on 0.20.0: "
+        "a count read from a moved row"
+    )
+    assert "known_without_backport=0 " in lines[-1]
 
 
 def test_list_for_humans_keeps_ids_whole_and_ends_with_a_summary(home, monkeypatch):

@@ -359,16 +359,19 @@ def list_cmd(reporter: Reporter, as_json) -> int:
         where = _span(affected, cat.versions) if affected else "no release"
         about = f"{bug.id} ({_short_bug(bug.bug)}, {bug.status}, checked {bug.checked})"
         if fixed:
+            alone = f", left alone on {where}" if affected else ""
             lines.append(
-                f"known, fixed by {', '.join(bug.fixed_by)}: {about} on {_span(fixed, cat.versions)}, "
-                f"left alone on {where}: {bug.title}"
+                f"known, fixed by {' or '.join(bug.fixed_by)}: {about} on {_span(fixed, cat.versions)}{alone}: "
+                f"{bug.title}"
             )
         else:
             lines.append(f"known, no backport: {about} on {where}: {bug.title}")
     n_shipped = sum(1 for r in rows if r["releases"])
     known = sum(1 for r in rows if r["affected_without_backport"])
+    # the known bugs some release is left with (one a series fixes everywhere it is present is not)
+    left = sum(1 for o in others if o["releases"])
     summary = (
-        f"backports={len(rows)} shipped={n_shipped} not_yet_backported={known} known_without_backport={len(others)} "
+        f"backports={len(rows)} shipped={n_shipped} not_yet_backported={known} known_without_backport={left} "
         f"releases={len(cat.versions)} ({cat.versions[0]} .. {cat.versions[-1]})"
     )
     payload = {"command": "list", "backports": rows, "known": others, "releases": cat.versions}
