@@ -136,16 +136,22 @@ def test_restarts_spread_the_pairs_over_fresh_engine_pairs_that_the_interval_gro
         assert (tmp_path / f"run/a-{instance}.spec.json").exists() and (tmp_path / f"run/b-{instance}.spec.json").exists()
     meta = json.loads((tmp_path / "run/run.json").read_text())
     assert [x["pairs"] for x in meta["instances"]] == [3, 2, 2]
+    assert meta["plan"]["pairs"] == 7 and meta["plan"]["restarts"] == 3  # the run as asked, not a share
 
 
 def test_restarts_resume_a_run_where_it_stands_and_refuse_shares_under_two_pairs(tmp_path, sites):
-    go(plan(tmp_path, sites, pairs=5, layout="resident"))
-    go(plan(tmp_path, sites, pairs=8, layout="resident", restarts=2))  # 4 of 8 owed by then: one more start
+    go(plan(tmp_path, sites, pairs=3, layout="resident"))
+    go(plan(tmp_path, sites, pairs=8, layout="resident", restarts=2))  # the 5 owed go to two new starts
     meta = json.loads((tmp_path / "run/run.json").read_text())
-    assert [x["pairs"] for x in meta["instances"]] == [5, 3]
-    with pytest.raises(UsageError, match="--restarts 3: between 1 and half the pairs"):
+    assert [x["pairs"] for x in meta["instances"]] == [3, 3, 2]
+    with pytest.raises(UsageError, match="--restarts 3: 1 pairs owed, fewer than two for each of 3"):
+        go(plan(tmp_path, sites, pairs=9, layout="resident", restarts=3))
+    with pytest.raises(UsageError, match="--restarts 3: 5 pairs owed"):
         go(plan(tmp_path / "other", sites, pairs=5, restarts=3))
     assert not (tmp_path / "other").exists()
+    # a finished run asks for nothing more, restarts or not
+    assert go(plan(tmp_path, sites, pairs=8, layout="resident", restarts=4))["pairs"] == 8
+    assert not (tmp_path / "run/a-3.spec.json").exists()
 
 
 def test_an_engine_that_dies_is_reported_with_its_log_and_the_rounds_before_it_kept(tmp_path, sites):

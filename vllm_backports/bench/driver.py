@@ -72,11 +72,8 @@ def check(plan: Plan) -> str:
     versions = {s: site_version(plan.sites[s]) for s in exp.sites()}
     if len(set(versions.values())) != 1:
         raise UsageError(f"both sites must hold one release: {versions}")
-    if plan.restarts < 1 or (plan.restarts > 1 and plan.restarts > plan.pairs // 2):
-        raise UsageError(
-            f"--restarts {plan.restarts}: between 1 and half the pairs ({plan.pairs // 2}), "
-            "two pairs an engine pair at least"
-        )
+    if plan.restarts < 1:
+        raise UsageError(f"--restarts {plan.restarts}: one engine pair at least")
     if plan.profile is not None and plan.profile not in plan.levels:
         raise UsageError(f"--profile {plan.profile} is not one of the levels {plan.levels}")
     return next(iter(versions.values()))
@@ -218,15 +215,22 @@ def run(
     while each round was timed (the round's "gpu" in progress.jsonl). With `plan.restarts` N the
     pairs go to N engine pairs in turn, each a resumed run of its share (a new instance)."""
     check(plan)
+    done = min(len(results.pairs(read_lines(plan.out / "progress.jsonl"))), plan.pairs)
+    owed = plan.pairs - done
+    if plan.restarts > 1 and 0 < owed < 2 * plan.restarts:
+        raise UsageError(
+            f"--restarts {plan.restarts}: {owed} pairs owed, fewer than two for each of {plan.restarts} engine pairs"
+        )
     result: dict = {}
     for k in range(1, plan.restarts + 1):
-        share = replace(plan, pairs=-(-plan.pairs * k // plan.restarts))  # ceil: the last share ends at pairs
-        result = _run(share, progress, clocks, machine, module, architectures, sampler)
+        upto = done + -(-owed * k // plan.restarts)  # ceil: the last share ends at plan.pairs
+        result = _run(replace(plan, pairs=upto), plan, progress, clocks, machine, module, architectures, sampler)
     return result
 
 
 def _run(
     plan: Plan,
+    whole: Plan,
     progress: Callable[[str], None],
     clocks: Callable[[], dict],
     machine: Callable[[], dict],
@@ -275,7 +279,8 @@ def _run(
             "prompt_len": plan.prompt_len,
             "max_tokens": plan.max_tokens,
             "sites": {k: str(v) for k, v in plan.sites.items()},
-            "plan": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(plan).items() if k != "sites"},
+            # the run as asked for, not the share of it this start runs
+            "plan": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(whole).items() if k != "sites"},
             "machine": ran_on,
             "instances": [],
         }
