@@ -20,7 +20,7 @@ from vllm_backports.patchfile import parse
 def test_gdn_state_migrate_applies_after_the_0_20_0_series_without_gdn_spec_state(tmp_path):
     site = tmp_path / "site"
     # spec-prefill-decode-graph's hunk sits below gdn-spec-state's in the runner, at the line
-    # numbers gdn-spec-state leaves: it goes too
+    # numbers gdn-spec-state leaves, and gdn-draft-free-plain is written on its lines: both go too
     applied = run(
         "--vllm",
         "0.20.0",
@@ -31,6 +31,8 @@ def test_gdn_state_migrate_applies_after_the_0_20_0_series_without_gdn_spec_stat
         "gdn-spec-state",
         "--skip",
         "spec-prefill-decode-graph",
+        "--skip",
+        "gdn-draft-free-plain",
         "--json",
     )
     assert applied.code == 0, applied.out + applied.err
