@@ -83,15 +83,15 @@ for release in "${releases[@]}"; do
   "${podman[@]}" run --rm --network none --entrypoint bash "$image" -c "$smoke" "$release"
 
   # The image's own entrypoint, on the release's real vLLM and argument spellings: with
-  # VLLM_BACKPORTS_STRICT, flags that meet a known bug (ngram with tool calls, vLLM #40875/#56077)
-  # stop it before vLLM starts; without, vLLM fails here (no GPU, no model) and the container
-  # exits non-zero with a report where VLLM_BACKPORTS_REPORT_DIR says.
-  flags=(--model /nonexistent --speculative-config '{"method": "ngram", "num_speculative_tokens": 3}'
-    --enable-auto-tool-choice --tool-call-parser hermes)
+  # VLLM_BACKPORTS_STRICT, flags that meet a known bug no series fixes (MTP under the async
+  # scheduling these releases default to for it, vLLM #53726) stop it before vLLM starts; without,
+  # vLLM fails here (no GPU, no model) and the container exits non-zero with a report where
+  # VLLM_BACKPORTS_REPORT_DIR says.
+  flags=(--model /nonexistent --speculative-config '{"method": "mtp", "num_speculative_tokens": 1}')
   rc=0; "${podman[@]}" run --rm --network none -e VLLM_BACKPORTS_STRICT=1 "$image" "${flags[@]}" \
     > "$work/strict.log" 2>&1 || rc=$?
-  if [ "$rc" != 2 ] || ! grep -q "ngram-tool-calls" "$work/strict.log" || grep -q "report written" "$work/strict.log"; then
-    cat "$work/strict.log"; echo "images: FAILED: strict start-up with ngram and tool calls exited $rc" >&2; exit 1
+  if [ "$rc" != 2 ] || ! grep -q "gdn-mtp-async-illegal-address" "$work/strict.log" || grep -q "report written" "$work/strict.log"; then
+    cat "$work/strict.log"; echo "images: FAILED: strict start-up with MTP under async scheduling exited $rc" >&2; exit 1
   fi
   mkdir -p "$work/reports"
   rc=0; "${podman[@]}" run --rm --network none -v "$work/reports:/reports" -e VLLM_BACKPORTS_REPORT_DIR=/reports \
@@ -99,7 +99,7 @@ for release in "${releases[@]}"; do
   if [ "$rc" = 0 ] || ! ls "$work"/reports/vllm-backports-report-*.txt > /dev/null 2>&1; then
     cat "$work/loud.log"; echo "images: FAILED: vLLM failing in the container gave exit $rc and no report" >&2; exit 1
   fi
-  echo "images: the entrypoint refused ngram with tool calls under STRICT, and a failed start exited $rc with a report"
+  echo "images: the entrypoint refused MTP under async scheduling with STRICT, and a failed start exited $rc with a report"
   rm -rf "$work/reports"
 
   # The entrypoint as the container's PID 1: `docker stop` (SIGTERM to PID 1, which the kernel
