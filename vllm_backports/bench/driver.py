@@ -214,7 +214,7 @@ def run(
     `sampler`: a clocks.Sampler writing to the path given, to record what the GPU's clock did
     while each round was timed (the round's "gpu" in progress.jsonl). With `plan.restarts` N the
     pairs go to N engine pairs in turn, each a resumed run of its share (a new instance)."""
-    check(plan)
+    release = check(plan)
     done = min(len(results.pairs(read_lines(plan.out / "progress.jsonl"))), plan.pairs)
     owed = plan.pairs - done
     if plan.restarts > 1 and 0 < owed < 2 * plan.restarts:
@@ -224,13 +224,16 @@ def run(
     result: dict = {}
     for k in range(1, plan.restarts + 1):
         upto = done + -(-owed * k // plan.restarts)  # ceil: the last share ends at plan.pairs
-        result = _run(replace(plan, pairs=upto), plan, progress, clocks, machine, module, architectures, sampler)
+        result = _run(
+            replace(plan, pairs=upto), plan, release, progress, clocks, machine, module, architectures, sampler
+        )
     return result
 
 
 def _run(
     plan: Plan,
     whole: Plan,
+    release: str,
     progress: Callable[[str], None],
     clocks: Callable[[], dict],
     machine: Callable[[], dict],
@@ -238,7 +241,6 @@ def _run(
     architectures: Callable[[Path], set[str]],
     sampler: Callable[[Path], Sampler] | None,
 ) -> dict:
-    release = check(replace(plan, restarts=1))
     exp = experiments.EXPERIMENTS[plan.experiment]
     shape = shapes.SHAPES[plan.shape]
     config = json.loads(plan.config.read_text()) if plan.config else None
