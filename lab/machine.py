@@ -714,15 +714,46 @@ def status_lines(home: Path) -> list[str]:
     return lines
 
 
+class NothingStarted(Exception):
+    """The machine holds no run: `start` never ran here, or the machine was given back since."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def run_gone(home: Path) -> bool:
+    """Whether the detached run that `start` recorded has exited without writing `done`."""
+    try:
+        pid = int((home / "run.pid").read_text())
+    except (OSError, ValueError):
+        return False  # a run started before run.pid was written: only `done` tells
+    return not (home / "done").exists() and not _alive(pid)
+
+
 def collect(home: Path, wait: float, out: Path) -> bool:
-    """Wait until the run is done or `wait` seconds pass; print its state; write results.tgz."""
+    """Wait until the run is done or `wait` seconds pass; print its state; write results.tgz.
+
+    Waiting stops early when the run's process is gone; a machine where nothing was started
+    (a fresh one, after the last was given back) raises NothingStarted before any wait."""
+    if not (home / "jobs.json").exists():
+        raise NothingStarted(f"collect: nothing was started on this machine ({home} has no jobs.json)")
     deadline = time.time() + wait
-    while time.time() < deadline and not (home / "done").exists():
+    while time.time() < deadline and not (home / "done").exists() and not run_gone(home):
         time.sleep(10)
     for line in status_lines(home):
         print(line)
     done = (home / "done").exists()
-    print("done: " + (home / "done").read_text().strip() if done else "still running")
+    if done:
+        print("done: " + (home / "done").read_text().strip())
+    else:
+        print("the run's process is gone without finishing (run.log says why)" if run_gone(home) else "still running")
     out.mkdir(parents=True, exist_ok=True)
     for log in (home / "results").glob("*/bench-*/*.log"):
         _tail(log, log.with_name(log.name + ".tail"))
@@ -768,7 +799,9 @@ def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: st
     (home / "jobs.json").write_text(json.dumps({"jobs": jobs, "slots": slots, "bench_args": shlex.split(bench_args)}))
     (home / "machine.json").write_text(json.dumps(_machine()))
     env = {**os.environ, **SAFE_ENV, "VLLM_BACKPORTS_LAB_HOME": str(home)}
-    detach([sys.executable, "-m", "lab.machine", "run"], tool, home / "run.log", env=env)
+    (home / "run.pid").unlink(missing_ok=True)
+    run = detach([sys.executable, "-m", "lab.machine", "run"], tool, home / "run.log", env=env)
+    (home / "run.pid").write_text(f"{run.pid}\n")
     for job in jobs:
         benches = [f"bench={b['shape']}/{b['experiment']}={b['pairs']}" for b in job["benches"]]
         print(f"started {job['release']}: {', '.join(job['proofs'] + benches)}")
@@ -809,7 +842,12 @@ def main(argv: list[str] | None = None) -> int:
         spec = json.loads((home / "jobs.json").read_text())
         return Runner(home, spec["jobs"], spec["slots"], bench_args=spec.get("bench_args")).run()
     else:
-        done = collect(home, args.wait, Path(os.environ.get("OUT", "/tmp/out")))
+        try:
+            done = collect(home, args.wait, Path(os.environ.get("OUT", "/tmp/out")))
+        except NothingStarted as exc:
+            # at once, not after --wait: the parts and `start` must be sent again
+            print(f"{exc}: a machine given back loses its run; put the parts and start again", file=sys.stderr)
+            return 4
         return 0 if done else 3
     return 0
 

@@ -4,7 +4,10 @@ proofs in slots, a memory watchdog that kills and restarts, and collect."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import os
+import subprocess
 import sys
 import tarfile
 
@@ -38,6 +41,7 @@ def staged(tmp_path, release="0.22.0"):
     )
     for p in parts.pack([(digest, w)], 300, tmp_path / "parts"):
         parts.put(p, home / "store")
+    (home / "jobs.json").write_text("{}")  # what `start` leaves: collect reads it as "a run was started"
     return home
 
 
@@ -423,7 +427,9 @@ def test_start_writes_the_jobs_and_detaches_the_run(tmp_path, monkeypatch):
     (source / ".lab" / "stage" / "0.22.0.json").write_text("{}")
     monkeypatch.setattr(machine, "TOOL", ())
     started = []
-    monkeypatch.setattr(machine, "detach", lambda cmd, cwd, log, env: started.append(cmd))
+    monkeypatch.setattr(
+        machine, "detach", lambda cmd, cwd, log, env: started.append(cmd) or subprocess.Popen(["true"])
+    )
     home = tmp_path / "home"
     monkeypatch.setenv("VLLM_BACKPORTS_LAB_HOME", str(home))
     monkeypatch.chdir(source)
@@ -431,6 +437,7 @@ def test_start_writes_the_jobs_and_detaches_the_run(tmp_path, monkeypatch):
     spec = json.loads((home / "jobs.json").read_text())
     assert spec["slots"] == 3 and spec["jobs"][0]["proofs"] == ["mtp"]
     assert started == [[sys.executable, "-m", "lab.machine", "run"]]
+    assert int((home / "run.pid").read_text()) > 0  # what collect asks whether the run is still alive
 
 
 def fi_staged(tmp_path, fi_wheels, release="0.26.0"):
@@ -588,3 +595,36 @@ def test_a_proof_name_no_table_knows_is_refused_before_anything_runs():
         "server-ngram",
         "raw@gdn-ngram",
     ]
+
+
+def test_collect_on_a_machine_where_nothing_started_fails_at_once(tmp_path, monkeypatch, capsys):
+    # a machine given back between calls comes back bare: waiting there would spend device time
+    home = tmp_path / "lab"
+    (home / "store").mkdir(parents=True)  # parts put, never started
+    slept = []
+    monkeypatch.setattr(machine.time, "sleep", slept.append)
+    monkeypatch.setenv("VLLM_BACKPORTS_LAB_HOME", str(home))
+    monkeypatch.setenv("OUT", str(tmp_path / "out"))
+    assert machine.main(["collect", "--wait", "540"]) == 4
+    assert slept == [] and not (tmp_path / "out").exists()
+    assert "nothing was started on this machine" in capsys.readouterr().err
+
+
+def test_collect_stops_waiting_when_the_run_s_process_is_gone(tmp_path, monkeypatch, capsys):
+    home = staged(tmp_path)
+    (home / "results" / "0.22.0").mkdir(parents=True)
+    (home / "results" / "0.22.0" / "mtp.err").write_text("engine 40%\n")
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (home / "run.pid").write_text(f"{gone.pid}\n")
+    slept = []
+    monkeypatch.setattr(machine.time, "sleep", slept.append)
+    assert not machine.collect(home, 540, tmp_path / "out")
+    assert slept == []
+    assert "the run's process is gone without finishing" in capsys.readouterr().out
+    assert (tmp_path / "out" / "results.tgz").exists()
+    # a live run is waited for
+    (home / "run.pid").write_text(f"{os.getpid()}\n")
+    monkeypatch.setattr(machine.time, "time", itertools.chain([0, 0], itertools.repeat(20)).__next__)
+    assert not machine.collect(home, 15, tmp_path / "out")
+    assert slept == [10] and "still running" in capsys.readouterr().out
