@@ -21,12 +21,15 @@ from .machine import SLOTS
 from .proofs import core
 from .stage import MACHINE_CUDA, MACHINE_TORCH
 
-# A plan's device time, by the H200 runs of 2026-11-29 (records/runs/2026-11-29-h200-lab-*), at
-# the upper end of each: a part put took 6.2 to 7.8 s held (the machine's start spread over them),
-# an install and its sites 11 to 55 s. With Triton's cache shared by every proof on the machine,
-# the first wave of 8 verifies (every engine building the FLA kernels) took 5.4 to 7.7 min and
-# each later one 3.8 to 6.3 min; before, every wave took 8 to 11.
-PUT_S, INSTALL_S, COLD_WAVE_S, WAVE_S = 7, 55, 8 * 60, 6.5 * 60
+# A plan's device time, at the upper end of the H100 runs of 2026-12-06 (records/runs/2026-12-06-h100-lab-*):
+# a part put took 3.3 to 4.5 s held, 7 s a part where a slow machine start (206 s) spreads over 30
+# parts; an install and its sites 11 to 23 s there, 34 to 55 s for releases with their own torch
+# (H200, 2026-11-29); with Triton's cache shared by every proof, the first wave of 8 verifies
+# (every engine building the FLA kernels) 4.5 to 6.2 min, each later one 2.1 to 4.0 min. The
+# H200 runs of 2026-11-29 were slower (5.4 to 7.7 and 3.8 to 6.3 min): there a full plan may
+# leave its last wave unfinished, and collect brings back what ended.
+PUT_S, INSTALL_S, COLD_WAVE_S, WAVE_S = 7, 55, 6.5 * 60, 4.5 * 60
+ESTIMATED_BY = "the H100 runs of 2026-12-06"
 MACHINE_S = 30 * 60  # a machine is given back after 30 minutes held
 ROOM_S = 28 * 60  # what `owed` fills a machine to: the last `collect` must come back before that
 # Parts (of about 51 MiB) before anything is staged: 27 for four releases of the machine's torch

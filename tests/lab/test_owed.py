@@ -65,14 +65,13 @@ def test_a_machine_holds_what_the_estimate_fits_in_28_minutes():
 
 def test_machines_fill_first_fit_newest_torch_first_and_a_release_too_big_goes_alone():
     due = [o("0.20.0", "2.11.0", 4), o("0.21.0", "2.11.0", 8), o("0.22.0", "2.11.0", 7), o("0.26.0", "2.11.0", 9)]
-    due += [o("0.27.0", "2.13.0", 30), o("0.17.0", "2.10.0", 4, True), o("0.17.1", "2.10.0", 4, True)]
+    due += [o("0.27.0", "2.13.0", 40), o("0.17.0", "2.10.0", 4, True), o("0.17.1", "2.10.0", 4, True)]
     due += [o("0.18.0", "2.10.0", 4, True)]
     cut = owed.machines(due)
     assert [[x.release for x in m] for m in cut] == [
-        ["0.27.0"],  # newest torch first; more than a machine holds: alone
-        ["0.20.0", "0.21.0", "0.22.0"],  # 19 proofs: three waves
-        ["0.26.0", "0.17.0"],  # 0.26.0 no longer fits the one before; 0.17.0's CUDA 12 stack fits beside it
-        ["0.17.1", "0.18.0"],
+        ["0.27.0"],  # newest torch first; more than a machine holds (five waves): alone
+        ["0.20.0", "0.21.0", "0.22.0", "0.26.0"],  # 28 proofs: four waves
+        ["0.17.0", "0.17.1", "0.18.0"],  # one CUDA 12 stack for the three
     ]
     assert owed.plan_line(cut[1]).startswith("python -m lab plan 0.20.0:p0,p1,p2,p3 0.21.0:p0,")
     assert all(owed.fits(m) for m in cut[1:]) and not owed.fits(cut[0])
@@ -81,7 +80,11 @@ def test_machines_fill_first_fit_newest_torch_first_and_a_release_too_big_goes_a
 def test_small_releases_of_other_torches_share_a_machine():
     # 2026-11-29: 0.32.0 (torch 2.13) and 0.33.0 (2.14) owe two proofs each, 0.28.0 (2.13) eight
     due = [o("0.28.0", "2.13.0", 8), o("0.29.0", "2.13.0", 8), o("0.32.0", "2.13.0", 2), o("0.33.0", "2.14.0", 2)]
-    assert [[x.release for x in m] for m in owed.machines(due)] == [["0.33.0", "0.28.0", "0.32.0"], ["0.29.0"]]
+    due.append(o("0.30.0", "2.13.0", 8))
+    assert [[x.release for x in m] for m in owed.machines(due)] == [
+        ["0.33.0", "0.28.0", "0.29.0", "0.32.0"],  # 20 proofs, three waves, two torch stacks
+        ["0.30.0"],
+    ]
 
 
 def test_a_proof_a_reproduced_upstream_bug_stops_is_not_in_the_core_set():
