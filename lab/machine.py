@@ -718,14 +718,17 @@ class NothingStarted(Exception):
     """The machine holds no run: `start` never ran here, or the machine was given back since."""
 
 
-def _alive(pid: int) -> bool:
+def _alive(pid: int, proc: Path = Path("/proc")) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:  # an exited run nobody reaped (`start` left it to whatever adopts orphans) is a zombie
+        return (proc / str(pid) / "stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def run_gone(home: Path) -> bool:

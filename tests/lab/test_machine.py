@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 import tarfile
+import time
+from pathlib import Path
 
 import pytest
 
@@ -628,3 +630,22 @@ def test_collect_stops_waiting_when_the_run_s_process_is_gone(tmp_path, monkeypa
     monkeypatch.setattr(machine.time, "time", itertools.chain([0, 0], itertools.repeat(20)).__next__)
     assert not machine.collect(home, 15, tmp_path / "out")
     assert slept == [10] and "still running" in capsys.readouterr().out
+
+
+def test_a_run_that_exited_unreaped_is_gone(tmp_path):
+    # where nothing reaps the orphans `start` leaves, an ended run stays a zombie, which kill(0) still finds
+    home = staged(tmp_path)
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    stat = Path("/proc") / str(zombie.pid) / "stat"
+    for _ in range(200):
+        if stat.read_text().rpartition(")")[2].split()[0] == "Z":
+            break
+        time.sleep(0.05)
+    (home / "run.pid").write_text(f"{zombie.pid}\n")
+    assert machine.run_gone(home)
+    (home / "done").write_text("1 proofs, 0 exited non-zero\n")
+    assert not machine.run_gone(home)  # it finished: done says so
+    zombie.wait()
+    (home / "done").unlink()
+    (home / "run.pid").write_text(f"{os.getpid()}\n")
+    assert not machine.run_gone(home)
