@@ -495,11 +495,19 @@ class Runner:
                 os.killpg(proc.pid, signal.SIGKILL)
             self.stop.wait(20)  # the memory comes back before the next look
 
+    def beat(self) -> None:
+        """Touch the heartbeat while this process lives, benchmarks included (see run_gone)."""
+        while True:
+            with contextlib.suppress(OSError):  # a full disk must not end the run
+                (self.home / "heartbeat").touch()
+            time.sleep(HEARTBEAT_S)
+
     def run(self) -> int:
         from .proofs import control_site
         from .serve import LEGS, is_server_proof
 
         self.results.mkdir(parents=True, exist_ok=True)
+        threading.Thread(target=self.beat, daemon=True).start()
         watchdog = threading.Thread(target=self.watchdog, daemon=True)
         watchdog.start()
         futures: list[Future] = []
@@ -715,36 +723,30 @@ def status_lines(home: Path) -> list[str]:
 
 
 class NothingStarted(Exception):
-    """The machine holds no run: `start` never ran here, or the machine was given back since."""
+    """The machine holds no run: `start` never ran here or failed, or the machine was given back."""
 
 
-def _alive(pid: int, proc: Path = Path("/proc")) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # an exited run nobody reaped (`start` left it to whatever adopts orphans) is a zombie
-        return (proc / str(pid) / "stat").read_text().rpartition(")")[2].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
+# The run touches its heartbeat this often; one older than STALE_S without `done` is a run that
+# died (killed, out of memory): waiting on it would only spend device time.
+HEARTBEAT_S, STALE_S = 10, 60
 
 
 def run_gone(home: Path) -> bool:
-    """Whether the detached run that `start` recorded has exited without writing `done`."""
+    """Whether the run `start` detached has stopped beating without writing `done`."""
+    if (home / "done").exists():
+        return False
     try:
-        pid = int((home / "run.pid").read_text())
-    except (OSError, ValueError):
-        return False  # a run started before run.pid was written: only `done` tells
-    return not (home / "done").exists() and not _alive(pid)
+        return time.time() - (home / "heartbeat").stat().st_mtime > STALE_S
+    except OSError:
+        return False  # not yet beating (or a run of a tool before the heartbeat): only `done` tells
 
 
 def collect(home: Path, wait: float, out: Path) -> bool:
     """Wait until the run is done or `wait` seconds pass; print its state; write results.tgz.
 
-    Waiting stops early when the run's process is gone; a machine where nothing was started
-    (a fresh one, after the last was given back) raises NothingStarted before any wait."""
+    Waiting stops early when the run has died; a machine where nothing was started (a fresh
+    one, after the last was given back, or one whose `start` failed) raises NothingStarted
+    before any wait."""
     if not (home / "jobs.json").exists():
         raise NothingStarted(f"collect: nothing was started on this machine ({home} has no jobs.json)")
     deadline = time.time() + wait
@@ -756,7 +758,7 @@ def collect(home: Path, wait: float, out: Path) -> bool:
     if done:
         print("done: " + (home / "done").read_text().strip())
     else:
-        print("the run's process is gone without finishing (run.log says why)" if run_gone(home) else "still running")
+        print("the run died without finishing (run.log says why)" if run_gone(home) else "still running")
     out.mkdir(parents=True, exist_ok=True)
     for log in (home / "results").glob("*/bench-*/*.log"):
         _tail(log, log.with_name(log.name + ".tail"))
@@ -778,9 +780,13 @@ def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: st
 
     from .proofs import core
 
+    home.mkdir(parents=True, exist_ok=True)
+    # the last run's state goes first: a start that fails below must not leave it for collect
+    for stale in ("done", "timeline.jsonl", "jobs.json", "heartbeat"):
+        (home / stale).unlink(missing_ok=True)
+    shutil.rmtree(home / "results", ignore_errors=True)
     catalogue = Catalogue(source)
     jobs = parse_jobs(specs, {r: core(catalogue, r) for r in catalogue.releases})
-    home.mkdir(parents=True, exist_ok=True)
     tool = home / "tool"
     shutil.rmtree(tool, ignore_errors=True)
     tool.mkdir()
@@ -796,15 +802,14 @@ def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: st
     missing = [j["release"] for j in jobs if not (home / "stage" / f"{j['release']}.json").exists()]
     if missing:
         raise SystemExit(f"start: no stage of {', '.join(missing)} (put its parts with .lab/stage)")
-    for stale in ("done", "timeline.jsonl"):
-        (home / stale).unlink(missing_ok=True)
-    shutil.rmtree(home / "results", ignore_errors=True)
     (home / "jobs.json").write_text(json.dumps({"jobs": jobs, "slots": slots, "bench_args": shlex.split(bench_args)}))
     (home / "machine.json").write_text(json.dumps(_machine()))
     env = {**os.environ, **SAFE_ENV, "VLLM_BACKPORTS_LAB_HOME": str(home)}
-    (home / "run.pid").unlink(missing_ok=True)
-    run = detach([sys.executable, "-m", "lab.machine", "run"], tool, home / "run.log", env=env)
-    (home / "run.pid").write_text(f"{run.pid}\n")
+    try:
+        detach([sys.executable, "-m", "lab.machine", "run"], tool, home / "run.log", env=env)
+    except OSError:
+        (home / "jobs.json").unlink()
+        raise
     for job in jobs:
         benches = [f"bench={b['shape']}/{b['experiment']}={b['pairs']}" for b in job["benches"]]
         print(f"started {job['release']}: {', '.join(job['proofs'] + benches)}")
@@ -848,10 +853,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             done = collect(home, args.wait, Path(os.environ.get("OUT", "/tmp/out")))
         except NothingStarted as exc:
-            # at once, not after --wait: the parts and `start` must be sent again
-            print(f"{exc}: a machine given back loses its run; put the parts and start again", file=sys.stderr)
+            # at once, not after --wait: a machine given back keeps neither parts nor run
+            print(f"{exc}: put the parts and start again", file=sys.stderr)
             return 4
-        return 0 if done else 3
+        return 0 if done else 5 if run_gone(home) else 3
     return 0
 
 

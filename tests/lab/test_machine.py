@@ -7,7 +7,6 @@ import hashlib
 import itertools
 import json
 import os
-import subprocess
 import sys
 import tarfile
 import time
@@ -429,9 +428,7 @@ def test_start_writes_the_jobs_and_detaches_the_run(tmp_path, monkeypatch):
     (source / ".lab" / "stage" / "0.22.0.json").write_text("{}")
     monkeypatch.setattr(machine, "TOOL", ())
     started = []
-    monkeypatch.setattr(
-        machine, "detach", lambda cmd, cwd, log, env: started.append(cmd) or subprocess.Popen(["true"])
-    )
+    monkeypatch.setattr(machine, "detach", lambda cmd, cwd, log, env: started.append(cmd))
     home = tmp_path / "home"
     monkeypatch.setenv("VLLM_BACKPORTS_LAB_HOME", str(home))
     monkeypatch.chdir(source)
@@ -439,7 +436,6 @@ def test_start_writes_the_jobs_and_detaches_the_run(tmp_path, monkeypatch):
     spec = json.loads((home / "jobs.json").read_text())
     assert spec["slots"] == 3 and spec["jobs"][0]["proofs"] == ["mtp"]
     assert started == [[sys.executable, "-m", "lab.machine", "run"]]
-    assert int((home / "run.pid").read_text()) > 0  # what collect asks whether the run is still alive
 
 
 def fi_staged(tmp_path, fi_wheels, release="0.26.0"):
@@ -612,40 +608,51 @@ def test_collect_on_a_machine_where_nothing_started_fails_at_once(tmp_path, monk
     assert "nothing was started on this machine" in capsys.readouterr().err
 
 
-def test_collect_stops_waiting_when_the_run_s_process_is_gone(tmp_path, monkeypatch, capsys):
+def test_collect_stops_waiting_when_the_run_died(tmp_path, monkeypatch, capsys):
     home = staged(tmp_path)
     (home / "results" / "0.22.0").mkdir(parents=True)
     (home / "results" / "0.22.0" / "mtp.err").write_text("engine 40%\n")
-    gone = subprocess.Popen([sys.executable, "-c", "pass"])
-    gone.wait()
-    (home / "run.pid").write_text(f"{gone.pid}\n")
+    beat = home / "heartbeat"
+    beat.touch()
+    stale = time.time() - machine.STALE_S - 5
+    os.utime(beat, (stale, stale))  # killed a while ago: no beat since
+    monkeypatch.setattr(machine.time, "sleep", lambda s: pytest.fail("waited on a run that died"))
+    monkeypatch.setenv("VLLM_BACKPORTS_LAB_HOME", str(home))
+    monkeypatch.setenv("OUT", str(tmp_path / "out"))
+    assert machine.main(["collect", "--wait", "540"]) == 5
+    assert "0.22.0/mtp: running" in capsys.readouterr().out
+    assert (tmp_path / "out" / "results.tgz").exists()
+
+
+def test_collect_waits_on_a_run_that_beats(tmp_path, monkeypatch, capsys):
+    home = staged(tmp_path)
+    os.utime(home / "jobs.json", (0, 0))
+    (home / "heartbeat").touch()
+    os.utime(home / "heartbeat", (0, 0))
     slept = []
     monkeypatch.setattr(machine.time, "sleep", slept.append)
-    assert not machine.collect(home, 540, tmp_path / "out")
-    assert slept == []
-    assert "the run's process is gone without finishing" in capsys.readouterr().out
-    assert (tmp_path / "out" / "results.tgz").exists()
-    # a live run is waited for
-    (home / "run.pid").write_text(f"{os.getpid()}\n")
-    monkeypatch.setattr(machine.time, "time", itertools.chain([0, 0], itertools.repeat(20)).__next__)
+    # the clock: the deadline, the first look, the heartbeat 5 s old, then past the deadline
+    monkeypatch.setattr(machine.time, "time", itertools.chain([0, 0, 5], itertools.repeat(20)).__next__)
     assert not machine.collect(home, 15, tmp_path / "out")
     assert slept == [10] and "still running" in capsys.readouterr().out
 
 
-def test_a_run_that_exited_unreaped_is_gone(tmp_path):
-    # where nothing reaps the orphans `start` leaves, an ended run stays a zombie, which kill(0) still finds
+def test_a_run_beats_and_a_failed_start_leaves_nothing_to_collect(tmp_path, monkeypatch):
     home = staged(tmp_path)
-    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
-    stat = Path("/proc") / str(zombie.pid) / "stat"
-    for _ in range(200):
-        if stat.read_text().rpartition(")")[2].split()[0] == "Z":
-            break
-        time.sleep(0.05)
-    (home / "run.pid").write_text(f"{zombie.pid}\n")
-    assert machine.run_gone(home)
-    (home / "done").write_text("1 proofs, 0 exited non-zero\n")
-    assert not machine.run_gone(home)  # it finished: done says so
-    zombie.wait()
-    (home / "done").unlink()
-    (home / "run.pid").write_text(f"{os.getpid()}\n")
-    assert not machine.run_gone(home)
+    FakeRunner(home, [{"release": "0.22.0", "proofs": ["mtp"]}], watch_mib=0).run()
+    assert (home / "heartbeat").exists() and (home / "done").exists()
+    # a second start that fails (no stage of its release) must not leave the first run's done
+    root = Path(__file__).resolve().parents[2]
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("versions.toml", "backports"):
+        (source / name).symlink_to(root / name)
+    monkeypatch.setattr(machine, "TOOL", ())
+    monkeypatch.setattr(machine, "detach", lambda *a, **k: pytest.fail("detached without a stage"))
+    monkeypatch.setenv("VLLM_BACKPORTS_LAB_HOME", str(home))
+    monkeypatch.setenv("OUT", str(tmp_path / "out"))
+    monkeypatch.chdir(source)
+    with pytest.raises(SystemExit, match="no stage of 0.23.0"):
+        machine.main(["start", "0.23.0:mtp"])
+    assert machine.main(["collect", "--wait", "540"]) == 4
+    assert not (home / "results").exists()
