@@ -114,7 +114,7 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool) -> None:
         log(f"  run carry={json.dumps(call['carry'])} command: {call['command']}")
     need = estimate(len(part_dirs), {j["release"]: len(j["proofs"]) for j in parsed})  # benches-only jobs install too
     over = f"; more than one {MACHINE_S // 60}-minute machine holds: split the jobs" if need > MACHINE_S else ""
-    log(f"about {need / 60:.0f} min of device time at most, by {ESTIMATED_BY}{over}")
+    log(f"about {need / 60:.0f} min of device time, by {ESTIMATED_BY}{over}")
 
 
 @main.command("bundle")

@@ -21,14 +21,15 @@ from .machine import SLOTS
 from .proofs import core
 from .stage import MACHINE_CUDA, MACHINE_TORCH
 
-# A plan's device time, at the upper end of the H100 runs of 2026-12-06 (records/runs/2026-12-06-h100-lab-*):
-# a part put took 3.3 to 4.5 s held, 7 s a part where a slow machine start (206 s) spreads over 30
-# parts; an install and its sites 11 to 23 s there, 34 to 55 s for releases with their own torch
-# (H200, 2026-11-29); with Triton's cache shared by every proof, the first wave of 8 verifies
-# (every engine building the FLA kernels) 4.5 to 6.2 min, each later one 2.1 to 4.0 min. The
-# H200 runs of 2026-11-29 were slower (5.4 to 7.7 and 3.8 to 6.3 min): there a full plan may
-# leave its last wave unfinished, and collect brings back what ended.
-PUT_S, INSTALL_S, COLD_WAVE_S, WAVE_S = 7, 55, 6.5 * 60, 4.5 * 60
+# A plan's device time, by the H100 runs of 2026-12-06 (records/runs/2026-12-06-h100-lab-*): a
+# machine's start took 27 and 206 s, the slower one counted; a part put 3.3 to 4.5 s; an install
+# and its sites 11 to 23 s there, 34 to 55 s for releases with their own torch (H200, 2026-11-29).
+# With Triton's cache shared by every proof, the verifies of a first wave of 8 that ended took 4.5
+# to 6.2 min, but 0.25.0's mtp, tq-mtp and tq-continuation were still running past 6.2 min (and an
+# H200 took up to 7.7 on 2026-11-29), so a cold wave counts 7 min; each later wave 2.1 to 4.0 min
+# on the H100 (3.8 to 6.3 on that H200), counted 4. An estimate, not a bound: on a slower card the
+# last wave may not end, and collect brings back what did.
+START_S, PUT_S, INSTALL_S, COLD_WAVE_S, WAVE_S = 210, 4.5, 55, 7 * 60, 4 * 60
 ESTIMATED_BY = "the H100 runs of 2026-12-06"
 MACHINE_S = 30 * 60  # a machine is given back after 30 minutes held
 ROOM_S = 28 * 60  # what `owed` fills a machine to: the last `collect` must come back before that
@@ -42,7 +43,8 @@ def estimate(n_parts: int, proofs: dict[str, int]) -> int:
     """Seconds of device time a plan of `n_parts` parts and `proofs` (per release) takes, the
     machine's start included. Benchmarks are not counted."""
     waves = -(-sum(proofs.values()) // SLOTS)
-    return round(n_parts * PUT_S + len(proofs) * INSTALL_S + (COLD_WAVE_S + (waves - 1) * WAVE_S if waves else 0))
+    verifies = COLD_WAVE_S + (waves - 1) * WAVE_S if waves else 0
+    return round(START_S + n_parts * PUT_S + len(proofs) * INSTALL_S + verifies)
 
 
 @dataclass(frozen=True)
