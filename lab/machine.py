@@ -741,8 +741,13 @@ def run_gone(home: Path) -> bool:
         return False  # not yet beating (or a run of a tool before the heartbeat): only `done` tells
 
 
-def collect(home: Path, wait: float, out: Path) -> bool:
-    """Wait until the run is done or `wait` seconds pass; print its state; write results.tgz.
+# collect's exit code for each state of the run it leaves
+COLLECTED = {"done": 0, "running": 3, "died": 5}
+
+
+def collect(home: Path, wait: float, out: Path) -> str:
+    """Wait until the run is done or `wait` seconds pass; print its state; write results.tgz;
+    return the state printed ("done", "running" or "died").
 
     Waiting stops early when the run has died; a machine where nothing was started (a fresh
     one, after the last was given back, or one whose `start` failed) raises NothingStarted
@@ -754,11 +759,11 @@ def collect(home: Path, wait: float, out: Path) -> bool:
         time.sleep(10)
     for line in status_lines(home):
         print(line)
-    done = (home / "done").exists()
-    if done:
+    state = "done" if (home / "done").exists() else "died" if run_gone(home) else "running"
+    if state == "done":
         print("done: " + (home / "done").read_text().strip())
     else:
-        print("the run died without finishing (run.log says why)" if run_gone(home) else "still running")
+        print("the run died without finishing (run.log says why)" if state == "died" else "still running")
     out.mkdir(parents=True, exist_ok=True)
     for log in (home / "results").glob("*/bench-*/*.log"):
         _tail(log, log.with_name(log.name + ".tail"))
@@ -772,7 +777,7 @@ def collect(home: Path, wait: float, out: Path) -> bool:
         for name in ("results", "timeline.jsonl", "run.log", "machine.json", "jobs.json"):
             if (home / name).exists():
                 tar.add(home / name, arcname=name, filter=keep)
-    return done
+    return state
 
 
 def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: str = "") -> None:
@@ -851,12 +856,12 @@ def main(argv: list[str] | None = None) -> int:
         return Runner(home, spec["jobs"], spec["slots"], bench_args=spec.get("bench_args")).run()
     else:
         try:
-            done = collect(home, args.wait, Path(os.environ.get("OUT", "/tmp/out")))
+            state = collect(home, args.wait, Path(os.environ.get("OUT", "/tmp/out")))
         except NothingStarted as exc:
             # at once, not after --wait: a machine given back keeps neither parts nor run
             print(f"{exc}: put the parts and start again", file=sys.stderr)
             return 4
-        return 0 if done else 5 if run_gone(home) else 3
+        return COLLECTED[state]
     return 0
 
 

@@ -145,7 +145,7 @@ def test_collect_prints_a_line_a_proof_and_packs_the_results(tmp_path, capsys):
     home = staged(tmp_path)
     FakeRunner(home, [{"release": "0.22.0", "proofs": ["mtp"]}], watch_mib=0).run()
     (home / "results" / "0.22.0" / "slow.err").write_text("Loading\rengine 40%\r")
-    assert machine.collect(home, 0, tmp_path / "out")
+    assert machine.collect(home, 0, tmp_path / "out") == "done"
     out = capsys.readouterr().out
     assert "0.22.0/mtp: exit 0, control fails, target passes" in out and "0.22.0/slow: running: engine 40%" in out
     with tarfile.open(tmp_path / "out" / "results.tgz") as tar:
@@ -166,7 +166,7 @@ def test_collect_brings_each_engine_s_start_up_lines_back(tmp_path):
     )
     (work / "b16-graphs-mtp.log").write_text("INFO [backends.py:5] Directly load the compiled graph(s) from the cache\n")
     (work / "b16-graphs-mtp.spec.json").write_text("{}")
-    assert machine.collect(home, 0, tmp_path / "out")
+    assert machine.collect(home, 0, tmp_path / "out") == "done"
     with tarfile.open(tmp_path / "out" / "results.tgz") as tar:
         text = tar.extractfile("results/0.22.0/engines/mtp.txt").read().decode()
     assert text.splitlines() == [
@@ -183,7 +183,7 @@ def test_a_proof_run_again_leaves_no_engine_log_of_the_run_before(tmp_path):
     old.parent.mkdir(parents=True)
     old.write_text("INFO torch.compile took 99.0 s in total\n")
     FakeRunner(home, [{"release": "0.22.0", "proofs": ["mtp"]}], watch_mib=0).run()
-    assert machine.collect(home, 0, tmp_path / "out")
+    assert machine.collect(home, 0, tmp_path / "out") == "done"
     assert not old.exists()
     with tarfile.open(tmp_path / "out" / "results.tgz") as tar:
         assert "results/0.22.0/engines/mtp.txt" not in tar.getnames()
@@ -633,7 +633,7 @@ def test_collect_waits_on_a_run_that_beats(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(machine.time, "sleep", slept.append)
     # the clock: the deadline, the first look, the heartbeat 5 s old, then past the deadline
     monkeypatch.setattr(machine.time, "time", itertools.chain([0, 0, 5], itertools.repeat(20)).__next__)
-    assert not machine.collect(home, 15, tmp_path / "out")
+    assert machine.collect(home, 15, tmp_path / "out") == "running"
     assert slept == [10] and "still running" in capsys.readouterr().out
 
 
