@@ -192,6 +192,25 @@ def evidence(results: Path, write: bool) -> None:
         sys.exit(1)
 
 
+@main.command("minutes")
+@click.option("--write", is_flag=True, help="Rewrite the table (otherwise show the diff, exit 1 on drift).")
+def minutes_cmd(write: bool) -> None:
+    """docs/VERIFICATION.md's device minutes per release, from the timeline.jsonl of every lab run
+    kept under records/runs. CI runs it in check mode."""
+    from vllm_backports.errors import BackportError
+    from vllm_backports.maint.drift import write_region
+
+    from .records import MINUTES_BEGIN, MINUTES_END, render_minutes, run_minutes
+
+    table = render_minutes(run_minutes(ROOT / "records" / "runs"))
+    try:
+        write_region(
+            ROOT, Path("docs/VERIFICATION.md"), MINUTES_BEGIN, MINUTES_END, table, write, "device minutes are current"
+        )
+    except BackportError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
 @main.command("owed")
 @click.option("--json", "as_json", is_flag=True, help="One object: each release's owed proofs, and the machines.")
 def owed_cmd(as_json: bool) -> None:

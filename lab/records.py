@@ -152,3 +152,58 @@ def libraries(tgz: Path) -> dict[str, list[str]]:
         if len(parts) == 3 and parts[0] == "results" and parts[2] == "libraries.json":
             out[parts[1]] = json.loads(data)
     return out
+
+
+MINUTES_BEGIN, MINUTES_END = "<!-- device-minutes:begin -->", "<!-- device-minutes:end -->"
+
+
+@dataclass(frozen=True)
+class RunMinutes:
+    release: str
+    run: str  # the timeline's folder under records/runs
+    proofs: int  # distinct proofs (or benches) of the release that ended
+    span_s: float  # its install's start to its last proof's end
+    share_s: float  # the run's first install to its last proof, divided by the releases in it
+
+
+def run_minutes(runs: Path) -> list[RunMinutes]:
+    """Per release and lab run kept under `runs` (each folder with a timeline.jsonl), how long
+    its proofs held the machine, in release order then run order."""
+    from packaging.version import Version
+
+    out = []
+    for timeline in sorted(runs.rglob("timeline.jsonl")):
+        events = [json.loads(line) for line in timeline.read_text().splitlines() if line.strip()]
+        events = [e for e in events if e.get("release")]
+        if not events:
+            continue
+        ts = [e["t"] for e in events]
+        releases = {e["release"] for e in events}
+        share = (max(ts) - min(ts)) / len(releases)
+        spans = device_time(events)
+        for release in releases:
+            ended = {e["what"] for e in events if e["release"] == release and e["event"] == "end"}
+            out.append(
+                RunMinutes(
+                    release,
+                    timeline.parent.relative_to(runs).as_posix(),
+                    len(ended - {"install"}),
+                    spans[release]["span_s"],
+                    round(share, 1),
+                )
+            )
+    return sorted(out, key=lambda r: (Version(r.release), r.run))
+
+
+def render_minutes(rows: list[RunMinutes]) -> str:
+    """The table docs/VERIFICATION.md keeps between the device-minutes markers. A run's folder
+    links to its record's README (the first folder under records/runs)."""
+    lines = [
+        "| vLLM | run | proofs ended | its install to its last proof | the run ÷ its releases |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        top = r.run.split("/", 1)[0]
+        link = f"[{r.run}](../records/runs/{top}/README.md)"
+        lines.append(f"| {r.release} | {link} | {r.proofs} | {r.span_s / 60:.1f} min | {r.share_s / 60:.1f} min |")
+    return "\n".join(lines)

@@ -120,3 +120,95 @@ def test_wheel_use_counts_each_wheels_mapped_libraries(tmp_path):
     mapped = ["fix/nvidia/cudnn/lib/libcudnn.so.9", "ctl/nvidia/cudnn/lib/libcudnn.so.9", "/usr/lib/libc.so.6"]
     use = {w.name: (w.libraries, w.mapped) for w in wheel_use(mapped, blobs, tmp_path)}
     assert use == {"nvidia_cudnn-9.whl": (2, 1), "nvidia_cufft-11.whl": (1, 0), "pure-1.whl": (0, 0)}
+
+
+def _run(runs: Path, name: str, *events) -> None:
+    (runs / name).mkdir(parents=True)
+    (runs / name / "timeline.jsonl").write_bytes(timeline(*events))
+
+
+def test_run_minutes_per_release_count_distinct_proofs_and_split_the_run(tmp_path):
+    runs = tmp_path / "runs"
+    _run(
+        runs,
+        "2026-12-06-h100-lab-0.9.0-0.10.0/first",
+        {"t": 0, "release": "0.10.0", "what": "install", "event": "start"},
+        {"t": 30, "release": "0.10.0", "what": "install", "event": "end"},
+        {"t": 30, "release": "0.10.0", "what": "gdn-ngram", "event": "start", "attempt": 1},
+        {"t": 40, "release": "0.9.0", "what": "install", "event": "start"},
+        {"t": 50, "release": "0.9.0", "what": "install", "event": "end"},
+        {"t": 50, "release": "0.9.0", "what": "mtp", "event": "start"},
+        # a proof restarted by the watchdog ends twice: it is one proof
+        {"t": 100, "release": "0.10.0", "what": "gdn-ngram", "event": "end", "rc": 137, "killed": True},
+        {"t": 400, "release": "0.10.0", "what": "gdn-ngram", "event": "end", "rc": 0, "killed": False},
+        {"t": 600, "release": "0.9.0", "what": "mtp", "event": "end", "rc": 0},
+    )
+    # a release whose proof never ended, and a run of benches alone
+    _run(
+        runs,
+        "2026-12-07-h200-lab-0.9.0",
+        {"t": 1000, "release": "0.9.0", "what": "install", "event": "start"},
+        {"t": 1060, "release": "0.9.0", "what": "install", "event": "end"},
+        {"t": 1060, "release": "0.9.0", "what": "gdn-ngram", "event": "start"},
+    )
+    (runs / "2026-12-08-notes").mkdir()
+    (runs / "2026-12-08-notes" / "timeline.jsonl").write_text("\n")  # nothing of a release: no row
+
+    rows = records.run_minutes(runs)
+    assert [(r.release, r.run, r.proofs, r.span_s, r.share_s) for r in rows] == [
+        ("0.9.0", "2026-12-06-h100-lab-0.9.0-0.10.0/first", 1, 560.0, 300.0),
+        ("0.9.0", "2026-12-07-h200-lab-0.9.0", 0, 60.0, 60.0),
+        ("0.10.0", "2026-12-06-h100-lab-0.9.0-0.10.0/first", 1, 400.0, 300.0),
+    ]
+    table = records.render_minutes(rows).splitlines()
+    assert table[2] == (
+        "| 0.9.0 | [2026-12-06-h100-lab-0.9.0-0.10.0/first]"
+        "(../records/runs/2026-12-06-h100-lab-0.9.0-0.10.0/README.md) | 1 | 9.3 min | 5.0 min |"
+    )
+
+
+def test_lab_minutes_reports_drift_then_writes_it(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    import lab.__main__ as lab_main
+
+    (tmp_path / "docs").mkdir()
+    page = tmp_path / "docs" / "VERIFICATION.md"
+    page.write_text(f"before\n{records.MINUTES_BEGIN}\nstale\n{records.MINUTES_END}\nafter\n")
+    _run(
+        tmp_path / "records" / "runs",
+        "2026-12-06-h100-lab-0.20.0",
+        {"t": 0, "release": "0.20.0", "what": "install", "event": "start"},
+        {"t": 120, "release": "0.20.0", "what": "gdn-ngram", "event": "end", "rc": 0},
+    )
+    monkeypatch.setattr(lab_main, "ROOT", tmp_path)
+    drift = CliRunner().invoke(lab_main.main, ["minutes"])
+    assert drift.exit_code == 1 and "-stale" in drift.output
+    assert "stale" in page.read_text()  # check mode writes nothing
+    assert CliRunner().invoke(lab_main.main, ["minutes", "--write"]).exit_code == 0
+    text = page.read_text()
+    assert text.startswith("before\n") and text.endswith("after\n") and "stale" not in text
+    assert "| 0.20.0 | [2026-12-06-h100-lab-0.20.0]" in text and "| 1 | 2.0 min | 2.0 min |" in text
+    assert CliRunner().invoke(lab_main.main, ["minutes"]).exit_code == 0
+
+
+def test_lab_minutes_without_its_markers_says_so_and_writes_nothing(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    import lab.__main__ as lab_main
+
+    (tmp_path / "docs").mkdir()
+    page = tmp_path / "docs" / "VERIFICATION.md"
+    page.write_text("no markers\n")
+    (tmp_path / "records" / "runs").mkdir(parents=True)
+    monkeypatch.setattr(lab_main, "ROOT", tmp_path)
+    r = CliRunner().invoke(lab_main.main, ["minutes", "--write"])
+    assert r.exit_code == 1 and "no <!-- device-minutes:begin -->" in r.output
+    assert page.read_text() == "no markers\n"
+
+
+def test_the_checkouts_device_minutes_are_current():
+    """What CI's `python -m lab minutes` checks, so that a stale table fails here too."""
+    text = (ROOT / "docs" / "VERIFICATION.md").read_text()
+    body = text.split(records.MINUTES_BEGIN, 1)[1].split(records.MINUTES_END, 1)[0]
+    assert body.strip() == records.render_minutes(records.run_minutes(ROOT / "records" / "runs"))
