@@ -202,12 +202,12 @@ def minutes_cmd(write: bool) -> None:
 
     from .records import MINUTES_BEGIN, MINUTES_END, render_minutes, run_minutes
 
-    table = render_minutes(run_minutes(ROOT / "records" / "runs"))
     try:
+        table = render_minutes(run_minutes(ROOT / "records" / "runs"))
         write_region(
             ROOT, Path("docs/VERIFICATION.md"), MINUTES_BEGIN, MINUTES_END, table, write, "device minutes are current"
         )
-    except BackportError as exc:
+    except (BackportError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
 
 

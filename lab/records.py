@@ -161,49 +161,103 @@ MINUTES_BEGIN, MINUTES_END = "<!-- device-minutes:begin -->", "<!-- device-minut
 class RunMinutes:
     release: str
     run: str  # the timeline's folder under records/runs
-    proofs: int  # distinct proofs (or benches) of the release that ended
-    span_s: float  # its install's start to its last proof's end
-    share_s: float  # the run's first install to its last proof, divided by the releases in it
+    ok: int  # proofs (or benches) whose verify exited 0: a verdict, whatever it is
+    failed: int  # proofs that ended with another exit code
+    unended: int  # proofs still running when the run was collected
+    span_s: float | None  # its install's start to its last proof's end; None: no proof ended
+    share_s: float  # the run's first event to its last proof's end, divided by the releases in it
+
+
+def _events(timeline: Path) -> list[dict]:
+    """The release events of a timeline.jsonl; a line that is not one is an error naming it."""
+    out = []
+    for n, line in enumerate(timeline.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            e = json.loads(line)
+            if e.get("release") is None:
+                continue
+            if not isinstance(e["t"], (int, float)) or not {"what", "event"} <= e.keys():
+                raise KeyError("t, what or event")
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"{timeline}:{n}: not a timeline event ({exc})") from None
+        out.append(e)
+    return out
+
+
+def _proof_ends(events: list[dict]) -> dict[tuple[str, str], tuple[float | None, int | None]]:
+    """(release, proof) -> (when it ended, its exit code), None for a proof that had not ended. A
+    server proof's legs ("NAME/LEG") are one proof: it ends with its last leg, and its exit code
+    is the pairing's where the run paired them (written once every proof has ended), else the
+    first leg's that failed. A proof the watchdog restarted ends with its last attempt."""
+    out: dict[tuple[str, str], tuple[float | None, int | None]] = {}
+    for e in events:
+        name, leg = e["what"].split("/", 1)[0], "/" in e["what"]
+        if name == "install":
+            continue
+        key = (e["release"], name)
+        t, rc = out.get(key, (None, None))
+        if e["event"] == "end":
+            t = e["t"] if t is None else max(t, e["t"])
+            rc = e.get("rc") if not leg or not rc else rc
+        elif e["event"] == "paired":
+            rc = e.get("rc")
+        out[key] = (t, rc)
+    return out
 
 
 def run_minutes(runs: Path) -> list[RunMinutes]:
     """Per release and lab run kept under `runs` (each folder with a timeline.jsonl), how long
     its proofs held the machine, in release order then run order."""
-    from packaging.version import Version
+    from packaging.version import InvalidVersion, Version
 
     out = []
     for timeline in sorted(runs.rglob("timeline.jsonl")):
-        events = [json.loads(line) for line in timeline.read_text().splitlines() if line.strip()]
-        events = [e for e in events if e.get("release")]
+        events = _events(timeline)
+        ends = _proof_ends(events)
         if not events:
             continue
-        ts = [e["t"] for e in events]
-        releases = {e["release"] for e in events}
-        share = (max(ts) - min(ts)) / len(releases)
-        spans = device_time(events)
+        first = min(e["t"] for e in events)
+        ended = [t for t, _ in ends.values() if t is not None]
+        releases = sorted({e["release"] for e in events})
+        share = (max(ended) - first) / len(releases) if ended else 0.0
         for release in releases:
-            ended = {e["what"] for e in events if e["release"] == release and e["event"] == "end"}
+            mine = [v for (r, _), v in ends.items() if r == release]
+            last = [t for t, _ in mine if t is not None]
+            start = min(e["t"] for e in events if e["release"] == release)
             out.append(
                 RunMinutes(
                     release,
                     timeline.parent.relative_to(runs).as_posix(),
-                    len(ended - {"install"}),
-                    spans[release]["span_s"],
-                    round(share, 1),
+                    ok=sum(1 for t, rc in mine if t is not None and rc == 0),
+                    failed=sum(1 for t, rc in mine if t is not None and rc != 0),
+                    unended=sum(1 for t, _ in mine if t is None),
+                    span_s=round(max(last) - start, 1) if last else None,
+                    share_s=round(share, 1),
                 )
             )
-    return sorted(out, key=lambda r: (Version(r.release), r.run))
+    try:
+        return sorted(out, key=lambda r: (Version(r.release), r.run))
+    except InvalidVersion as exc:
+        raise ValueError(f"{runs}: a timeline names a release that is not a version ({exc})") from None
 
 
 def render_minutes(rows: list[RunMinutes]) -> str:
     """The table docs/VERIFICATION.md keeps between the device-minutes markers. A run's folder
     links to its record's README (the first folder under records/runs)."""
     lines = [
-        "| vLLM | run | proofs ended | its install to its last proof | the run ÷ its releases |",
+        "| vLLM | run | proofs | its install to its last proof | the run ÷ its releases |",
         "|---|---|---|---|---|",
     ]
     for r in rows:
         top = r.run.split("/", 1)[0]
         link = f"[{r.run}](../records/runs/{top}/README.md)"
-        lines.append(f"| {r.release} | {link} | {r.proofs} | {r.span_s / 60:.1f} min | {r.share_s / 60:.1f} min |")
+        proofs = ", ".join(
+            [f"{r.ok} to a verdict"]
+            + ([f"{r.failed} exited non-zero"] if r.failed else [])
+            + ([f"{r.unended} not ended"] if r.unended else [])
+        )
+        span = f"{r.span_s / 60:.1f} min" if r.span_s is not None else "-"
+        lines.append(f"| {r.release} | {link} | {proofs} | {span} | {r.share_s / 60:.1f} min |")
     return "\n".join(lines)

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import tarfile
 from pathlib import Path
+
+import pytest
 
 from lab import records
 from lab.__main__ import calls
@@ -138,12 +141,20 @@ def test_run_minutes_per_release_count_distinct_proofs_and_split_the_run(tmp_pat
         {"t": 40, "release": "0.9.0", "what": "install", "event": "start"},
         {"t": 50, "release": "0.9.0", "what": "install", "event": "end"},
         {"t": 50, "release": "0.9.0", "what": "mtp", "event": "start"},
-        # a proof restarted by the watchdog ends twice: it is one proof
+        {"t": 50, "release": "0.9.0", "what": "gdn-ngram-prefix", "event": "start"},
+        {"t": 50, "release": "0.9.0", "what": "server-ngram/raw", "event": "start"},
+        {"t": 50, "release": "0.9.0", "what": "server-ngram/fix", "event": "start"},
+        # a proof restarted by the watchdog ends twice: it is one proof, ending with its last attempt
         {"t": 100, "release": "0.10.0", "what": "gdn-ngram", "event": "end", "rc": 137, "killed": True},
         {"t": 400, "release": "0.10.0", "what": "gdn-ngram", "event": "end", "rc": 0, "killed": False},
-        {"t": 600, "release": "0.9.0", "what": "mtp", "event": "end", "rc": 0},
+        {"t": 200, "release": "0.9.0", "what": "gdn-ngram-prefix", "event": "end", "rc": 1},
+        {"t": 300, "release": "0.9.0", "what": "server-ngram/raw", "event": "end", "rc": 3},
+        {"t": 500, "release": "0.9.0", "what": "server-ngram/fix", "event": "end", "rc": 0},
+        {"t": 600, "release": "0.10.0", "what": "tq-mtp", "event": "start"},  # never ends
+        # paired once every proof has ended: its time is not the proof's, its exit code is
+        {"t": 900, "release": "0.9.0", "what": "server-ngram", "event": "paired", "rc": 0},
     )
-    # a release whose proof never ended, and a run of benches alone
+    # a release none of whose proofs ended
     _run(
         runs,
         "2026-12-07-h200-lab-0.9.0",
@@ -155,16 +166,51 @@ def test_run_minutes_per_release_count_distinct_proofs_and_split_the_run(tmp_pat
     (runs / "2026-12-08-notes" / "timeline.jsonl").write_text("\n")  # nothing of a release: no row
 
     rows = records.run_minutes(runs)
-    assert [(r.release, r.run, r.proofs, r.span_s, r.share_s) for r in rows] == [
-        ("0.9.0", "2026-12-06-h100-lab-0.9.0-0.10.0/first", 1, 560.0, 300.0),
-        ("0.9.0", "2026-12-07-h200-lab-0.9.0", 0, 60.0, 60.0),
-        ("0.10.0", "2026-12-06-h100-lab-0.9.0-0.10.0/first", 1, 400.0, 300.0),
+    got = [(r.release, r.run, r.ok, r.failed, r.unended, r.span_s, r.share_s) for r in rows]
+    assert got == [
+        # mtp never ended; the server proof ended at its last leg (500), exit 0 as paired
+        ("0.9.0", "2026-12-06-h100-lab-0.9.0-0.10.0/first", 1, 1, 1, 460.0, 250.0),
+        ("0.9.0", "2026-12-07-h200-lab-0.9.0", 0, 0, 1, None, 0.0),
+        ("0.10.0", "2026-12-06-h100-lab-0.9.0-0.10.0/first", 1, 0, 1, 400.0, 250.0),
     ]
     table = records.render_minutes(rows).splitlines()
     assert table[2] == (
-        "| 0.9.0 | [2026-12-06-h100-lab-0.9.0-0.10.0/first]"
-        "(../records/runs/2026-12-06-h100-lab-0.9.0-0.10.0/README.md) | 1 | 9.3 min | 5.0 min |"
+        "| 0.9.0 | [2026-12-06-h100-lab-0.9.0-0.10.0/first](../records/runs/2026-12-06-h100-lab-0.9.0-0.10.0/README.md)"
+        " | 1 to a verdict, 1 exited non-zero, 1 not ended | 7.7 min | 4.2 min |"
     )
+    assert table[3].endswith("| 0 to a verdict, 1 not ended | - | 0.0 min |")
+
+
+def test_a_server_proof_whose_legs_ended_unpaired_takes_the_first_failed_legs_code(tmp_path):
+    runs = tmp_path / "runs"
+    _run(
+        runs,
+        "r",
+        {"t": 0, "release": "0.24.0", "what": "server-ngram/raw", "event": "end", "rc": 0},
+        {"t": 1, "release": "0.24.0", "what": "server-ngram/fix", "event": "end", "rc": 3},
+        {"t": 2, "release": "0.24.0", "what": "server-ngram/plain", "event": "end", "rc": 0},
+    )
+    [row] = records.run_minutes(runs)
+    assert (row.ok, row.failed, row.unended) == (0, 1, 0)
+
+
+@pytest.mark.parametrize(
+    "line, says",
+    [
+        ('{"t": 1, "release": "0.9.0", "what": "mtp", "event": "st', "r/timeline.jsonl:2: not a timeline event"),
+        ('{"release": "0.9.0", "what": "mtp", "event": "end"}', "r/timeline.jsonl:2: not a timeline event"),
+        ('{"t": "soon", "release": "0.9.0", "what": "mtp", "event": "end"}', "r/timeline.jsonl:2: not a timeline"),
+        ('[1, 2]', "r/timeline.jsonl:2: not a timeline event"),
+        ('{"t": 1, "release": "nightly", "what": "mtp", "event": "end"}', "not a version"),
+    ],
+)
+def test_a_timeline_line_that_is_not_an_event_is_an_error_naming_it(tmp_path, line, says):
+    runs = tmp_path / "runs"
+    (runs / "r").mkdir(parents=True)
+    first = json.dumps({"t": 0, "release": "0.9.0", "what": "install", "event": "start"})
+    (runs / "r" / "timeline.jsonl").write_text(f"{first}\n{line}\n")
+    with pytest.raises(ValueError, match=re.escape(says)):
+        records.run_minutes(runs)
 
 
 def test_lab_minutes_reports_drift_then_writes_it(tmp_path, monkeypatch):
@@ -188,7 +234,7 @@ def test_lab_minutes_reports_drift_then_writes_it(tmp_path, monkeypatch):
     assert CliRunner().invoke(lab_main.main, ["minutes", "--write"]).exit_code == 0
     text = page.read_text()
     assert text.startswith("before\n") and text.endswith("after\n") and "stale" not in text
-    assert "| 0.20.0 | [2026-12-06-h100-lab-0.20.0]" in text and "| 1 | 2.0 min | 2.0 min |" in text
+    assert "| 0.20.0 | [2026-12-06-h100-lab-0.20.0]" in text and "| 1 to a verdict | 2.0 min | 2.0 min |" in text
     assert CliRunner().invoke(lab_main.main, ["minutes"]).exit_code == 0
 
 
@@ -212,3 +258,20 @@ def test_the_checkouts_device_minutes_are_current():
     text = (ROOT / "docs" / "VERIFICATION.md").read_text()
     body = text.split(records.MINUTES_BEGIN, 1)[1].split(records.MINUTES_END, 1)[0]
     assert body.strip() == records.render_minutes(records.run_minutes(ROOT / "records" / "runs"))
+
+
+def test_lab_minutes_on_a_broken_timeline_names_it_and_writes_nothing(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    import lab.__main__ as lab_main
+
+    (tmp_path / "docs").mkdir()
+    page = tmp_path / "docs" / "VERIFICATION.md"
+    before = f"{records.MINUTES_BEGIN}\nold\n{records.MINUTES_END}\n"
+    page.write_text(before)
+    (tmp_path / "records" / "runs" / "r").mkdir(parents=True)
+    (tmp_path / "records" / "runs" / "r" / "timeline.jsonl").write_text('{"t": 1, "release": "0.9.0"\n')
+    monkeypatch.setattr(lab_main, "ROOT", tmp_path)
+    r = CliRunner().invoke(lab_main.main, ["minutes", "--write"])
+    assert r.exit_code == 1 and "timeline.jsonl:1: not a timeline event" in r.output
+    assert "Traceback" not in r.output and page.read_text() == before
