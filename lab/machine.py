@@ -7,8 +7,9 @@ compare, run the proofs detached from the call, and collect what they wrote.
         --bench-args "--layout resident --levels 1 --profile 1 --prefill-backend triton"
     python3 -m lab.machine collect [--wait 540]        # results under $OUT/results.tgz
 
-Everything lives under $VLLM_BACKPORTS_LAB_HOME (default ~/lab): the store of blobs, each
-release's pristine install and sites, and results/<release>/<proof>.{json,err,rc}. A job with a
+Everything lives under $VLLM_BACKPORTS_LAB_HOME (default ~/lab): the store of blobs, each wheel
+installed once (installed/<sha256>), each release's pristine install (those wheels' files
+hard-linked) and sites, and results/<release>/<proof>.{json,err,rc}. A job with a
 FlashInfer proof installs its stage's FlashInfer set into <release>/fi-site, which only FlashInfer
 proofs (one at a time) put on their path, after their sites. `start` copies the tool into the
 lab first and runs from that copy: the call's own tree is removed when the call ends, and a
@@ -107,6 +108,21 @@ def _bench(item: str) -> dict:
     return {"shape": shape, "experiment": experiment, "pairs": int(pairs or 20)}
 
 
+def merge_trees(sources: list[Path], dest: Path) -> None:
+    """The files of `sources` hard-linked into `dest`, folders merged (namespace packages such as
+    nvidia/ span wheels). A path two sources hold is the later one's, as one pip --target of
+    them all leaves it."""
+    for src in sources:
+        for root, _dirs, files in os.walk(src):
+            here = dest / Path(root).relative_to(src)
+            here.mkdir(parents=True, exist_ok=True)
+            for name in files:
+                target = here / name
+                if target.exists():
+                    target.unlink()
+                os.link(Path(root) / name, target)
+
+
 class Runner:
     """One run of jobs on this machine; `verify` builds each proof's command (tests give a fake)."""
 
@@ -163,12 +179,31 @@ class Runner:
         return json.loads((self.home / "stage" / f"{release}.json").read_text())
 
     def install(self, release: str) -> Path:
-        wheels = self._link(release, self._stage(release)["blobs"], "wheels")
+        """<release>/pristine: the files of every wheel of its stage, hard-linked from installed/,
+        where each wheel is installed once a machine, whichever releases share it (a CUDA 12
+        stack is 8 GiB unpacked, the same for 0.17 .. 0.19)."""
+        blobs = self._stage(release)["blobs"]
+        wheels = self._link(release, blobs, "wheels")
         pristine = self.home / release / "pristine"
         shutil.rmtree(pristine, ignore_errors=True)
-        cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile"]
-        subprocess.run([*cmd, "--target", str(pristine), *map(str, sorted(wheels.iterdir()))], check=True)
+        by_name = sorted(blobs, key=lambda b: b["name"])  # pip's order for one --target of them all
+        with ThreadPoolExecutor(8) as pool:
+            dirs = list(pool.map(lambda b: self._installed(wheels / b["name"], b["sha256"]), by_name))
+        merge_trees(dirs, pristine)
         return pristine
+
+    def _installed(self, wheel: Path, digest: str) -> Path:
+        """installed/<digest>: `wheel` installed alone by pip, made once (a rename ends it, so a
+        folder there is a whole install)."""
+        out = self.home / "installed" / digest
+        if out.is_dir():
+            return out
+        tmp = out.with_name(f"{digest}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile"]
+        subprocess.run([*cmd, "--target", str(tmp), str(wheel)], check=True)
+        os.replace(tmp, out)
+        return out
 
     def fi_site(self, release: str, pristine: Path) -> Path:
         """<release>/fi-site: the stage's FlashInfer set installed as lab.sites.fi_install does for

@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import sys
+import subprocess
 import tarfile
 import time
 from pathlib import Path
@@ -656,3 +657,80 @@ def test_a_run_beats_and_a_failed_start_leaves_nothing_to_collect(tmp_path, monk
         machine.main(["start", "0.23.0:mtp"])
     assert machine.main(["collect", "--wait", "540"]) == 4
     assert not (home / "results").exists()
+
+
+def test_releases_sharing_a_wheel_install_it_once_and_link_its_files(tmp_path):
+    """Two releases of one stack: the shared wheel is installed once, each pristine install holds
+    its files as links of those, and a namespace folder two wheels share holds both wheels' files."""
+    home = _two_releases(tmp_path)
+    (tmp_path / "w").mkdir()
+    ns = {"nvidia/__init__.py": ""}
+    deps = [
+        wheel(tmp_path / "w", "fakecublas", "12.8", extra={**ns, "nvidia/cublas/lib/libcublas.so.12": "cublas"}),
+        wheel(tmp_path / "w", "fakecudnn", "9.1", extra={**ns, "nvidia/cudnn/lib/libcudnn.so.9": "cudnn"}),
+    ]
+    digests = []
+    for dep in deps:
+        digest = hashlib.sha256(dep.read_bytes()).hexdigest()
+        digests.append(digest)
+        for p in parts.pack([(digest, dep)], 300, tmp_path / f"parts-{dep.name}"):
+            parts.put(p, home / "store")
+        blob = {"name": dep.name, "sha256": digest, "size": dep.stat().st_size, "role": "wheel"}
+        for release in ("0.22.0", "0.23.0"):
+            spec = json.loads((home / "stage" / f"{release}.json").read_text())
+            spec["blobs"].append(blob)
+            (home / "stage" / f"{release}.json").write_text(json.dumps(spec))
+    pip_runs = []
+
+    class Counting(FakeRunner):
+        def _installed(self, wheel, digest):
+            if not (self.home / "installed" / digest).is_dir():
+                pip_runs.append(wheel.name)
+            return super()._installed(wheel, digest)
+
+    jobs = [{"release": r, "proofs": ["mtp"]} for r in ("0.22.0", "0.23.0")]
+    assert Counting(home, jobs, watch_mib=0).run() == 0
+    assert sorted(pip_runs) == sorted(["fakepkg-1.0-py3-none-any.whl", *(d.name for d in deps)])  # once each
+    one, two = (home / r / "pristine" for r in ("0.22.0", "0.23.0"))
+    for rel in ("nvidia/cublas/lib/libcublas.so.12", "nvidia/cudnn/lib/libcudnn.so.9", "fakepkg/__init__.py"):
+        assert (one / rel).stat().st_ino == (two / rel).stat().st_ino
+        assert (one / rel).stat().st_nlink >= 3  # installed/, and both releases
+    assert (one / "nvidia/cublas/lib/libcublas.so.12").read_text() == "cublas"
+    assert {p.name for p in (one / "nvidia").iterdir()} == {"__init__.py", "cublas", "cudnn"}
+    assert (one / "fakecudnn-9.1.dist-info" / "RECORD").is_file()
+    assert not list((home / "installed").glob("*.tmp"))  # every install ended in its rename
+
+
+def test_merge_trees_keeps_the_later_source_of_a_path_as_pip_does(tmp_path):
+    a, b, dest = tmp_path / "a", tmp_path / "b", tmp_path / "dest"
+    for src, text in ((a, "first"), (b, "second")):
+        (src / "pkg").mkdir(parents=True)
+        (src / "pkg" / "same.py").write_text(text)
+        (src / "pkg" / f"only-{src.name}.py").write_text(src.name)
+    machine.merge_trees([a, b], dest)
+    assert (dest / "pkg" / "same.py").read_text() == "second"
+    assert sorted(p.name for p in (dest / "pkg").iterdir()) == ["only-a.py", "only-b.py", "same.py"]
+    assert (dest / "pkg" / "only-a.py").stat().st_ino == (a / "pkg" / "only-a.py").stat().st_ino
+
+
+def test_an_install_that_pip_refuses_leaves_no_installed_folder_to_reuse(tmp_path, monkeypatch):
+    home = staged(tmp_path)
+    runner = FakeRunner(home, [{"release": "0.22.0", "proofs": ["mtp"]}], watch_mib=0)
+    real = subprocess.run
+
+    def failing(cmd, *a, **k):
+        if "--target" in cmd:
+            target = Path(cmd[cmd.index("--target") + 1])
+            target.mkdir(parents=True)
+            (target / "half").write_text("")  # pip died partway
+            raise subprocess.CalledProcessError(1, cmd)
+        return real(cmd, *a, **k)
+
+    monkeypatch.setattr(machine.subprocess, "run", failing)
+    runner.run()
+    assert (home / "results" / "0.22.0" / "install.err").is_file()
+    assert not any(p.is_dir() and not p.name.endswith(".tmp") for p in (home / "installed").iterdir())
+    monkeypatch.setattr(machine.subprocess, "run", real)
+    assert FakeRunner(home, [{"release": "0.22.0", "proofs": ["mtp"]}], watch_mib=0).run() == 0
+    assert (home / "0.22.0" / "pristine" / "fakepkg" / "__init__.py").is_file()
+    assert not (home / "0.22.0" / "pristine" / "half").exists()
