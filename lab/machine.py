@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import filecmp
 import functools
 import json
 import os
@@ -35,6 +36,7 @@ import signal
 import subprocess
 import sys
 import tarfile
+import tempfile
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -108,19 +110,24 @@ def _bench(item: str) -> dict:
     return {"shape": shape, "experiment": experiment, "pairs": int(pairs or 20)}
 
 
-def merge_trees(sources: list[Path], dest: Path) -> None:
-    """The files of `sources` hard-linked into `dest`, folders merged (namespace packages such as
-    nvidia/ span wheels). A path two sources hold is the later one's, as one pip --target of
-    them all leaves it."""
-    for src in sources:
+def merge_trees(sources: list[tuple[str, Path]], dest: Path) -> None:
+    """The files of the (name, folder) `sources` hard-linked into `dest`, folders merged (namespace
+    packages such as nvidia/ span wheels). A path two sources hold must hold the same bytes (the
+    CUDA 12 wheels' nvidia/__init__.py): one pip --target of them all would keep one of two
+    different files by the order it installs them in, so a difference is an error naming both."""
+    owner: dict[Path, str] = {}
+    for label, src in sources:
         for root, _dirs, files in os.walk(src):
             here = dest / Path(root).relative_to(src)
             here.mkdir(parents=True, exist_ok=True)
             for name in files:
-                target = here / name
-                if target.exists():
-                    target.unlink()
-                os.link(Path(root) / name, target)
+                source, target = Path(root) / name, here / name
+                if target not in owner:
+                    os.link(source, target)
+                    owner[target] = label
+                elif not filecmp.cmp(source, target, shallow=False):
+                    rel = target.relative_to(dest).as_posix()
+                    raise ValueError(f"{rel}: {owner[target]} and {label} hold it with different bytes")
 
 
 class Runner:
@@ -186,22 +193,24 @@ class Runner:
         wheels = self._link(release, blobs, "wheels")
         pristine = self.home / release / "pristine"
         shutil.rmtree(pristine, ignore_errors=True)
-        by_name = sorted(blobs, key=lambda b: b["name"])  # pip's order for one --target of them all
         with ThreadPoolExecutor(8) as pool:
-            dirs = list(pool.map(lambda b: self._installed(wheels / b["name"], b["sha256"]), by_name))
-        merge_trees(dirs, pristine)
+            dirs = list(pool.map(lambda b: self._installed(wheels / b["name"], b["sha256"]), blobs))
+        merge_trees([(b["name"], d) for b, d in zip(blobs, dirs, strict=True)], pristine)
         return pristine
 
     def _installed(self, wheel: Path, digest: str) -> Path:
-        """installed/<digest>: `wheel` installed alone by pip, made once (a rename ends it, so a
-        folder there is a whole install)."""
+        """installed/<digest>: `wheel` installed alone by pip, made once. pip installs into a
+        folder no earlier attempt touched (into one that holds a package already, pip --target
+        skips that package and exits 0), and a rename ends it, so a folder there is a whole
+        install."""
         out = self.home / "installed" / digest
         if out.is_dir():
             return out
-        tmp = out.with_name(f"{digest}.tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{digest}.", suffix=".tmp", dir=out.parent))
         cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile"]
-        subprocess.run([*cmd, "--target", str(tmp), str(wheel)], check=True)
+        env = {**os.environ, "PIP_ROOT_USER_ACTION": "ignore"}  # once a wheel, not once a run
+        subprocess.run([*cmd, "--target", str(tmp), str(wheel)], check=True, env=env)
         os.replace(tmp, out)
         return out
 

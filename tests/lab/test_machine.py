@@ -701,16 +701,47 @@ def test_releases_sharing_a_wheel_install_it_once_and_link_its_files(tmp_path):
     assert not list((home / "installed").glob("*.tmp"))  # every install ended in its rename
 
 
-def test_merge_trees_keeps_the_later_source_of_a_path_as_pip_does(tmp_path):
-    a, b, dest = tmp_path / "a", tmp_path / "b", tmp_path / "dest"
-    for src, text in ((a, "first"), (b, "second")):
+def test_merge_trees_links_files_merges_folders_and_refuses_a_path_held_twice_differently(tmp_path):
+    a, b, c, dest = tmp_path / "a", tmp_path / "b", tmp_path / "c", tmp_path / "dest"
+    for src in (a, b, c):
         (src / "pkg").mkdir(parents=True)
-        (src / "pkg" / "same.py").write_text(text)
+        (src / "pkg" / "__init__.py").write_text("")  # the same bytes in each: one file
         (src / "pkg" / f"only-{src.name}.py").write_text(src.name)
-    machine.merge_trees([a, b], dest)
-    assert (dest / "pkg" / "same.py").read_text() == "second"
-    assert sorted(p.name for p in (dest / "pkg").iterdir()) == ["only-a.py", "only-b.py", "same.py"]
+    machine.merge_trees([("a.whl", a), ("b.whl", b)], dest)
+    assert sorted(p.name for p in (dest / "pkg").iterdir()) == ["__init__.py", "only-a.py", "only-b.py"]
     assert (dest / "pkg" / "only-a.py").stat().st_ino == (a / "pkg" / "only-a.py").stat().st_ino
+    (c / "pkg" / "only-a.py").write_text("not a's")
+    with pytest.raises(ValueError, match=r"^pkg/only-a.py: a.whl and c.whl hold it with different bytes$"):
+        machine.merge_trees([("a.whl", a), ("c.whl", c)], tmp_path / "dest2")
+
+
+def test_two_wheels_of_a_stage_that_disagree_on_a_file_fail_their_release_saying_which(tmp_path):
+    home = staged(tmp_path)
+    (tmp_path / "w").mkdir()
+    dep = wheel(tmp_path / "w", "fakeother", "1.0", extra={"fakepkg/__init__.py": "other = 1\n"})
+    digest = hashlib.sha256(dep.read_bytes()).hexdigest()
+    for p in parts.pack([(digest, dep)], 300, tmp_path / "parts-dep"):
+        parts.put(p, home / "store")
+    spec = json.loads((home / "stage" / "0.22.0.json").read_text())
+    spec["blobs"].append({"name": dep.name, "sha256": digest, "size": dep.stat().st_size, "role": "wheel"})
+    (home / "stage" / "0.22.0.json").write_text(json.dumps(spec))
+    FakeRunner(home, [{"release": "0.22.0", "proofs": ["mtp"]}], watch_mib=0).run()
+    err = (home / "results" / "0.22.0" / "install.err").read_text()
+    assert "fakepkg/__init__.py: fakepkg-1.0-py3-none-any.whl and fakeother-1.0-py3-none-any.whl" in err
+
+
+def test_a_stale_folder_of_an_attempt_before_is_never_installed_into(tmp_path, monkeypatch):
+    """pip --target into a folder that holds a package skips it and exits 0: an install must go
+    into a folder of its own, whatever an earlier attempt left."""
+    home = staged(tmp_path)
+    digest = json.loads((home / "stage" / "0.22.0.json").read_text())["blobs"][0]["sha256"]
+    stale = home / "installed" / f"{digest}.tmp" / "fakepkg"
+    stale.mkdir(parents=True)
+    (stale / "half.py").write_text("")
+    monkeypatch.setattr(machine.shutil, "rmtree", lambda *a, **k: None)  # a removal that failed
+    assert FakeRunner(home, [{"release": "0.22.0", "proofs": ["mtp"]}], watch_mib=0).run() == 0
+    pkg = home / "0.22.0" / "pristine" / "fakepkg"
+    assert (pkg / "__init__.py").read_text() == "__version__ = VERSION = '1.0'\n" and not (pkg / "half.py").exists()
 
 
 def test_an_install_that_pip_refuses_leaves_no_installed_folder_to_reuse(tmp_path, monkeypatch):
