@@ -84,24 +84,59 @@ def read_results(tgz: Path, root: Path, write: bool = False) -> Found:
     return found
 
 
-def device_time(timeline: list[dict]) -> dict[str, dict[str, float]]:
+def _proof_ends(events: list[dict]) -> dict[tuple[str, str], tuple[float | None, int | None]]:
+    """(release, proof) -> (when it ended, its exit code), None for a proof that had not ended. A
+    server proof's legs ("NAME/LEG") are one proof: it ends with its last leg, and its exit code
+    is the pairing's where the run paired them (written once every proof has ended), else the
+    first leg's that failed. A proof the watchdog restarted ends with its last attempt."""
+    out: dict[tuple[str, str], tuple[float | None, int | None]] = {}
+    for e in events:
+        name, leg = e["what"].split("/", 1)[0], "/" in e["what"]
+        if name == "install":
+            continue
+        key = (e["release"], name)
+        t, rc = out.get(key, (None, None))
+        if e["event"] == "end":
+            t = e["t"] if t is None else max(t, e["t"])
+            rc = e.get("rc") if not leg or not rc else rc
+        elif e["event"] == "paired":
+            rc = e.get("rc")
+        out[key] = (t, rc)
+    return out
+
+
+def last_ends(timeline: list[dict]) -> dict[str, float]:
+    """Per release, when its last proof to end ended (releases none of whose proofs ended: none)."""
+    out: dict[str, float] = {}
+    for (release, _), (t, _) in _proof_ends([e for e in timeline if e.get("release") is not None]).items():
+        if t is not None:
+            out[release] = max(t, out.get(release, t))
+    return out
+
+
+def device_time(timeline: list[dict]) -> dict[str, dict[str, float | None]]:
     """Per release: install seconds, and the span from its install's start to its last proof's
-    end (releases overlap on one machine, so spans add up to more than the run's wall time)."""
-    out: dict[str, dict[str, float]] = {}
+    end, None while none has ended (releases overlap on one machine, so spans add up to more than
+    the run's wall time)."""
+    out: dict[str, dict] = {}
     starts: dict[tuple, float] = {}
     for e in timeline:
         release = e.get("release")
         if release is None:
             continue
         key = (release, e["what"])
-        r = out.setdefault(release, {"install_s": 0.0, "first": e["t"], "last": e["t"]})
-        r["first"], r["last"] = min(r["first"], e["t"]), max(r["last"], e["t"])
+        r = out.setdefault(release, {"install_s": 0.0, "first": e["t"]})
+        r["first"] = min(r["first"], e["t"])
         if e["event"] == "start":
             starts[key] = e["t"]
         elif e["event"] == "end" and e["what"] == "install" and key in starts:
             r["install_s"] = e["t"] - starts[key]
+    last = last_ends(timeline)
     return {
-        release: {"install_s": round(r["install_s"], 1), "span_s": round(r["last"] - r["first"], 1)}
+        release: {
+            "install_s": round(r["install_s"], 1),
+            "span_s": round(last[release] - r["first"], 1) if release in last else None,
+        }
         for release, r in out.items()
     }
 
@@ -113,11 +148,12 @@ def summary_lines(found: Found) -> list[str]:
         state = f"exit {p.rc}" if p.rc is not None else "running"
         lines.append(f"{p.release}/{p.name}: {state}, " + (p.verdict or f"NOT KEPT: {p.problem}") + where)
     times = device_time(found.timeline)
-    ends = [e["t"] for e in found.timeline]
-    if ends:
-        lines.append(f"run: {(max(ends) - min(ends)) / 60:.1f} min from the first install to the last proof")
+    if ends := last_ends(found.timeline):
+        first = min(e["t"] for e in found.timeline if e.get("release") is not None)
+        lines.append(f"run: {(max(ends.values()) - first) / 60:.1f} min from the first install to the last proof")
     for release, t in times.items():
-        lines.append(f"{release}: install {t['install_s']:.0f} s, install to last proof {t['span_s'] / 60:.1f} min")
+        span = f"{t['span_s'] / 60:.1f} min" if t["span_s"] is not None else "no proof ended"
+        lines.append(f"{release}: install {t['install_s']:.0f} s, install to last proof {span}")
     return lines
 
 
@@ -186,27 +222,6 @@ def _events(timeline: Path) -> list[dict]:
     return out
 
 
-def _proof_ends(events: list[dict]) -> dict[tuple[str, str], tuple[float | None, int | None]]:
-    """(release, proof) -> (when it ended, its exit code), None for a proof that had not ended. A
-    server proof's legs ("NAME/LEG") are one proof: it ends with its last leg, and its exit code
-    is the pairing's where the run paired them (written once every proof has ended), else the
-    first leg's that failed. A proof the watchdog restarted ends with its last attempt."""
-    out: dict[tuple[str, str], tuple[float | None, int | None]] = {}
-    for e in events:
-        name, leg = e["what"].split("/", 1)[0], "/" in e["what"]
-        if name == "install":
-            continue
-        key = (e["release"], name)
-        t, rc = out.get(key, (None, None))
-        if e["event"] == "end":
-            t = e["t"] if t is None else max(t, e["t"])
-            rc = e.get("rc") if not leg or not rc else rc
-        elif e["event"] == "paired":
-            rc = e.get("rc")
-        out[key] = (t, rc)
-    return out
-
-
 def run_minutes(runs: Path) -> list[RunMinutes]:
     """Per release and lab run kept under `runs` (each folder with a timeline.jsonl), how long
     its proofs held the machine, in release order then run order."""
@@ -215,17 +230,14 @@ def run_minutes(runs: Path) -> list[RunMinutes]:
     out = []
     for timeline in sorted(runs.rglob("timeline.jsonl")):
         events = _events(timeline)
-        ends = _proof_ends(events)
         if not events:
             continue
-        first = min(e["t"] for e in events)
+        ends, times = _proof_ends(events), device_time(events)
+        releases = sorted(times)
         ended = [t for t, _ in ends.values() if t is not None]
-        releases = sorted({e["release"] for e in events})
-        share = (max(ended) - first) / len(releases) if ended else 0.0
+        share = (max(ended) - min(e["t"] for e in events)) / len(releases) if ended else 0.0
         for release in releases:
             mine = [v for (r, _), v in ends.items() if r == release]
-            last = [t for t, _ in mine if t is not None]
-            start = min(e["t"] for e in events if e["release"] == release)
             out.append(
                 RunMinutes(
                     release,
@@ -233,7 +245,7 @@ def run_minutes(runs: Path) -> list[RunMinutes]:
                     ok=sum(1 for t, rc in mine if t is not None and rc == 0),
                     failed=sum(1 for t, rc in mine if t is not None and rc != 0),
                     unended=sum(1 for t, _ in mine if t is None),
-                    span_s=round(max(last) - start, 1) if last else None,
+                    span_s=times[release]["span_s"],
                     share_s=round(share, 1),
                 )
             )

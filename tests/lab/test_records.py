@@ -275,3 +275,26 @@ def test_lab_minutes_on_a_broken_timeline_names_it_and_writes_nothing(tmp_path, 
     r = CliRunner().invoke(lab_main.main, ["minutes", "--write"])
     assert r.exit_code == 1 and "timeline.jsonl:1: not a timeline event" in r.output
     assert "Traceback" not in r.output and page.read_text() == before
+
+
+def test_device_time_ends_at_the_last_proof_that_ended_not_a_later_start():
+    events = [
+        {"t": 0, "release": "0.28.0", "what": "install", "event": "start"},
+        {"t": 40, "release": "0.28.0", "what": "install", "event": "end"},
+        {"t": 40, "release": "0.28.0", "what": "gdn-ngram", "event": "start"},
+        {"t": 400, "release": "0.28.0", "what": "gdn-ngram", "event": "end", "rc": 0},
+        {"t": 500, "release": "0.28.0", "what": "mtp", "event": "start"},  # collected running
+        {"t": 50, "release": "0.29.0", "what": "install", "event": "start"},
+        {"t": 70, "release": "0.29.0", "what": "install", "event": "end"},
+        {"t": 70, "release": "0.29.0", "what": "mtp", "event": "start"},
+    ]
+    assert records.device_time(events) == {
+        "0.28.0": {"install_s": 40.0, "span_s": 400.0},
+        "0.29.0": {"install_s": 20.0, "span_s": None},
+    }
+    lines = records.summary_lines(records.Found(timeline=events))
+    assert lines == [
+        "run: 6.7 min from the first install to the last proof",
+        "0.28.0: install 40 s, install to last proof 6.7 min",
+        "0.29.0: install 20 s, install to last proof no proof ended",
+    ]
