@@ -789,6 +789,11 @@ def run_gone(home: Path) -> bool:
 COLLECTED = {"done": 0, "running": 3, "died": 5}
 
 
+def run_state(home: Path) -> str:
+    """The run's state: "done", "died" (run_gone) or "running"."""
+    return "done" if (home / "done").exists() else "died" if run_gone(home) else "running"
+
+
 def collect(home: Path, wait: float, out: Path) -> str:
     """Wait until the run is done or `wait` seconds pass; print its state; write results.tgz;
     return the state printed ("done", "running" or "died").
@@ -799,11 +804,11 @@ def collect(home: Path, wait: float, out: Path) -> str:
     if not (home / "jobs.json").exists():
         raise NothingStarted(f"collect: nothing was started on this machine ({home} has no jobs.json)")
     deadline = time.time() + wait
-    while time.time() < deadline and not (home / "done").exists() and not run_gone(home):
+    while time.time() < deadline and run_state(home) == "running":
         time.sleep(10)
     for line in status_lines(home):
         print(line)
-    state = "done" if (home / "done").exists() else "died" if run_gone(home) else "running"
+    state = run_state(home)
     if state == "done":
         print("done: " + (home / "done").read_text().strip())
     else:
