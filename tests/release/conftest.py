@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from vllm_backports.catalogue import Catalogue
+from vllm_backports.pypi import read_release
 
 REPO = Path(__file__).resolve().parents[2]
 CATALOGUE = Catalogue(REPO)
@@ -39,3 +40,16 @@ def build_steps(
     env = {**os.environ, **(env or {}), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     return subprocess.run(["bash", str(REPO / "images/build-steps.sh"), version, *args], capture_output=True, text=True,
                           env=env, timeout=timeout)
+
+
+def source_reader(paths: list[str]):
+    """A function of a release version: the text of those of `paths` it ships, read from its wheel
+    once (a module-scoped fixture keeps it, so each release is read once a module)."""
+    cache: dict[str, dict[str, str]] = {}
+
+    def read(version: str) -> dict[str, str]:
+        if version not in cache:
+            cache[version] = {p: data.decode() for p, data in read_release(version, paths).files.items()}
+        return cache[version]
+
+    return read

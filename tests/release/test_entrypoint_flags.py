@@ -13,10 +13,9 @@ import pytest
 from packaging.version import Version
 
 from vllm_backports import entrypoint
-from vllm_backports.pypi import read_release
 from vllm_backports.upstream_tests import fetch_sdist
 
-from .conftest import CATALOGUE
+from .conftest import CATALOGUE, source_reader
 
 ARG_UTILS = "vllm/engine/arg_utils.py"
 # FrontendArgs (--enable-auto-tool-choice, --tool-call-parser) moved twice
@@ -39,15 +38,7 @@ FIELDS = ("enable_prefix_caching: bool | None = None", "async_scheduling: bool |
 
 @pytest.fixture(scope="module")
 def sources():
-    cache: dict[str, dict[str, str]] = {}
-
-    def read(version: str) -> dict[str, str]:
-        if version not in cache:
-            files = read_release(version, [ARG_UTILS, *FRONTEND, PARSER, VLLM_CONFIG, CORE, EXCEPTIONS, CORE_CLIENT])
-            cache[version] = {p: data.decode() for p, data in files.files.items()}
-        return cache[version]
-
-    return read
+    return source_reader([ARG_UTILS, *FRONTEND, PARSER, VLLM_CONFIG, CORE, EXCEPTIONS, CORE_CLIENT])
 
 
 @pytest.mark.parametrize("version", CATALOGUE.versions)

@@ -9,10 +9,9 @@ import ast
 
 import pytest
 
-from vllm_backports.pypi import read_release
 from vllm_backports.verify import engine, scenarios
 
-from .conftest import CATALOGUE
+from .conftest import CATALOGUE, source_reader
 
 ARG_UTILS = "vllm/engine/arg_utils.py"
 SPECULATIVE = "vllm/config/speculative.py"
@@ -48,15 +47,7 @@ def fields(source: str, cls: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def sources():
-    cache: dict[str, dict[str, str]] = {}
-
-    def read(version: str) -> dict[str, str]:
-        if version not in cache:
-            files = read_release(version, [ARG_UTILS, SPECULATIVE, COMPILATION])
-            cache[version] = {p: data.decode() for p, data in files.files.items()}
-        return cache[version]
-
-    return read
+    return source_reader([ARG_UTILS, SPECULATIVE, COMPILATION])
 
 
 def test_the_spec_sets_every_keyword_llm_kwargs_can_emit():
