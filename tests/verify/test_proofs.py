@@ -55,6 +55,17 @@ def test_smoke_runs_on_flashinfer_take_a_class_whose_heads_it_runs_but_block_tun
     assert rest and all(backend(r) == "flashinfer" and r[r.index("--model-class") + 1] == "qwen3_5" for r in rest)
 
 
+def test_smoke_runs_on_flashinfer_before_the_prefill_choice_leave_block_tuned_prompts_out():
+    """vLLM 0.17.x runs FlashInfer's prefill on Hopper whatever is asked: the prompts tuned to the
+    Qwen3-Next class have no Triton run there, and every other proof runs on the Qwen3.5 class."""
+    runs, later = smoke_runs("0.17.1", "flashinfer"), smoke_runs("0.18.0", "flashinfer")
+    tuned = {n for n, r in later.items() if "--prompts" in r and r[r.index("--prompts") + 1] in BLOCK_TUNED}
+    assert tuned and not tuned & set(runs) and set(runs) == set(later) - tuned
+    assert all(r[r.index("--prefill-backend") + 1] == "flashinfer" and "qwen3_5" in r for r in runs.values())
+    # Ampere's smoke runs of the same release keep them, on Triton
+    assert tuned <= set(smoke_runs("0.17.1", "triton"))
+
+
 def test_ngram_proofs_run_v1_unless_they_name_a_runner_and_others_leave_it():
     for name, proof in PROOFS.items():
         opts = with_defaults(proof.options)

@@ -149,3 +149,19 @@ def test_the_title_says_when_a_bf16_baseline_calibrated(tmp_path, monkeypatch):
     r = run("verify", "--prompts", "tq-continuation", "--prefix-caching", "on", "--calibrate-kv", "auto",
             "--kv-cache", "turboquant_k8v4", "--work-dir", str(tmp_path / "w"))
     assert r.code == 0 and "baseline worst 0.20 on KV auto)" in r.out
+
+
+def test_a_release_without_the_prefill_choice_is_refused_what_hopper_would_run():
+    """vLLM 0.17.x runs FlashInfer's GDN prefill on every capability 9.0 GPU whatever is asked:
+    a model class of other heads, or an explicit Triton prefill, is refused before engines start."""
+    from vllm_backports.errors import UsageError
+    from vllm_backports.verify.run import check_prefill
+
+    for cls, backend in (("qwen3_next", "default"), ("qwen3_next", "triton"), ("qwen3_5", "triton")):
+        with pytest.raises(UsageError, match=r"vLLM 0\.17\.1 runs FlashInfer's GDN prefill .* "
+                                             r"use --prefill-backend flashinfer --model-class qwen3_5"):
+            check_prefill("0.17.1", (9, 0), cls, backend)
+    check_prefill("0.17.1", (9, 0), "qwen3_5", "flashinfer")
+    check_prefill("0.17.1", (9, 0), "qwen3_5", "default")
+    check_prefill("0.17.0", (8, 6), "qwen3_next", "triton")  # Ampere takes the Triton prefill
+    check_prefill("0.18.0", (9, 0), "qwen3_next", "triton")  # the release reads the choice

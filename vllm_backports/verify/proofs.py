@@ -215,11 +215,12 @@ def smoke_runs(version: str, prefill_backend: str) -> dict[str, tuple[str, ...]]
     """The smoke test's verify runs for a release on an arch's GDN prefill backend: each smoke
     proof's options with the defaults, less TurboQuant where the release refuses it on hybrids;
     on FlashInfer, whose GDN prefill runs heads of 128 only, on the Qwen3.5 class, but for the
-    proofs of BLOCK_TUNED prompts, which keep their class and run on the Triton prefill."""
+    proofs of BLOCK_TUNED prompts, which keep their class and run on the Triton prefill where the
+    release lets them (from PREFILL_CHOICE_FROM; before it they have no run on FlashInfer's arch)."""
     # here, not at the top: the GPU machine reads the table with the GPU machine's bare python3
     from packaging.version import Version
 
-    from .scenarios import TURBOQUANT_ON_HYBRIDS_FROM
+    from .scenarios import PREFILL_CHOICE_FROM, TURBOQUANT_ON_HYBRIDS_FROM
 
     runs = {}
     for name, proof in PROOFS.items():
@@ -227,6 +228,8 @@ def smoke_runs(version: str, prefill_backend: str) -> dict[str, tuple[str, ...]]
             continue
         options = with_defaults(proof.options)
         if prefill_backend == "flashinfer" and option(options, "--prompts") in BLOCK_TUNED:
+            if Version(version) < Version(PREFILL_CHOICE_FROM):
+                continue
             options += ("--prefill-backend", "triton")
         else:
             options += ("--prefill-backend", prefill_backend)

@@ -168,6 +168,24 @@ def check_kv_cache(vllm_version: str, kv_cache: str) -> None:
         )
 
 
+def check_prefill(vllm_version: str, capability: tuple[int, int], model_class: str, backend: str) -> None:
+    """Refuse before any engine starts what a release that ignores the prefill choice would run:
+    on Hopper, vLLM before PREFILL_CHOICE_FROM runs FlashInfer's GDN prefill whatever `backend`
+    (the command line's --prefill-backend) asks, and FlashInfer runs heads of 128 only."""
+    from packaging.version import Version
+
+    if capability != (9, 0) or Version(vllm_version) >= Version(scenarios.PREFILL_CHOICE_FROM):
+        return
+    heads = model.MODEL_CLASSES[model_class].config["linear_key_head_dim"]
+    if backend == "triton" or heads != model.FLASHINFER_GDN_HEAD_DIM:
+        raise UsageError(
+            f"vLLM {vllm_version} runs FlashInfer's GDN prefill on every compute capability 9.0 GPU "
+            f"(the choice arrived in {scenarios.PREFILL_CHOICE_FROM}), which runs heads of "
+            f"{model.FLASHINFER_GDN_HEAD_DIM} only: use --prefill-backend flashinfer --model-class "
+            f"{' or '.join(model.flashinfer_classes())}"
+        )
+
+
 def preflight(model_class: str | None = model.MODEL_CLASS) -> str:
     """The vLLM version verify will run; a one-line error when this machine cannot run it.
     `model_class`: the tiny model's class whose transformers model the float32 reference needs
@@ -192,6 +210,14 @@ def preflight(model_class: str | None = model.MODEL_CLASS) -> str:
     if not torch.cuda.is_available():
         raise UsageError("verify needs a CUDA GPU; none is visible")
     return vllm_version
+
+
+def gpu_capability() -> tuple[int, int]:
+    """The compute capability of the GPU verify's engines run on (CUDA's first visible device)."""
+    import torch
+
+    major, minor = torch.cuda.get_device_capability(0)
+    return int(major), int(minor)
 
 
 def registry_architectures() -> set[str]:
@@ -349,6 +375,12 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     vllm_version = preflight(plan.model_class)
     check_kv_cache(vllm_version, plan.kv_cache)
     check_control(plan.control, vllm_version)
+    check_prefill(
+        vllm_version,
+        gpu_capability(),
+        plan.model_class,
+        str(plan.additional_config.get("gdn_prefill_backend", "default")),
+    )
     ran_on = machine()
     plan.work.mkdir(parents=True, exist_ok=True)
     cls = model.MODEL_CLASSES[plan.model_class]

@@ -25,6 +25,10 @@ SCRIPTED = frozenset({"ngram"})
 # refuses them on hybrid models; from 0.21 they run there, on FlashAttention 2, which vLLM picks.
 TURBOQUANT = ("turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc")
 TURBOQUANT_ON_HYBRIDS_FROM = "0.21.0"
+# vLLM 0.17.x takes FlashInfer's GDN prefill on every compute capability 9.0 GPU
+# (ChunkGatedDeltaRule.__init__ in qwen3_next.py); 0.18.0 adds additional_config's
+# gdn_prefill_backend, which verify sets. Before it, Hopper runs FlashInfer whatever is asked.
+PREFILL_CHOICE_FROM = "0.18.0"
 NEEDS_MTP_LAYER = frozenset({"mtp"})
 
 
