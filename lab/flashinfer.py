@@ -117,6 +117,9 @@ MAX_PARTS = 10  # fi-site joins fi.tar.[0-9]
 # flashinfer-python pins (shell patterns) and the module each builds with nvcc on verify's path
 DEFAULTS = (("0.7.*", "sampling"), ("0.6.8*", "gdn_prefill_sm90"), ("0.6.9*", "gdn_prefill_sm90"))
 DEFAULTS += (("0.6.1[0-3]*", "gdn_prefill_sm90"),)
+# 0.6.4 (vLLM 0.17.x, whose Hopper engines always take FlashInfer's prefill): the same generator,
+# 32 instances over two dtypes (read in its wheel's flashinfer/jit/gdn.py, 2026-12-06)
+DEFAULTS += (("0.6.4", "gdn_prefill_sm90"),)
 # The first vLLM release whose pin (flashinfer-python 0.6.14) compiles the sm90 GDN prefill with the
 # CuTe DSL in the engine's process: before it, every pin builds gdn_prefill_sm90 with nvcc (DEFAULTS)
 DSL_FROM = "0.26.0"
@@ -325,7 +328,7 @@ def plan_build(
         raise Refused(f"vLLM {release} resolves no flashinfer-python or apache-tvm-ffi")
     module = module or default_module(fi_ver)
     if not module:
-        checked = "0.6.8.post1 .. 0.6.13, 0.7.x"
+        checked = "0.6.4, 0.6.8.post1 .. 0.6.13, 0.7.x"
         raise Refused(f"flashinfer-python {fi_ver}: no module known to pre-build (checked: {checked}); set MODULE")
     if module not in MODULES:
         raise Refused(f"MODULE={module}: one of {', '.join(MODULES)}")

@@ -34,6 +34,7 @@ def resolve(cache: Path, release: str, *pins: str) -> None:
 @pytest.mark.parametrize(
     "version, module",
     [
+        ("0.6.4", "gdn_prefill_sm90"),
         ("0.6.8.post1", "gdn_prefill_sm90"),
         ("0.6.9", "gdn_prefill_sm90"),
         ("0.6.12", "gdn_prefill_sm90"),
@@ -43,6 +44,7 @@ def resolve(cache: Path, release: str, *pins: str) -> None:
         ("0.6.14", ""),
         ("0.6.16.post3", ""),
         ("0.6.7", ""),
+        ("0.6.40", ""),
     ],
 )
 def test_the_module_a_pin_builds_with_nvcc(version, module):
@@ -243,7 +245,7 @@ def test_plan_build_reads_both_pins_and_the_module_the_pin_builds(cache, toolkit
             ("flashinfer-python==0.6.16.post3", "apache-tvm-ffi==0.1.0"),
             "",
             {},
-            "flashinfer-python 0.6.16.post3: no module known to pre-build (checked: 0.6.8.post1 .. 0.6.13, 0.7.x); "
+            "flashinfer-python 0.6.16.post3: no module known to pre-build (checked: 0.6.4, 0.6.8.post1 .. 0.6.13, 0.7.x); "
             "set MODULE",
         ),
         (

@@ -34,6 +34,27 @@ def test_flashinfer_is_core_where_the_gdn_fix_ships_and_its_pin_needs_no_nvcc_bu
     assert ("gdn-ngram-flashinfer" in core(catalogue, release)) is runs
 
 
+@pytest.mark.parametrize("release", ["0.17.0", "0.17.1"])
+def test_a_release_without_the_prefill_choice_runs_each_proof_as_its_flashinfer_twin(catalogue, release):
+    """On the lab's Hopper GPUs vLLM 0.17.x runs FlashInfer's prefill whatever verify asks; the
+    shared-prefix proof (prompts tuned to the Qwen3-Next class) has no twin and no run there."""
+    from vllm_backports.verify.proofs import PROOFS, option
+
+    got = core(catalogue, release)
+    assert got == [
+        "gdn-ngram-flashinfer", "gdn-ngram-kp1-flashinfer", "kp1-b1-fix-flashinfer", "gdn-ngram-b1-flashinfer"
+    ]
+    for name in got:
+        twin = PROOFS[name.removesuffix("-flashinfer")]
+        opts = PROOFS[name].options
+        assert uses_flashinfer(name) and option(opts, "--model-class") == "qwen3_5"
+        assert PROOFS[name].control == twin.control
+        assert [o for o in opts if o not in ("--model-class", "qwen3_5", "--prefill-backend", "flashinfer")] == list(
+            twin.options
+        )
+    assert not any(uses_flashinfer(n) for n in core(catalogue, "0.18.0"))
+
+
 def test_a_proof_uses_flashinfer_by_its_prefill_backend_under_any_site():
     assert uses_flashinfer("gdn-ngram-flashinfer") and uses_flashinfer("alt-x@gdn-ngram-flashinfer")
     assert not uses_flashinfer("gdn-ngram") and not uses_flashinfer("server-ngram")

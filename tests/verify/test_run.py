@@ -834,3 +834,17 @@ def test_a_crashed_controls_row_records_its_longest_prompt_too(tmp_path, monkeyp
     result = execute(fake_session(monkeypatch, tmp_path, "control"), lambda line: None)
     assert [(r["site"], r["max_prompt_tokens"]) for r in result["rows"]] == [
         ("target", 40), ("target", 40), ("control", 40)]
+
+
+def test_a_release_without_the_prefill_choice_is_refused_on_hopper_before_any_engine(tmp_path, monkeypatch):
+    """vLLM 0.17.1 on an H100 with the default Qwen3-Next class: FlashInfer's prefill would stop
+    every engine at its first prefill; verify says so in one line and writes nothing."""
+    from vllm_backports.errors import UsageError
+    from vllm_backports.verify import run
+
+    stand_in_run(monkeypatch, "0.17.1", lambda *a, **k: pytest.fail("an engine started"), None)
+    monkeypatch.setattr(run, "gpu_capability", lambda: (9, 0))
+    work = tmp_path / "w"
+    with pytest.raises(UsageError, match="vLLM 0.17.1 runs FlashInfer's GDN prefill on every compute capability 9.0"):
+        run.execute(plan(work, None), lambda line: None)
+    assert not work.exists()

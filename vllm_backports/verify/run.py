@@ -168,13 +168,18 @@ def check_kv_cache(vllm_version: str, kv_cache: str) -> None:
         )
 
 
-def check_prefill(vllm_version: str, capability: tuple[int, int], model_class: str, backend: str) -> None:
+def check_prefill(
+    vllm_version: str, model_class: str, backend: str, capability: Callable[[], tuple[int, int]] | None = None
+) -> None:
     """Refuse before any engine starts what a release that ignores the prefill choice would run:
     on Hopper, vLLM before PREFILL_CHOICE_FROM runs FlashInfer's GDN prefill whatever `backend`
-    (the command line's --prefill-backend) asks, and FlashInfer runs heads of 128 only."""
+    (the command line's --prefill-backend) asks, and FlashInfer runs heads of 128 only.
+    `capability` (the GPU's, asked only of those releases) defaults to gpu_capability."""
     from packaging.version import Version
 
-    if capability != (9, 0) or Version(vllm_version) >= Version(scenarios.PREFILL_CHOICE_FROM):
+    if Version(vllm_version) >= Version(scenarios.PREFILL_CHOICE_FROM):
+        return
+    if (capability or gpu_capability)() != (9, 0):
         return
     heads = model.MODEL_CLASSES[model_class].config["linear_key_head_dim"]
     if backend == "triton" or heads != model.FLASHINFER_GDN_HEAD_DIM:
@@ -375,12 +380,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     vllm_version = preflight(plan.model_class)
     check_kv_cache(vllm_version, plan.kv_cache)
     check_control(plan.control, vllm_version)
-    check_prefill(
-        vllm_version,
-        gpu_capability(),
-        plan.model_class,
-        str(plan.additional_config.get("gdn_prefill_backend", "default")),
-    )
+    check_prefill(vllm_version, plan.model_class, str(plan.additional_config.get("gdn_prefill_backend", "default")))
     ran_on = machine()
     plan.work.mkdir(parents=True, exist_ok=True)
     cls = model.MODEL_CLASSES[plan.model_class]
