@@ -30,7 +30,7 @@ from . import bundle, parts, stage
 from .machine import parse_jobs
 from .owed import ESTIMATED_BY, MACHINE_S, estimate
 from .parts import LIMIT, tree_size
-from .proofs import core
+from .proofs import core, uses_flashinfer
 
 ROOT = Path(__file__).resolve().parents[1]
 MARGIN = 2 << 20  # what the tree may grow by between planning and the calls
@@ -53,7 +53,6 @@ def with_flashinfer(stages: list[stage.Stage], jobs: list[dict]) -> list[stage.S
     (lab.flashinfer.lab_set); every release is checked before any set is fetched, and a refusal is
     one line."""
     from . import flashinfer
-    from .proofs import uses_flashinfer
 
     wanted = {j["release"] for j in jobs if any(uses_flashinfer(p) for p in j["proofs"])}
     try:
@@ -112,7 +111,9 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool) -> None:
     log(f"{len(part_dirs)} parts of at most {room >> 20} MiB ({total >> 20} MiB before sharing), {len(found)} calls:")
     for call in found:
         log(f"  run carry={json.dumps(call['carry'])} command: {call['command']}")
-    need = estimate(len(part_dirs), {j["release"]: len(j["proofs"]) for j in parsed})  # benches-only jobs install too
+    fi = sum(uses_flashinfer(n) for j in parsed for n in j["proofs"])
+    # benches-only jobs install too
+    need = estimate(len(part_dirs), {j["release"]: len(j["proofs"]) for j in parsed}, fi)
     over = f"; more than one {MACHINE_S // 60}-minute machine holds: split the jobs" if need > MACHINE_S else ""
     log(f"about {need / 60:.0f} min of device time, by {ESTIMATED_BY}{over}")
 

@@ -18,7 +18,7 @@ from vllm_backports.evidence import CURRENT
 from vllm_backports.maint.generated import judged_evidence
 
 from .machine import SLOTS
-from .proofs import core
+from .proofs import core, uses_flashinfer
 from .stage import MACHINE_CUDA, MACHINE_TORCH
 
 # A plan's device time, by the H100 runs of 2026-12-06 (records/runs/2026-12-06-h100-lab-*): a
@@ -37,13 +37,17 @@ ROOM_S = 28 * 60  # what `owed` fills a machine to: the last `collect` must come
 # (FlashInfer's set among them); 62 for three releases on torch 2.13 and 2.14; 88 for 0.19.0 with
 # torch 2.10 and its CUDA 12 libraries.
 RELEASE_PARTS, TORCH_PARTS, CUDA12_PARTS = 7, 20, 81
+# FlashInfer proofs run one at a time (lab.machine's fi_lock): gdn-ngram-flashinfer took 308 and
+# 374 s beside other verifies on an H200 (2026-11-29), counted 6 min each.
+FLASHINFER_S = 6 * 60
 
 
-def estimate(n_parts: int, proofs: dict[str, int]) -> int:
+def estimate(n_parts: int, proofs: dict[str, int], flashinfer: int = 0) -> int:
     """Seconds of device time a plan of `n_parts` parts and `proofs` (per release) takes, the
-    machine's start included. Benchmarks are not counted."""
+    machine's start included; `flashinfer` of the proofs run on FlashInfer, one after another,
+    while the rest run in waves beside them. Benchmarks are not counted."""
     waves = -(-sum(proofs.values()) // SLOTS)
-    verifies = COLD_WAVE_S + (waves - 1) * WAVE_S if waves else 0
+    verifies = max(COLD_WAVE_S + (waves - 1) * WAVE_S if waves else 0, flashinfer * FLASHINFER_S)
     return round(START_S + n_parts * PUT_S + len(proofs) * INSTALL_S + verifies)
 
 
@@ -96,7 +100,8 @@ def parts_of(machine: list[Owed]) -> int:
 
 
 def fits(machine: list[Owed]) -> bool:
-    return estimate(parts_of(machine), {o.release: len(o.proofs) for o in machine}) <= ROOM_S
+    fi = sum(uses_flashinfer(p) for o in machine for p in o.proofs)
+    return estimate(parts_of(machine), {o.release: len(o.proofs) for o in machine}, fi) <= ROOM_S
 
 
 def plan_line(machine: list[Owed]) -> str:

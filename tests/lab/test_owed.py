@@ -93,3 +93,13 @@ def test_a_proof_a_reproduced_upstream_bug_stops_is_not_in_the_core_set():
     assert "align-allocate-shrink" in cat.releases["0.20.0"].known
     assert "gdn-ngram-prefix" not in core(cat, "0.20.0")
     assert "gdn-ngram-prefix" in core(cat, "0.23.0")  # upstream's fix is in 0.23.0
+
+
+def test_flashinfer_proofs_run_one_at_a_time_and_fill_a_machine_sooner():
+    """vLLM 0.17.x's core proofs all run on FlashInfer, one after another: two such releases do
+    not fit one machine that their proof count alone (two waves) would fit."""
+    cat = Catalogue(REPO)
+    fi = [owed.Owed(r, "2.10.0", True, tuple(core(cat, r))) for r in ("0.17.0", "0.17.1")]
+    plain = [owed.Owed(r, "2.10.0", True, tuple(f"p{i}" for i in range(len(core(cat, r))))) for r in ("0.17.0", "0.17.1")]
+    assert owed.fits(plain) and not owed.fits(fi)
+    assert [[x.release for x in m] for m in owed.machines(fi)] == [["0.17.0"], ["0.17.1"]]

@@ -100,6 +100,15 @@ def test_the_estimate_counts_parts_installs_a_cold_wave_and_warm_ones():
     assert lab_main.estimate(3, {}) == round(210 + 3 * 4.5)  # the start and parts alone: benchmarks are not counted
 
 
+def test_the_estimate_runs_flashinfer_proofs_one_after_another():
+    """lab.machine runs FlashInfer proofs under one lock: ten of them outlast the waves of the same
+    ten proofs, and a few run inside the waves beside them."""
+    waves = round(210 + 90 * 4.5 + 2 * 55 + 420 + 240)
+    assert lab_main.estimate(90, {"0.17.0": 5, "0.17.1": 5}) == waves
+    assert lab_main.estimate(90, {"0.17.0": 5, "0.17.1": 5}, 10) == round(210 + 90 * 4.5 + 2 * 55 + 10 * 6 * 60)
+    assert lab_main.estimate(90, {"0.17.0": 5, "0.17.1": 5}, 1) == waves
+
+
 def test_plan_says_what_device_time_it_needs_and_when_it_will_not_fit(repo):
     done = plan("0.25.0:gdn-ngram,mtp")
     assert done.exit_code == 0, done.output

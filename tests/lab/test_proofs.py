@@ -42,8 +42,13 @@ def test_a_release_without_the_prefill_choice_runs_each_proof_as_its_flashinfer_
 
     got = core(catalogue, release)
     assert got == [
-        "gdn-ngram-flashinfer", "gdn-ngram-kp1-flashinfer", "kp1-b1-fix-flashinfer", "gdn-ngram-b1-flashinfer"
+        "gdn-ngram-flashinfer",
+        "gdn-ngram-kp1-flashinfer",
+        "mtp-flashinfer",
+        "kp1-b1-fix-flashinfer",
+        "gdn-ngram-b1-flashinfer",
     ]
+    assert [n.removesuffix("-flashinfer") for n in got] == [n for n in core(catalogue, "0.18.0") if n != "gdn-ngram-prefix"]
     for name in got:
         twin = PROOFS[name.removesuffix("-flashinfer")]
         opts = PROOFS[name].options

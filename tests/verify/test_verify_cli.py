@@ -152,17 +152,27 @@ def test_the_title_says_when_a_bf16_baseline_calibrated(tmp_path, monkeypatch):
 
 
 def test_a_release_without_the_prefill_choice_is_refused_what_hopper_would_run():
-    """vLLM 0.17.x runs FlashInfer's GDN prefill on every capability 9.0 GPU whatever is asked:
-    a model class of other heads, or an explicit Triton prefill, is refused before engines start."""
+    """vLLM 0.17.x runs FlashInfer's GDN prefill on every capability 9.0 GPU whatever is asked: a
+    model of other heads, or an explicit Triton prefill, is refused before engines start."""
     from vllm_backports.errors import UsageError
     from vllm_backports.verify.run import check_prefill
 
-    for cls, backend in (("qwen3_next", "default"), ("qwen3_next", "triton"), ("qwen3_5", "triton")):
-        with pytest.raises(UsageError, match=r"vLLM 0\.17\.1 runs FlashInfer's GDN prefill .* "
-                                             r"use --prefill-backend flashinfer --model-class qwen3_5"):
-            check_prefill("0.17.1", cls, backend, lambda: (9, 0))
-    check_prefill("0.17.1", "qwen3_5", "flashinfer", lambda: (9, 0))
-    check_prefill("0.17.1", "qwen3_5", "default", lambda: (9, 0))
-    check_prefill("0.17.0", "qwen3_next", "triton", lambda: (8, 6))  # Ampere takes the Triton prefill
+    def hopper():
+        return (9, 0)
+
+    why = r"vLLM 0\.17\.1 runs FlashInfer's GDN prefill on every compute capability 9\.0 GPU whatever --prefill-backend asks"
+    for heads in (128, 64, None):
+        with pytest.raises(UsageError, match=why + r".*: use --prefill-backend flashinfer or default$"):
+            check_prefill("0.17.1", heads, "triton", hopper)
+    for backend in ("default", "flashinfer"):
+        with pytest.raises(UsageError, match=why + r".*; it runs GDN heads of 128 only and .* has 64: use --model-class qwen3_5"):
+            check_prefill("0.17.1", 64, backend, hopper)
+        check_prefill("0.17.1", 128, backend, hopper)
+        check_prefill("0.17.1", None, backend, hopper)  # a checkpoint's own heads: not known here
+    with pytest.raises(UsageError, match=r"vLLM 0\.17\.2rc1\.dev21\+g1 runs FlashInfer"):
+        check_prefill("0.17.2rc1.dev21+g1", 128, "triton", hopper)  # a nightly counts by its numbers
+    check_prefill("0.17.0", 64, "triton", lambda: (8, 6))  # Ampere takes the Triton prefill
+    check_prefill("0.17.0", 64, "triton", lambda: (10, 0))  # so does Blackwell: 0.17 asks for 9.0 exactly
     # the release reads the choice: the GPU is not even asked
-    check_prefill("0.18.0", "qwen3_next", "triton", lambda: pytest.fail("asked"))
+    check_prefill("0.18.0", 64, "triton", lambda: pytest.fail("asked"))
+    check_prefill("0.18.0rc1", 64, "triton", lambda: pytest.fail("asked"))

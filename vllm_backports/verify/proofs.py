@@ -73,14 +73,15 @@ PROOFS = {
     "gdn-ngram-v2": _p("--preset ngram --model-runner v2", fix=GDN),
     # FlashInfer's GDN prefill takes heads of 128 only, Qwen3.5's (the Qwen3-Next tiny model has 64)
     "gdn-ngram-flashinfer": _p("--model-class qwen3_5 --preset ngram --prefill-backend flashinfer", fix=GDN),
-    # the same on (k+1) prompts and 1 a batch: the core proofs of vLLM 0.17.x on Hopper, where the
-    # release runs FlashInfer's prefill whatever verify asks (scenarios.PREFILL_CHOICE_FROM)
+    # the same on (k+1) prompts, 1 a batch and MTP: the core proofs of vLLM 0.17.x on Hopper, where
+    # the release runs FlashInfer's prefill whatever verify asks (scenarios.PREFILL_CHOICE_FROM)
     "gdn-ngram-kp1-flashinfer": _p(
         "--model-class qwen3_5 --preset ngram --prompts k-plus-1 --prefill-backend flashinfer", fix=GDN
     ),
     "gdn-ngram-b1-flashinfer": _p(
         "--model-class qwen3_5 --preset ngram --batch 1 --prefill-backend flashinfer", fix=GDN
     ),
+    "mtp-flashinfer": _p("--model-class qwen3_5 --preset mtp --prefill-backend flashinfer", fix=GDN),
     "kp1-b1-fix-flashinfer": _p(
         "--model-class qwen3_5 --preset ngram --prompts k-plus-1 --batch 1 --prefill-backend flashinfer", SPEC_PREFILL
     ),

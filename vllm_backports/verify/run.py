@@ -169,25 +169,30 @@ def check_kv_cache(vllm_version: str, kv_cache: str) -> None:
 
 
 def check_prefill(
-    vllm_version: str, model_class: str, backend: str, capability: Callable[[], tuple[int, int]] | None = None
+    vllm_version: str, heads: int | None, backend: str, capability: Callable[[], tuple[int, int]] | None = None
 ) -> None:
     """Refuse before any engine starts what a release that ignores the prefill choice would run:
     on Hopper, vLLM before PREFILL_CHOICE_FROM runs FlashInfer's GDN prefill whatever `backend`
-    (the command line's --prefill-backend) asks, and FlashInfer runs heads of 128 only.
-    `capability` (the GPU's, asked only of those releases) defaults to gpu_capability."""
+    (the command line's --prefill-backend) asks, and FlashInfer runs GDN heads of 128 only
+    (`heads`: the model's, None where verify does not know them). `capability` (the GPU's, asked
+    only of those releases) defaults to gpu_capability."""
     from packaging.version import Version
 
-    if Version(vllm_version) >= Version(scenarios.PREFILL_CHOICE_FROM):
+    # a nightly or release candidate counts by its release numbers: 0.17.2rc1.devN has no choice
+    if Version(vllm_version).release >= Version(scenarios.PREFILL_CHOICE_FROM).release:
         return
     if (capability or gpu_capability)() != (9, 0):
         return
-    heads = model.MODEL_CLASSES[model_class].config["linear_key_head_dim"]
-    if backend == "triton" or heads != model.FLASHINFER_GDN_HEAD_DIM:
+    why = (
+        f"vLLM {vllm_version} runs FlashInfer's GDN prefill on every compute capability 9.0 GPU "
+        f"whatever --prefill-backend asks (the choice arrived in {scenarios.PREFILL_CHOICE_FROM})"
+    )
+    if backend == "triton":
+        raise UsageError(f"{why}: use --prefill-backend flashinfer or default")
+    if heads is not None and heads != model.FLASHINFER_GDN_HEAD_DIM:
         raise UsageError(
-            f"vLLM {vllm_version} runs FlashInfer's GDN prefill on every compute capability 9.0 GPU "
-            f"(the choice arrived in {scenarios.PREFILL_CHOICE_FROM}), which runs heads of "
-            f"{model.FLASHINFER_GDN_HEAD_DIM} only: use --prefill-backend flashinfer --model-class "
-            f"{' or '.join(model.flashinfer_classes())}"
+            f"{why}; it runs GDN heads of {model.FLASHINFER_GDN_HEAD_DIM} only and the tiny model's class has "
+            f"{heads}: use --model-class {' or '.join(model.flashinfer_classes())}"
         )
 
 
@@ -380,7 +385,8 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     vllm_version = preflight(plan.model_class)
     check_kv_cache(vllm_version, plan.kv_cache)
     check_control(plan.control, vllm_version)
-    check_prefill(vllm_version, plan.model_class, str(plan.additional_config.get("gdn_prefill_backend", "default")))
+    heads = model.MODEL_CLASSES[plan.model_class].config["linear_key_head_dim"]
+    check_prefill(vllm_version, heads, str(plan.additional_config.get("gdn_prefill_backend", "default")))
     ran_on = machine()
     plan.work.mkdir(parents=True, exist_ok=True)
     cls = model.MODEL_CLASSES[plan.model_class]

@@ -282,6 +282,8 @@ def execute(plan: ModelPlan, progress: Callable[[str], None]) -> dict:
     vllm_version = run.preflight(ck.model_class if plan.float32_reference else None)
     check_gpus(plan.tp)
     run.check_kv_cache(vllm_version, plan.kv_cache)
+    # the checkpoint's heads are its own: only an asked prefill the release would ignore is refused
+    run.check_prefill(vllm_version, None, str(plan.additional_config.get("gdn_prefill_backend", "default")))
     run.check_control(plan.control, vllm_version)
     ran_on = run.machine()
     plan.work.mkdir(parents=True, exist_ok=True)
