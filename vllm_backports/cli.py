@@ -505,7 +505,8 @@ def _help_all(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     type=click.Choice(["default", "triton", "flashinfer"]),
     default="default",
     show_default=True,
-    help="GDN prefill backend (vLLM's additional_config gdn_prefill_backend).",
+    help="GDN prefill backend (vLLM's additional_config gdn_prefill_backend, from vLLM 0.18.0; "
+    "0.17.x runs FlashInfer's on compute capability 9.0 whatever is asked).",
 )
 @click.option(
     "--kv-cache",
