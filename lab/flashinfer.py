@@ -61,7 +61,10 @@ through FlashInfer's AOT path (gen_gdn_prefill_sm90_module().build_and_load(), i
 exports gdn_prefill, on a host without a GPU. On 2026-11-27 vLLM 0.23.0 and 0.25.0 loaded it on an
 H200 without a build and ran their FlashInfer proofs on it (docs/VERIFICATION.md). 0.6.8.post1's
 (vLLM 0.20.0, 0.21.0) built here too, over two sessions: an 8.5 MB module, 0.3 MB xz; both
-releases loaded it on an H100 and ran their FlashInfer proofs on it (2026-11-27).
+releases loaded it on an H100 and ran their FlashInfer proofs on it (2026-11-27). 0.6.4's (vLLM
+0.17.x) built here on 2026-12-06 in 44 min, 0.2 MiB xz, and loaded through the AOT path with
+FLASHINFER_DISABLE_JIT=1 (exports gdn_prefill); built by nvcc 13 it needs libcudart.so.13, which
+a 0.17 engine (torch 2.10 on CUDA 12's runtime) must find beside its own: not yet run on a GPU.
 
 Build environment (env vars honoured): PY (a Python that imports torch; FlashInfer's __init__
 needs it; a CPU torch will do), WORK (scratch, default ~/.cache/fi-prebuild), MAX_JOBS (2),
