@@ -236,7 +236,9 @@ def owed_cmd(as_json: bool) -> None:
         return
     click.echo(f"{sum(len(o.proofs) for o in due)} core proofs owed on {len(due)} releases, {len(cut)} machines:")
     for m in cut:
-        click.echo("  " + owed.plan_line(m))
+        # only a single proof longer than a machine can be left over by machines()
+        over = "" if owed.fits(m) else f"   # more than one {MACHINE_S // 60}-minute machine by the estimate"
+        click.echo("  " + owed.plan_line(m) + over)
 
 
 @main.command("libraries")

@@ -8,7 +8,7 @@ Releases whose patched files are byte-identical (Catalogue.twins) are proven onc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.version import Version
@@ -76,15 +76,31 @@ def owed(root: Path, cat: Catalogue | None = None) -> list[Owed]:
     return out
 
 
+def pieces(o: Owed) -> list[Owed]:
+    """`o` whole where it fits a machine alone, else its proofs cut, in order, into runs that each
+    fit one (each machine stages the release again); a proof that fits none alone goes alone."""
+    if fits([o]):
+        return [o]
+    out: list[Owed] = []
+    run: tuple[str, ...] = ()
+    for proof in o.proofs:
+        if run and not fits([replace(o, proofs=(*run, proof))]):
+            out.append(replace(o, proofs=run))
+            run = ()
+        run += (proof,)
+    return [*out, replace(o, proofs=run)]
+
+
 def machines(due: list[Owed]) -> list[list[Owed]]:
     """`due` cut into machines by `estimate`: releases by torch, newest first, then by version, each
     into the first machine it fits (a torch stack is put once a machine, whichever releases share
-    it); a release that fits no machine alone takes one of its own."""
+    it); a release that fits no machine alone is cut into pieces that do (`pieces`)."""
     by_version = sorted(due, key=lambda o: Version(o.release))
     order = sorted(by_version, key=lambda o: Version(o.torch), reverse=True)  # stable: versions stay in order
     out: list[list[Owed]] = []
-    for o in order:
-        host = next((m for m in out if fits([*m, o])), None)
+    for o in (piece for whole in order for piece in pieces(whole)):
+        # a release's pieces go to machines of their own: each is as much as one machine holds
+        host = next((m for m in out if o.release not in {x.release for x in m} and fits([*m, o])), None)
         if host is None:
             out.append([o])
         else:

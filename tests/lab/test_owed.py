@@ -63,19 +63,21 @@ def test_a_machine_holds_what_the_estimate_fits_in_28_minutes():
     assert owed.parts_of([o("0.17.0", "2.10.0", 4, True), o("0.19.0", "2.10.0", 4, True)]) == 2 * 7 + 81
 
 
-def test_machines_fill_first_fit_newest_torch_first_and_a_release_too_big_goes_alone():
+def test_machines_fill_first_fit_newest_torch_first_and_a_release_too_big_is_cut():
     due = [o("0.20.0", "2.11.0", 4), o("0.21.0", "2.11.0", 8), o("0.22.0", "2.11.0", 7), o("0.26.0", "2.11.0", 9)]
     due += [o("0.27.0", "2.13.0", 40), o("0.17.0", "2.10.0", 4, True), o("0.17.1", "2.10.0", 4, True)]
     due += [o("0.18.0", "2.10.0", 4, True)]
     cut = owed.machines(due)
-    assert [[x.release for x in m] for m in cut] == [
-        ["0.27.0"],  # newest torch first; more than a machine holds (five waves): alone
-        ["0.20.0", "0.21.0", "0.22.0"],  # 19 proofs: three waves
-        ["0.26.0", "0.17.0"],  # 0.26.0 no longer fits the one before; 0.17.0's CUDA 12 stack fits beside it
-        ["0.17.1", "0.18.0"],
+    assert [[(x.release, len(x.proofs)) for x in m] for m in cut] == [
+        # newest torch first; more than a machine holds (five waves): cut, its first piece alone
+        [("0.27.0", 32)],
+        [("0.27.0", 8), ("0.20.0", 4), ("0.21.0", 8)],  # the rest of it, and what fits beside it
+        [("0.22.0", 7), ("0.26.0", 9)],
+        [("0.17.0", 4), ("0.17.1", 4), ("0.18.0", 4)],  # one CUDA 12 stack for the three
     ]
-    assert owed.plan_line(cut[1]).startswith("python -m lab plan 0.20.0:p0,p1,p2,p3 0.21.0:p0,")
-    assert all(owed.fits(m) for m in cut[1:]) and not owed.fits(cut[0])
+    assert owed.plan_line(cut[1]).startswith("python -m lab plan 0.27.0:p32,p33,")
+    assert all(owed.fits(m) for m in cut)
+    assert all(len({x.release for x in m}) == len(m) for m in cut)  # a release once a machine
 
 
 def test_small_releases_of_other_torches_share_a_machine():
@@ -102,4 +104,17 @@ def test_flashinfer_proofs_run_one_at_a_time_and_fill_a_machine_sooner():
     fi = [owed.Owed(r, "2.10.0", True, tuple(core(cat, r))) for r in ("0.17.0", "0.17.1")]
     plain = [owed.Owed(r, "2.10.0", True, tuple(f"p{i}" for i in range(len(core(cat, r))))) for r in ("0.17.0", "0.17.1")]
     assert owed.fits(plain) and not owed.fits(fi)
-    assert [[x.release for x in m] for m in owed.machines(fi)] == [["0.17.0"], ["0.17.1"]]
+    cut = owed.machines(fi)
+    # neither release fits a machine alone: each is cut into runs of proofs that do, in order
+    assert all(owed.fits(m) for m in cut) and len(cut) > 2
+    for release, proofs in ((o.release, o.proofs) for o in fi):  # each proof once
+        assert sorted(p for m in cut for x in m if x.release == release for p in x.proofs) == sorted(proofs)
+
+
+def test_a_release_that_fits_a_machine_alone_stays_whole():
+    whole = o("0.20.0", "2.11.0", 8)
+    assert owed.pieces(whole) == [whole]
+    big = o("0.27.0", "2.13.0", 40)
+    cut = owed.pieces(big)
+    assert len(cut) > 1 and all(owed.fits([x]) for x in cut)
+    assert [p for x in cut for p in x.proofs] == list(big.proofs)

@@ -176,3 +176,4 @@ def test_a_release_without_the_prefill_choice_is_refused_what_hopper_would_run()
     # the release reads the choice: the GPU is not even asked
     check_prefill("0.18.0", 64, "triton", lambda: pytest.fail("asked"))
     check_prefill("0.18.0rc1", 64, "triton", lambda: pytest.fail("asked"))
+    check_prefill("0.18", 64, "triton", lambda: pytest.fail("asked"))

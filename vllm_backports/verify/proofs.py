@@ -240,7 +240,7 @@ def smoke_runs(version: str, prefill_backend: str) -> dict[str, tuple[str, ...]]
             continue
         options = with_defaults(proof.options)
         if prefill_backend == "flashinfer" and option(options, "--prompts") in BLOCK_TUNED:
-            if Version(version) < Version(PREFILL_CHOICE_FROM):
+            if Version(Version(version).base_version) < Version(PREFILL_CHOICE_FROM):
                 continue
             options += ("--prefill-backend", "triton")
         else:

@@ -179,7 +179,7 @@ def check_prefill(
     from packaging.version import Version
 
     # a nightly or release candidate counts by its release numbers: 0.17.2rc1.devN has no choice
-    if Version(vllm_version).release >= Version(scenarios.PREFILL_CHOICE_FROM).release:
+    if Version(Version(vllm_version).base_version) >= Version(scenarios.PREFILL_CHOICE_FROM):
         return
     if (capability or gpu_capability)() != (9, 0):
         return
