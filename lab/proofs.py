@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from vllm_backports.catalogue import Catalogue
 from vllm_backports.verify.proofs import CONTROL_LEAVES_OUT, PROOFS, left_out, option
-from vllm_backports.verify.scenarios import PREFILL_CHOICE_FROM
+from vllm_backports.verify.scenarios import chooses_prefill
 
 # The core set: for each backport a series carries, the proofs that show it on users' shape (16
 # a batch under CUDA graphs unless the proof says otherwise). The GDN fix shows on ngram, on
@@ -70,7 +70,7 @@ def core(catalogue: Catalogue, release: str) -> list[str]:
                 continue
             out.append(name)
     backport, name = FLASHINFER_CORE
-    if _version(release) < _version(PREFILL_CHOICE_FROM):
+    if not chooses_prefill(release):
         # the lab's GPUs are Hopper, where these releases run FlashInfer's prefill whatever verify
         # asks: each proof runs as its FlashInfer twin, and one without a twin has no run there
         return [f"{n}-flashinfer" for n in out if f"{n}-flashinfer" in PROOFS]

@@ -232,7 +232,7 @@ def smoke_runs(version: str, prefill_backend: str) -> dict[str, tuple[str, ...]]
     # here, not at the top: the GPU machine reads the table with the GPU machine's bare python3
     from packaging.version import Version
 
-    from .scenarios import PREFILL_CHOICE_FROM, TURBOQUANT_ON_HYBRIDS_FROM
+    from .scenarios import TURBOQUANT_ON_HYBRIDS_FROM, chooses_prefill
 
     runs = {}
     for name, proof in PROOFS.items():
@@ -240,7 +240,7 @@ def smoke_runs(version: str, prefill_backend: str) -> dict[str, tuple[str, ...]]
             continue
         options = with_defaults(proof.options)
         if prefill_backend == "flashinfer" and option(options, "--prompts") in BLOCK_TUNED:
-            if Version(Version(version).base_version) < Version(PREFILL_CHOICE_FROM):
+            if not chooses_prefill(version):
                 continue
             options += ("--prefill-backend", "triton")
         else:

@@ -176,12 +176,7 @@ def check_prefill(
     (the command line's --prefill-backend) asks, and FlashInfer runs GDN heads of 128 only
     (`heads`: the model's, None where verify does not know them). `capability` (the GPU's, asked
     only of those releases) defaults to gpu_capability."""
-    from packaging.version import Version
-
-    # a nightly or release candidate counts by its release numbers: 0.17.2rc1.devN has no choice
-    if Version(Version(vllm_version).base_version) >= Version(scenarios.PREFILL_CHOICE_FROM):
-        return
-    if (capability or gpu_capability)() != (9, 0):
+    if scenarios.chooses_prefill(vllm_version) or (capability or gpu_capability)() != (9, 0):
         return
     why = (
         f"vLLM {vllm_version} runs FlashInfer's GDN prefill on every compute capability 9.0 GPU "
@@ -385,11 +380,11 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     vllm_version = preflight(plan.model_class)
     check_kv_cache(vllm_version, plan.kv_cache)
     check_control(plan.control, vllm_version)
-    heads = model.MODEL_CLASSES[plan.model_class].config["linear_key_head_dim"]
-    check_prefill(vllm_version, heads, str(plan.additional_config.get("gdn_prefill_backend", "default")))
+    cls = model.MODEL_CLASSES[plan.model_class]
+    backend = str(plan.additional_config.get("gdn_prefill_backend", "default"))
+    check_prefill(vllm_version, cls.config["linear_key_head_dim"], backend)
     ran_on = machine()
     plan.work.mkdir(parents=True, exist_ok=True)
-    cls = model.MODEL_CLASSES[plan.model_class]
     # only a class with a multimodal twin has a layout to choose (Qwen3.5 before vLLM 0.27.0)
     registered = registry_architectures() if cls.multimodal_architecture else set()
     architecture = model.architecture_for(plan.model_class, registered)

@@ -32,6 +32,14 @@ PREFILL_CHOICE_FROM = "0.18.0"
 NEEDS_MTP_LAYER = frozenset({"mtp"})
 
 
+def chooses_prefill(vllm_version: str) -> bool:
+    """Whether this vLLM reads verify's GDN prefill choice (from PREFILL_CHOICE_FROM). A nightly
+    or release candidate counts by its release numbers: 0.17.2rc1.devN has no choice."""
+    from packaging.version import Version  # here: the GPU machine's bare python3 reads PROOFS
+
+    return Version(Version(vllm_version).base_version) >= Version(PREFILL_CHOICE_FROM)
+
+
 @dataclass(frozen=True)
 class Shape:
     """How requests meet the engine. b16 sends more prompts than fit, with small token budgets,
