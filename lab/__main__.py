@@ -28,7 +28,7 @@ from vllm_backports.catalogue import Catalogue
 
 from . import bundle, parts, stage
 from .machine import parse_jobs
-from .owed import ESTIMATED_BY, MACHINE_S, estimate
+from .owed import ESTIMATED_BY, MACHINE_S, estimate, serial_flashinfer
 from .parts import LIMIT, tree_size
 from .proofs import core, uses_flashinfer
 
@@ -111,7 +111,7 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool) -> None:
     log(f"{len(part_dirs)} parts of at most {room >> 20} MiB ({total >> 20} MiB before sharing), {len(found)} calls:")
     for call in found:
         log(f"  run carry={json.dumps(call['carry'])} command: {call['command']}")
-    fi = sum(uses_flashinfer(n) for j in parsed for n in j["proofs"])
+    fi = sum(serial_flashinfer(j["release"], j["proofs"], ROOT) for j in parsed)
     # benches-only jobs install too
     need = estimate(len(part_dirs), {j["release"]: len(j["proofs"]) for j in parsed}, fi)
     over = f"; more than one {MACHINE_S // 60}-minute machine holds: split the jobs" if need > MACHINE_S else ""

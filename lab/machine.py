@@ -147,8 +147,9 @@ class Runner:
         self.results = home / "results"
         self.lock = threading.Lock()
         self.model_lock = threading.Lock()  # one checkpoint written at a time (write_model)
-        # one FlashInfer verify at a time, as the runbook: machines running several FlashInfer
-        # engines beside other verifies stopped answering (2026-11-25, docs/VERIFICATION.md)
+        # one FlashInfer verify at a time where FlashInfer may build at engine start: machines
+        # running several FlashInfer builds beside other verifies stopped answering (2026-11-25,
+        # docs/VERIFICATION.md). A release whose module was pre-built (lab.flashinfer) builds nothing.
         self.fi_lock = threading.Lock()
         self.running: dict[str, tuple[subprocess.Popen, float]] = {}
         self.killed: set[str] = set()
@@ -335,7 +336,7 @@ class Runner:
         # FlashInfer after the target's site (verify puts the control's before it for the control's
         # engines); MAX_JOBS bounds a JIT build's nvcc jobs, as the runbook's verifies
         path = f"{target}:{fi_path(self.home / release)}"
-        with self.fi_lock:
+        with contextlib.nullcontext() if prebuilt_fi(self.home / release) else self.fi_lock:
             return self._attempts(release, name, cmd, path, stem, tries, {"MAX_JOBS": os.environ.get("MAX_JOBS", "4")})
 
     def _attempts(
@@ -658,6 +659,12 @@ def _sites_of(name: str) -> tuple[str, ...]:
     if is_server_proof(name):
         return tuple(dict.fromkeys(LEGS.values()))
     return target_of(name), control_site(proof_of(name)), *((FI,) if uses_flashinfer(name) else ())
+
+
+def prebuilt_fi(home: Path) -> bool:
+    """Whether HOME's FlashInfer site holds a pre-built module (lab.sites.fi_install put it where
+    FlashInfer loads it without a build)."""
+    return any((home / "fi-site" / "flashinfer" / "data" / "aot").glob("*/*.so"))
 
 
 def _available_mib() -> int:

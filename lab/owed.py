@@ -17,6 +17,7 @@ from vllm_backports.catalogue import Catalogue
 from vllm_backports.evidence import CURRENT
 from vllm_backports.maint.generated import judged_evidence
 
+from .flashinfer import prebuilt
 from .machine import SLOTS
 from .proofs import core, uses_flashinfer
 from .stage import MACHINE_CUDA, MACHINE_TORCH
@@ -37,9 +38,16 @@ ROOM_S = 28 * 60  # what `owed` fills a machine to: the last `collect` must come
 # (FlashInfer's set among them); 62 for three releases on torch 2.13 and 2.14; 88 for 0.19.0 with
 # torch 2.10 and its CUDA 12 libraries.
 RELEASE_PARTS, TORCH_PARTS, CUDA12_PARTS = 7, 20, 81
-# FlashInfer proofs run one at a time (lab.machine's fi_lock): gdn-ngram-flashinfer took 308 and
-# 374 s beside other verifies on an H200 (2026-11-29), counted 6 min each.
+# FlashInfer proofs of a release without a pre-built module run one at a time (lab.machine's
+# fi_lock): gdn-ngram-flashinfer took 308 and 374 s beside other verifies on an H200 (2026-11-29),
+# counted 6 min each. With the module pre-built they run in the waves like any other proof.
 FLASHINFER_S = 6 * 60
+
+
+def serial_flashinfer(release: str, proofs, root: Path) -> int:
+    """How many of `proofs` run one at a time on the GPU machine: those on FlashInfer, where no
+    module is pre-built for the release under `root` (lab.flashinfer.prebuilt)."""
+    return 0 if prebuilt(release, root) else sum(map(uses_flashinfer, proofs))
 
 
 def estimate(n_parts: int, proofs: dict[str, int], flashinfer: int = 0) -> int:
@@ -57,6 +65,7 @@ class Owed:
     torch: str
     own_cuda: bool  # its torch brings CUDA libraries the machine's image lacks
     proofs: tuple[str, ...]
+    fi_prebuilt: bool = False  # its FlashInfer module is pre-built: those proofs run in waves
 
 
 def owed(root: Path, cat: Catalogue | None = None) -> list[Owed]:
@@ -72,7 +81,8 @@ def owed(root: Path, cat: Catalogue | None = None) -> list[Owed]:
         made = {s.name for s in evidence.get(version, ()) if s.digest == CURRENT}
         due = tuple(p for p in core(cat, version) if p not in made)
         if due:
-            out.append(Owed(version, release.torch, release.cuda != MACHINE_CUDA, due))
+            fi_prebuilt = bool(prebuilt(version, root))
+            out.append(Owed(version, release.torch, release.cuda != MACHINE_CUDA, due, fi_prebuilt))
     return out
 
 
@@ -116,7 +126,7 @@ def parts_of(machine: list[Owed]) -> int:
 
 
 def fits(machine: list[Owed]) -> bool:
-    fi = sum(uses_flashinfer(p) for o in machine for p in o.proofs)
+    fi = sum(uses_flashinfer(p) for o in machine if not o.fi_prebuilt for p in o.proofs)
     return estimate(parts_of(machine), {o.release: len(o.proofs) for o in machine}, fi) <= ROOM_S
 
 

@@ -439,8 +439,9 @@ def test_start_writes_the_jobs_and_detaches_the_run(tmp_path, monkeypatch):
     assert started == [[sys.executable, "-m", "lab.machine", "run"]]
 
 
-def fi_staged(tmp_path, fi_wheels, release="0.26.0"):
-    """staged(), and a FlashInfer set in the release's stage: `fi_wheels` and a pre-built module."""
+def fi_staged(tmp_path, fi_wheels, release="0.26.0", module=True):
+    """staged(), and a FlashInfer set in the release's stage: `fi_wheels` and, with `module`, a
+    pre-built module."""
     import io
 
     home = staged(tmp_path, release)
@@ -450,7 +451,7 @@ def fi_staged(tmp_path, fi_wheels, release="0.26.0"):
         info.size = 3
         tar.addfile(info, io.BytesIO(b"elf"))
     blobs = []
-    for path, role in [*((w, "flashinfer") for w in fi_wheels), (aot, "fi-aot")]:
+    for path, role in [*((w, "flashinfer") for w in fi_wheels), *([(aot, "fi-aot")] if module else [])]:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         blobs.append({"name": path.name, "sha256": digest, "size": path.stat().st_size, "role": role})
         for p in parts.pack([(digest, path)], 1 << 20, tmp_path / "fi-parts"):
@@ -497,6 +498,32 @@ def test_flashinfer_goes_into_a_site_of_its_own_on_the_path_of_flashinfer_proofs
     assert paths["gdn-ngram"] == [str(home / "0.26.0" / "fix")]
     assert paths["gdn-ngram-flashinfer"] == [str(home / "0.26.0" / "fix"), str(fi)]
     assert (home / "done").read_text() == "2 proofs, 0 exited non-zero\n"
+
+
+class OverlapRunner(FakeRunner):
+    """Each verify marks itself running in a folder, waits up to 3 s for another beside it, and
+    says how many it saw."""
+
+    script = (
+        "import json, os, pathlib, time; d = pathlib.Path(os.environ['RUNNING']); me = d / str(os.getpid()); "
+        "me.touch(); end = time.time() + 3\n"
+        "while len(list(d.iterdir())) < 2 and time.time() < end: time.sleep(0.05)\n"
+        "seen = len(list(d.iterdir())); me.unlink(); print(json.dumps({'proof': seen, 'rows': []}))"
+    )
+
+
+@pytest.mark.parametrize("module, seen", [(True, [2, 2]), (False, [1, 1])])
+def test_flashinfer_proofs_run_side_by_side_only_where_their_module_is_pre_built(tmp_path, monkeypatch, module, seen):
+    """Where nothing is pre-built FlashInfer builds at engine start, and those proofs take turns."""
+    (tmp_path / "w").mkdir()
+    home = fi_staged(tmp_path, [wheel(tmp_path / "w", "flashinfer", "0.6.4", extra=GDN_PREFILL)], "0.17.0", module)
+    (tmp_path / "running").mkdir()
+    monkeypatch.setenv("RUNNING", str(tmp_path / "running"))
+    jobs = [{"release": "0.17.0", "proofs": ["gdn-ngram-flashinfer", "mtp-flashinfer"]}]
+    assert OverlapRunner(home, jobs, slots=2, watch_mib=0).run() == 0
+    assert machine.prebuilt_fi(home / "0.17.0") is module
+    res = home / "results" / "0.17.0"
+    assert [json.loads((res / f"{n}.json").read_text())["proof"] for n in jobs[0]["proofs"]] == seen
 
 
 def test_a_cutlass_dsl_without_a_cuda_toolkit_flavor_is_left_off_flashinfers_path(tmp_path):

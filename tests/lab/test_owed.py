@@ -111,6 +111,19 @@ def test_flashinfer_proofs_run_one_at_a_time_and_fill_a_machine_sooner():
         assert sorted(p for m in cut for x in m if x.release == release for p in x.proofs) == sorted(proofs)
 
 
+def test_flashinfer_proofs_of_a_release_with_its_module_pre_built_run_in_the_waves(tmp_path):
+    home = home_with(tmp_path)
+    cat = Catalogue(home)
+    assert [o.fi_prebuilt for o in owed.owed(home, cat) if o.release == "0.17.0"] == [False]
+    assert owed.serial_flashinfer("0.17.0", core(cat, "0.17.0"), home) == len(core(cat, "0.17.0")) > 1
+    (home / ".stage-fi-prebuilt-0.17.0").mkdir()
+    (home / ".stage-fi-prebuilt-0.17.0" / "fi-aot-gdn_prefill_sm90-sm90a.tar.xz").write_bytes(b"xz")
+    assert [o.fi_prebuilt for o in owed.owed(home, cat) if o.release == "0.17.0"] == [True]
+    assert owed.serial_flashinfer("0.17.0", core(cat, "0.17.0"), home) == 0
+    both = [owed.Owed(r, "2.10.0", True, tuple(core(cat, r)), True) for r in ("0.17.0", "0.17.1")]
+    assert owed.fits(both)  # as many proofs of any other kind would: see the test above
+
+
 def test_a_release_that_fits_a_machine_alone_stays_whole():
     whole = o("0.20.0", "2.11.0", 8)
     assert owed.pieces(whole) == [whole]
