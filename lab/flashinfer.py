@@ -64,7 +64,9 @@ H200 without a build and ran their FlashInfer proofs on it (docs/VERIFICATION.md
 releases loaded it on an H100 and ran their FlashInfer proofs on it (2026-11-27). 0.6.4's (vLLM
 0.17.x) built here on 2026-12-06 in 44 min, 0.2 MiB xz, and loaded through the AOT path with
 FLASHINFER_DISABLE_JIT=1 (exports gdn_prefill); built by nvcc 13 it needs libcudart.so.13, which
-a 0.17 engine (torch 2.10 on CUDA 12's runtime) must find beside its own: not yet run on a GPU.
+a 0.17 engine (torch 2.10 on CUDA 12's runtime) finds beside its own on the GPU machine: on an
+H100 on 2026-12-06 0.17.0's and 0.17.1's engines mapped both runtimes and ran their FlashInfer
+proofs on it.
 
 Build environment (env vars honoured): PY (a Python that imports torch; FlashInfer's __init__
 needs it; a CPU torch will do), WORK (scratch, default ~/.cache/fi-prebuild), MAX_JOBS (2),
