@@ -102,7 +102,10 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool) -> None:
         s.write(lab / "stage" / f"{s.release}.json")
     store = stage.cache() / "store"
     blobs = [(b.sha256, store / b.sha256) for s in stages for b in (*s.blobs, *s.flashinfer)]
-    part_dirs = [p.relative_to(ROOT).as_posix() for p in parts.pack(blobs, room, lab / "parts")]
+    packed = parts.pack(blobs, room, lab / "parts")
+    # travels with the stages in the last call: `start` names the parts a machine never got
+    (lab / "stage" / "parts.json").write_text(json.dumps(parts.index(packed, ROOT)))
+    part_dirs = [p.relative_to(ROOT).as_posix() for p in packed]
     found = calls(part_dirs, list(jobs))
     if as_json:
         click.echo(json.dumps(found, indent=1))

@@ -863,6 +863,9 @@ def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: st
     missing = [j["release"] for j in jobs if not (home / "stage" / f"{j['release']}.json").exists()]
     if missing:
         raise SystemExit(f"start: no stage of {', '.join(missing)} (put its parts with .lab/stage)")
+    if owed := _unput(home, [j["release"] for j in jobs]):
+        # a machine given back between two calls keeps nothing; the next call starts a bare one
+        raise SystemExit(f"start: parts not on this machine: {' '.join(owed)} (put them again, then start)")
     (home / "jobs.json").write_text(json.dumps({"jobs": jobs, "slots": slots, "bench_args": shlex.split(bench_args)}))
     (home / "machine.json").write_text(json.dumps(_machine()))
     env = {**os.environ, **SAFE_ENV, "VLLM_BACKPORTS_LAB_HOME": str(home)}
@@ -874,6 +877,17 @@ def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: st
     for job in jobs:
         benches = [f"bench={b['shape']}/{b['experiment']}={b['pairs']}" for b in job["benches"]]
         print(f"started {job['release']}: {', '.join(job['proofs'] + benches)}")
+
+
+def _unput(home: Path, releases: list[str]) -> list[str]:
+    """The parts of the plan's index (stage/parts.json, none before it was written) that hold
+    bytes of the releases' blobs this machine's store lacks."""
+    index = home / "stage" / "parts.json"
+    if not index.is_file():
+        return []
+    stages = [json.loads((home / "stage" / f"{r}.json").read_text()) for r in releases]
+    digests = [b["sha256"] for s in stages for b in (*s.get("blobs", ()), *s.get("flashinfer", ()))]
+    return parts.unput(json.loads(index.read_text()), home / "store", digests)
 
 
 def _machine() -> dict:

@@ -96,6 +96,23 @@ def put(part: Path, store: Path) -> int:
     return total
 
 
+def index(part_dirs: Iterable[Path], root: Path) -> dict[str, list[str]]:
+    """Each part (its path under `root`) and the chunk files it holds, for `unput`."""
+    return {p.relative_to(root).as_posix(): sorted(f.name for f in p.iterdir()) for p in part_dirs}
+
+
+def unput(parts_index: dict[str, list[str]], store: Path, digests: Iterable[str]) -> list[str]:
+    """The parts of `parts_index` holding a chunk of one of `digests` that `store` lacks: neither
+    the chunk is there nor the blob it belongs to, joined (`assemble`, `unpacked`)."""
+    wanted = {d for d in digests if not ((store / d).is_file() or (store / f"{d}.whl").is_file())}
+    chunks = store / "chunks"
+    return [
+        part
+        for part, names in parts_index.items()
+        if any(n.partition(".")[0] in wanted and not (chunks / n).is_file() for n in names)
+    ]
+
+
 def assemble(store: Path, digest: str, size: int) -> Path:
     """The blob `digest` of `size` bytes at store/<digest>, joined from its chunks and checked; a
     blob already joined is reused. Raises ValueError naming what is missing or wrong."""

@@ -439,6 +439,40 @@ def test_start_writes_the_jobs_and_detaches_the_run(tmp_path, monkeypatch):
     assert started == [[sys.executable, "-m", "lab.machine", "run"]]
 
 
+def test_start_names_the_parts_a_bare_machine_never_got_and_starts_nothing(tmp_path, monkeypatch, capsys):
+    """A machine given back between two `put` calls keeps nothing: the parts put before it are
+    gone, and every install of the run would fail at once."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    source = tmp_path / "src"
+    (source / ".lab" / "stage").mkdir(parents=True)
+    for name in ("versions.toml", "backports"):
+        (source / name).symlink_to(root / name)
+    w = wheel(tmp_path)
+    digest = hashlib.sha256(w.read_bytes()).hexdigest()
+    blob = {"name": w.name, "sha256": digest, "size": w.stat().st_size, "role": "vllm"}
+    (source / ".lab" / "stage" / "0.22.0.json").write_text(json.dumps({"release": "0.22.0", "blobs": [blob]}))
+    packed = parts.pack([(digest, w)], 300, source / ".lab" / "parts")
+    assert len(packed) > 2
+    (source / ".lab" / "stage" / "parts.json").write_text(json.dumps(parts.index(packed, source)))
+    monkeypatch.setattr(machine, "TOOL", ())
+    started = []
+    monkeypatch.setattr(machine, "detach", lambda cmd, cwd, log, env: started.append(cmd))
+    home = tmp_path / "home"
+    monkeypatch.setenv("VLLM_BACKPORTS_LAB_HOME", str(home))
+    monkeypatch.chdir(source)
+    for p in packed[1:]:  # p000 went to a machine given back since
+        parts.put(p, home / "store")
+    with pytest.raises(SystemExit) as exc:
+        machine.main(["start", "0.22.0:mtp"])
+    assert str(exc.value) == "start: parts not on this machine: .lab/parts/p000 (put them again, then start)"
+    assert not started and not (home / "jobs.json").exists()  # collect: nothing was started
+    parts.put(packed[0], home / "store")
+    machine.main(["start", "0.22.0:mtp"])
+    assert started and (home / "jobs.json").is_file()
+
+
 def fi_staged(tmp_path, fi_wheels, release="0.26.0", module=True):
     """staged(), and a FlashInfer set in the release's stage: `fi_wheels` and, with `module`, a
     pre-built module."""
@@ -501,14 +535,17 @@ def test_flashinfer_goes_into_a_site_of_its_own_on_the_path_of_flashinfer_proofs
 
 
 class OverlapRunner(FakeRunner):
-    """Each verify marks itself running in a folder, waits up to 3 s for another beside it, and
-    says how many it saw."""
+    """Each verify marks its start in a folder, waits up to 3 s for another to start, says how
+    many had started and not ended, holds 1 s (the other's count, taken as it starts, sees this
+    one running) and marks its end."""
 
     script = (
-        "import json, os, pathlib, time; d = pathlib.Path(os.environ['RUNNING']); me = d / str(os.getpid()); "
-        "me.touch(); end = time.time() + 3\n"
-        "while len(list(d.iterdir())) < 2 and time.time() < end: time.sleep(0.05)\n"
-        "seen = len(list(d.iterdir())); me.unlink(); print(json.dumps({'proof': seen, 'rows': []}))"
+        "import json, os, pathlib, time; d = pathlib.Path(os.environ['RUNNING']); pid = os.getpid()\n"
+        "(d / f'start-{pid}').touch(); end = time.time() + 3\n"
+        "count = lambda kind: len(list(d.glob(kind + '-*')))\n"
+        "while count('start') < 2 and time.time() < end: time.sleep(0.05)\n"
+        "seen = count('start') - count('end'); time.sleep(1); (d / f'end-{pid}').touch()\n"
+        "print(json.dumps({'proof': seen, 'rows': []}))"
     )
 
 

@@ -45,6 +45,24 @@ def test_a_part_not_put_is_named_and_nothing_is_joined(tmp_path):
     assert parts.assemble(store, a[0], 9000).read_bytes() == b"y" * 9000
 
 
+def test_the_parts_a_store_lacks_are_named_until_they_are_put_or_their_blob_is_joined(tmp_path):
+    a = blob(tmp_path, "a", b"y" * 9000)  # p000, p001, p002
+    b = blob(tmp_path, "b", b"z" * 100)  # in p002 beside a's tail
+    out = parts.pack([a, b], 4000, tmp_path / "parts")
+    index = parts.index(out, tmp_path)
+    assert list(index) == ["parts/p000", "parts/p001", "parts/p002"]
+    assert index["parts/p002"] == sorted([f"{a[0]}.8000", f"{b[0]}.0"])
+    store = tmp_path / "store"
+    assert parts.unput(index, store, [a[0], b[0]]) == list(index)  # a bare machine: every part
+    parts.put(out[0], store)
+    parts.put(out[2], store)
+    assert parts.unput(index, store, [a[0], b[0]]) == ["parts/p001"]
+    assert parts.unput(index, store, [b[0]]) == []  # only the blobs asked about count
+    parts.put(out[1], store)
+    parts.assemble(store, a[0], 9000)  # its chunks go: the joined blob stands for them
+    assert parts.unput(index, store, [a[0], b[0]]) == []
+
+
 def test_a_chunk_with_other_bytes_fails_its_hash_and_leaves_no_blob(tmp_path):
     a = blob(tmp_path, "a", b"z" * 5000)
     out = parts.pack([a], 4000, tmp_path / "parts")

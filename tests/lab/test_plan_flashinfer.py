@@ -77,6 +77,11 @@ def test_the_flashinfer_set_is_staged_apart_from_the_releases_wheels_in_the_same
     ]
     chunks = {c.name.partition(".")[0] for c in (root / ".lab" / "parts").glob("p*/*")}
     assert chunks == {b["sha256"] for b in staged["blobs"] + staged["flashinfer"]}
+    # the index the last call carries, so `start` can name a part a machine never got
+    index = json.loads((root / ".lab" / "stage" / "parts.json").read_text())
+    assert index == {
+        f".lab/parts/{p.name}": sorted(c.name for c in p.iterdir()) for p in (root / ".lab" / "parts").iterdir()
+    }
     assert "python3 -m lab.machine start 0.25.0:gdn-ngram,gdn-ngram-flashinfer" in done.output
 
 
