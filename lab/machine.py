@@ -149,7 +149,8 @@ class Runner:
         self.model_lock = threading.Lock()  # one checkpoint written at a time (write_model)
         # one FlashInfer verify at a time where FlashInfer may build at engine start: machines
         # running several FlashInfer builds beside other verifies stopped answering (2026-11-25,
-        # docs/VERIFICATION.md). A release whose module was pre-built (lab.flashinfer) builds nothing.
+        # docs/VERIFICATION.md). A release whose GDN prefill was pre-built (lab.flashinfer) builds
+        # nothing; a CuTe-DSL prefill (0.26.0 on) compiles in every engine, so those take turns.
         self.fi_lock = threading.Lock()
         self.running: dict[str, tuple[subprocess.Popen, float]] = {}
         self.killed: set[str] = set()
@@ -662,9 +663,10 @@ def _sites_of(name: str) -> tuple[str, ...]:
 
 
 def prebuilt_fi(home: Path) -> bool:
-    """Whether HOME's FlashInfer site holds a pre-built module (lab.sites.fi_install put it where
-    FlashInfer loads it without a build)."""
-    return any((home / "fi-site" / "flashinfer" / "data" / "aot").glob("*/*.so"))
+    """Whether HOME's FlashInfer site holds a pre-built GDN prefill (lab.sites.fi_install put it
+    where FlashInfer loads it without a build). Another module pre-built (0.7.x's sampling) leaves
+    the prefill to compile at engine start."""
+    return (home / "fi-site" / "flashinfer" / "data" / "aot" / "gdn_prefill_sm90" / "gdn_prefill_sm90.so").is_file()
 
 
 def _available_mib() -> int:

@@ -44,10 +44,16 @@ RELEASE_PARTS, TORCH_PARTS, CUDA12_PARTS = 7, 20, 81
 FLASHINFER_S = 6 * 60
 
 
+def prebuilt_prefill(release: str, root: Path) -> bool:
+    """Whether `python -m lab flashinfer-jit` pre-built the release's GDN prefill under `root`
+    (another module pre-built leaves the prefill to compile at engine start)."""
+    return any(a.name == "fi-aot-gdn_prefill_sm90-sm90a.tar.xz" for a in prebuilt(release, root))
+
+
 def serial_flashinfer(release: str, proofs, root: Path) -> int:
-    """How many of `proofs` run one at a time on the GPU machine: those on FlashInfer, where no
-    module is pre-built for the release under `root` (lab.flashinfer.prebuilt)."""
-    return 0 if prebuilt(release, root) else sum(map(uses_flashinfer, proofs))
+    """How many of `proofs` run one at a time on the GPU machine (lab.machine.prebuilt_fi): those
+    on FlashInfer, unless the release's GDN prefill is pre-built under `root`."""
+    return 0 if prebuilt_prefill(release, root) else sum(map(uses_flashinfer, proofs))
 
 
 def estimate(n_parts: int, proofs: dict[str, int], flashinfer: int = 0) -> int:
@@ -65,7 +71,7 @@ class Owed:
     torch: str
     own_cuda: bool  # its torch brings CUDA libraries the machine's image lacks
     proofs: tuple[str, ...]
-    fi_prebuilt: bool = False  # its FlashInfer module is pre-built: those proofs run in waves
+    fi_prebuilt: bool = False  # its GDN prefill is pre-built: its FlashInfer proofs run in waves
 
 
 def owed(root: Path, cat: Catalogue | None = None) -> list[Owed]:
@@ -81,7 +87,7 @@ def owed(root: Path, cat: Catalogue | None = None) -> list[Owed]:
         made = {s.name for s in evidence.get(version, ()) if s.digest == CURRENT}
         due = tuple(p for p in core(cat, version) if p not in made)
         if due:
-            fi_prebuilt = bool(prebuilt(version, root))
+            fi_prebuilt = prebuilt_prefill(version, root)
             out.append(Owed(version, release.torch, release.cuda != MACHINE_CUDA, due, fi_prebuilt))
     return out
 

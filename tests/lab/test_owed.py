@@ -117,6 +117,8 @@ def test_flashinfer_proofs_of_a_release_with_its_module_pre_built_run_in_the_wav
     assert [o.fi_prebuilt for o in owed.owed(home, cat) if o.release == "0.17.0"] == [False]
     assert owed.serial_flashinfer("0.17.0", core(cat, "0.17.0"), home) == len(core(cat, "0.17.0")) > 1
     (home / ".stage-fi-prebuilt-0.17.0").mkdir()
+    (home / ".stage-fi-prebuilt-0.17.0" / "fi-aot-sampling-sm90a.tar.xz").write_bytes(b"xz")
+    assert owed.serial_flashinfer("0.17.0", core(cat, "0.17.0"), home) > 0  # the prefill still builds
     (home / ".stage-fi-prebuilt-0.17.0" / "fi-aot-gdn_prefill_sm90-sm90a.tar.xz").write_bytes(b"xz")
     assert [o.fi_prebuilt for o in owed.owed(home, cat) if o.release == "0.17.0"] == [True]
     assert owed.serial_flashinfer("0.17.0", core(cat, "0.17.0"), home) == 0
