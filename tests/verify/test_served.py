@@ -299,3 +299,28 @@ def test_a_model_run_refuses_what_its_plan_cannot_take(words, message):
     with pytest.raises(UsageError) as caught:
         model_options(**words)
     assert str(caught.value).startswith(message)
+
+
+@pytest.mark.parametrize("backend, refused", [("triton", True), ("flashinfer", False)])
+def test_a_model_run_asking_a_prefill_the_release_ignores_is_refused_before_anything_is_written(
+    tmp_path, monkeypatch, backend, refused
+):
+    """vLLM 0.17.x on Hopper runs FlashInfer's GDN prefill whatever is asked: an asked Triton
+    prefill would name, in the evidence, a prefill that never ran. The checkpoint's heads are its
+    own, so FlashInfer goes on to the next check."""
+    from types import SimpleNamespace
+
+    prep = SimpleNamespace(checkpoint=SimpleNamespace(model_class="Qwen3_5ForCausalLM"))
+    monkeypatch.setattr(served, "prepare", lambda plan: prep)
+    monkeypatch.setattr(run, "preflight", lambda model_class=None: "0.17.1")
+    monkeypatch.setattr(run, "gpu_capability", lambda: (9, 0))
+    monkeypatch.setattr(served, "check_gpus", lambda tp: None)
+    monkeypatch.setattr(run, "check_control", lambda control, version: (_ for _ in ()).throw(SystemExit("next")))
+    p = plan(tmp_path / "ck", tmp_path, additional_config={"gdn_prefill_backend": backend})
+    if refused:
+        with pytest.raises(UsageError, match="use --prefill-backend flashinfer or default"):
+            served.execute(p, lambda line: None)
+    else:
+        with pytest.raises(SystemExit, match="next"):
+            served.execute(p, lambda line: None)
+    assert not p.work.exists()
