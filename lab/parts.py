@@ -119,15 +119,20 @@ def assemble(store: Path, digest: str, size: int) -> Path:
     whole = store / digest
     if whole.is_file() and whole.stat().st_size == size:
         return whole
-    pieces = sorted(
-        ((int(p.name.split(".")[1]), p) for p in (store / "chunks").glob(f"{digest}.*")), key=lambda x: x[0]
-    )
-    pieces = [(o, p) for o, p in pieces if not p.name.endswith(".tmp")]
+    # two plans may cut a blob at other offsets: a warm machine can hold chunks of both, so the
+    # chunks are followed from byte 0, each from where the last ended, and any other left alone
+    at = {int(p.name.split(".")[1]): p for p in (store / "chunks").glob(f"{digest}.*") if not p.name.endswith(".tmp")}
+    pieces: list[tuple[int, Path]] = []
     expected = 0
-    for offset, piece in pieces:
-        if offset != expected:
-            raise ValueError(f"blob {digest[:12]}: no chunk at byte {expected} (a part was not put)")
-        expected += piece.stat().st_size
+    while expected < size:
+        if expected not in at:
+            if any(o > expected for o in at):
+                raise ValueError(f"blob {digest[:12]}: no chunk at byte {expected} (a part was not put)")
+            break
+        pieces.append((expected, at[expected]))
+        expected += at[expected].stat().st_size
+        if expected == pieces[-1][0]:  # an empty chunk short of the end: nothing follows it
+            break
     if expected != size:
         raise ValueError(f"blob {digest[:12]}: {expected} of {size} bytes put (a part was not put)")
     h = hashlib.sha256()

@@ -75,6 +75,20 @@ def test_a_chunk_with_other_bytes_fails_its_hash_and_leaves_no_blob(tmp_path):
     assert not (store / a[0]).exists() and not list(store.glob("*.tmp"))
 
 
+def test_chunks_of_a_blob_cut_elsewhere_by_another_plan_are_left_alone(tmp_path):
+    """A warm machine may hold chunks of one blob from two plans that cut it at other offsets."""
+    a = blob(tmp_path, "a", bytes(range(256)) * 40)  # 10240 bytes
+    b = blob(tmp_path, "b", b"x" * 3000)
+    store = tmp_path / "store"
+    first = parts.pack([b, a], 4000, tmp_path / "first")  # a's chunks at 0, 1000, 5000, 9000
+    parts.put(first[1], store)  # part of it put, then another plan
+    second = parts.pack([a], 4000, tmp_path / "second")  # at 0, 4000, 8000
+    for p in second:
+        parts.put(p, store)
+    assert parts.unput(parts.index(second, tmp_path), store, [a[0]]) == []
+    assert parts.assemble(store, a[0], 10240).read_bytes() == a[1].read_bytes()
+
+
 def test_a_missing_tail_is_named(tmp_path):
     a = blob(tmp_path, "a", b"q" * 5000)
     out = parts.pack([a], 4000, tmp_path / "parts")
