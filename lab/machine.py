@@ -11,9 +11,9 @@ Everything lives under $VLLM_BACKPORTS_LAB_HOME (default ~/lab): the store of bl
 installed once (installed/<sha256>), each release's pristine install (those wheels' files
 hard-linked) and sites, and results/<release>/<proof>.{json,err,rc}. A job with a
 FlashInfer proof installs its stage's FlashInfer set into <release>/fi-site, which only FlashInfer
-proofs (one at a time) put on their path, after their sites. `start` copies the tool into the
-lab first and runs from that copy: the call's own tree is removed when the call ends, and a
-process whose working directory vanished fails. A release's proofs start as soon as
+proofs put on their path, after their sites (one at a time unless its GDN prefill is pre-built).
+`start` copies the tool into the lab first and runs from that copy: the call's own tree is
+removed when the call ends, and a process whose working directory vanished fails. A release's proofs start as soon as
 it is installed, while the next one installs; at most `--slots` verifies run at once, and a
 memory watchdog kills the youngest verify when the machine runs short (a machine out of memory
 stops answering and loses every result on it) and starts it once more when memory is back.

@@ -473,15 +473,15 @@ def test_start_names_the_parts_a_bare_machine_never_got_and_starts_nothing(tmp_p
     assert started and (home / "jobs.json").is_file()
 
 
-def fi_staged(tmp_path, fi_wheels, release="0.26.0", module=True):
-    """staged(), and a FlashInfer set in the release's stage: `fi_wheels` and, with `module`, a
-    pre-built module."""
+def fi_staged(tmp_path, fi_wheels, release="0.26.0", module="gdn_prefill_sm90"):
+    """staged(), and a FlashInfer set in the release's stage: `fi_wheels` and, unless `module` is
+    None, that module pre-built."""
     import io
 
     home = staged(tmp_path, release)
-    aot = tmp_path / "fi-aot-gdn_prefill_sm90-sm90a.tar.xz"
+    aot = tmp_path / f"fi-aot-{module}-sm90a.tar.xz"
     with tarfile.open(aot, "w:xz") as tar:
-        info = tarfile.TarInfo("flashinfer/data/aot/gdn_prefill_sm90/gdn_prefill_sm90.so")
+        info = tarfile.TarInfo(f"flashinfer/data/aot/{module}/{module}.so")
         info.size = 3
         tar.addfile(info, io.BytesIO(b"elf"))
     blobs = []
@@ -549,16 +549,19 @@ class OverlapRunner(FakeRunner):
     )
 
 
-@pytest.mark.parametrize("module, seen", [(True, [2, 2]), (False, [1, 1])])
+@pytest.mark.parametrize(
+    "module, seen", [("gdn_prefill_sm90", [2, 2]), (None, [1, 1]), ("sampling", [1, 1])]
+)
 def test_flashinfer_proofs_run_side_by_side_only_where_their_module_is_pre_built(tmp_path, monkeypatch, module, seen):
-    """Where nothing is pre-built FlashInfer builds at engine start, and those proofs take turns."""
+    """Where the GDN prefill is not pre-built FlashInfer builds it at engine start, and those
+    proofs take turns; another module pre-built (0.7.x's sampling) changes nothing."""
     (tmp_path / "w").mkdir()
     home = fi_staged(tmp_path, [wheel(tmp_path / "w", "flashinfer", "0.6.4", extra=GDN_PREFILL)], "0.17.0", module)
     (tmp_path / "running").mkdir()
     monkeypatch.setenv("RUNNING", str(tmp_path / "running"))
     jobs = [{"release": "0.17.0", "proofs": ["gdn-ngram-flashinfer", "mtp-flashinfer"]}]
     assert OverlapRunner(home, jobs, slots=2, watch_mib=0).run() == 0
-    assert machine.prebuilt_fi(home / "0.17.0") is module
+    assert machine.prebuilt_fi(home / "0.17.0") is (module == "gdn_prefill_sm90")
     res = home / "results" / "0.17.0"
     assert [json.loads((res / f"{n}.json").read_text())["proof"] for n in jobs[0]["proofs"]] == seen
 

@@ -106,7 +106,7 @@ def test_the_estimate_counts_parts_installs_a_cold_wave_and_warm_ones():
 
 
 def test_the_estimate_runs_flashinfer_proofs_one_after_another():
-    """lab.machine runs FlashInfer proofs under one lock: ten of them outlast the waves of the same
+    """lab.machine runs FlashInfer proofs without a pre-built GDN prefill under one lock: ten of them outlast the waves of the same
     ten proofs, and a few run inside the waves beside them."""
     waves = round(210 + 90 * 4.5 + 2 * 55 + 420 + 240)
     assert lab_main.estimate(90, {"0.17.0": 5, "0.17.1": 5}) == waves
