@@ -417,38 +417,36 @@ def test_a_checkpoint_that_cannot_be_written_fails_its_proof_saying_so(tmp_path,
     assert "No module named no_such_writer_module" in (res / "kda-ngram.model.log").read_text()
 
 
-def test_start_writes_the_jobs_and_detaches_the_run(tmp_path, monkeypatch):
-    from pathlib import Path
-
+def start_here(tmp_path, monkeypatch) -> tuple[Path, Path, list]:
+    """A checkout (the real catalogue) with an empty .lab/stage as the working directory, a lab
+    home, and `detach` recording what `start` would run: (source, home, started)."""
     root = Path(__file__).resolve().parents[2]
     source = tmp_path / "src"
-    source.mkdir()
+    (source / ".lab" / "stage").mkdir(parents=True)
     for name in ("versions.toml", "backports"):
         (source / name).symlink_to(root / name)
-    (source / ".lab" / "stage").mkdir(parents=True)
-    (source / ".lab" / "stage" / "0.22.0.json").write_text("{}")
     monkeypatch.setattr(machine, "TOOL", ())
-    started = []
+    started: list = []
     monkeypatch.setattr(machine, "detach", lambda cmd, cwd, log, env: started.append(cmd))
     home = tmp_path / "home"
     monkeypatch.setenv("VLLM_BACKPORTS_LAB_HOME", str(home))
     monkeypatch.chdir(source)
+    return source, home, started
+
+
+def test_start_writes_the_jobs_and_detaches_the_run(tmp_path, monkeypatch):
+    source, home, started = start_here(tmp_path, monkeypatch)
+    (source / ".lab" / "stage" / "0.22.0.json").write_text("{}")
     machine.main(["start", "--slots", "3", "0.22.0:mtp"])
     spec = json.loads((home / "jobs.json").read_text())
     assert spec["slots"] == 3 and spec["jobs"][0]["proofs"] == ["mtp"]
     assert started == [[sys.executable, "-m", "lab.machine", "run"]]
 
 
-def test_start_names_the_parts_a_bare_machine_never_got_and_starts_nothing(tmp_path, monkeypatch, capsys):
+def test_start_names_the_parts_a_bare_machine_never_got_and_starts_nothing(tmp_path, monkeypatch):
     """A machine given back between two `put` calls keeps nothing: the parts put before it are
     gone, and every install of the run would fail at once."""
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    source = tmp_path / "src"
-    (source / ".lab" / "stage").mkdir(parents=True)
-    for name in ("versions.toml", "backports"):
-        (source / name).symlink_to(root / name)
+    source, home, started = start_here(tmp_path, monkeypatch)
     w = wheel(tmp_path)
     digest = hashlib.sha256(w.read_bytes()).hexdigest()
     blob = {"name": w.name, "sha256": digest, "size": w.stat().st_size, "role": "vllm"}
@@ -456,12 +454,6 @@ def test_start_names_the_parts_a_bare_machine_never_got_and_starts_nothing(tmp_p
     packed = parts.pack([(digest, w)], 300, source / ".lab" / "parts")
     assert len(packed) > 2
     (source / ".lab" / "stage" / "parts.json").write_text(json.dumps(parts.index(packed, source)))
-    monkeypatch.setattr(machine, "TOOL", ())
-    started = []
-    monkeypatch.setattr(machine, "detach", lambda cmd, cwd, log, env: started.append(cmd))
-    home = tmp_path / "home"
-    monkeypatch.setenv("VLLM_BACKPORTS_LAB_HOME", str(home))
-    monkeypatch.chdir(source)
     for p in packed[1:]:  # p000 went to a machine given back since
         parts.put(p, home / "store")
     with pytest.raises(SystemExit) as exc:
