@@ -50,10 +50,15 @@ def prebuilt_prefill(release: str, root: Path) -> bool:
     return any(a.name == "fi-aot-gdn_prefill_sm90-sm90a.tar.xz" for a in prebuilt(release, root))
 
 
-def serial_flashinfer(release: str, proofs, root: Path) -> int:
+def serial(proofs, prefill_prebuilt: bool) -> int:
     """How many of `proofs` run one at a time on the GPU machine (lab.machine.prebuilt_fi): those
-    on FlashInfer, unless the release's GDN prefill is pre-built under `root`."""
-    return 0 if prebuilt_prefill(release, root) else sum(map(uses_flashinfer, proofs))
+    on FlashInfer, unless the release's GDN prefill is pre-built."""
+    return 0 if prefill_prebuilt else sum(map(uses_flashinfer, proofs))
+
+
+def serial_flashinfer(release: str, proofs, root: Path) -> int:
+    """`serial` for a release whose pre-built modules lie under `root`."""
+    return serial(proofs, prebuilt_prefill(release, root))
 
 
 def estimate(n_parts: int, proofs: dict[str, int], flashinfer: int = 0) -> int:
@@ -132,7 +137,7 @@ def parts_of(machine: list[Owed]) -> int:
 
 
 def fits(machine: list[Owed]) -> bool:
-    fi = sum(uses_flashinfer(p) for o in machine if not o.fi_prebuilt for p in o.proofs)
+    fi = sum(serial(o.proofs, o.fi_prebuilt) for o in machine)
     return estimate(parts_of(machine), {o.release: len(o.proofs) for o in machine}, fi) <= ROOM_S
 
 
