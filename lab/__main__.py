@@ -30,7 +30,7 @@ from . import bundle, parts, stage
 from .machine import parse_jobs
 from .owed import ESTIMATED_BY, MACHINE_S, estimate, serial_flashinfer
 from .parts import LIMIT, tree_size
-from .proofs import core, uses_flashinfer
+from .proofs import core, takes_fi_site
 
 ROOT = Path(__file__).resolve().parents[1]
 MARGIN = 2 << 20  # what the tree may grow by between planning and the calls
@@ -54,7 +54,7 @@ def with_flashinfer(stages: list[stage.Stage], jobs: list[dict]) -> list[stage.S
     one line."""
     from . import flashinfer
 
-    wanted = {j["release"] for j in jobs if any(uses_flashinfer(p) for p in j["proofs"])}
+    wanted = {j["release"] for j in jobs if any(takes_fi_site(j["release"], p) for p in j["proofs"])}
     try:
         picked = {r: flashinfer.lab_set(r, ROOT) for r in sorted(wanted)}
     except flashinfer.Refused as e:

@@ -318,7 +318,7 @@ class Runner:
             return subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
 
     def prove(self, release: str, name: str, target: Path, control: Path, tries: int = 2) -> int:
-        from .proofs import uses_flashinfer
+        from .proofs import takes_fi_site, uses_flashinfer
         from .sites import fi_path
 
         out = self.results / release
@@ -332,12 +332,14 @@ class Runner:
         cmd = self.verify(release, name, target, control) + ["--control", str(control)]
         cmd += ["--gpu-memory-utilization", "0.08"]
         stem = self.results / release / name
-        if not uses_flashinfer(name):
+        if not takes_fi_site(release, name):
             return self._attempts(release, name, cmd, target, stem, tries)
         # FlashInfer after the target's site (verify puts the control's before it for the control's
-        # engines); MAX_JOBS bounds a JIT build's nvcc jobs, as the runbook's verifies
+        # engines); MAX_JOBS bounds a JIT build's nvcc jobs, as the runbook's verifies. Only a GDN
+        # prefill FlashInfer builds at engine start makes proofs take turns.
         path = f"{target}:{fi_path(self.home / release)}"
-        with contextlib.nullcontext() if prebuilt_fi(self.home / release) else self.fi_lock:
+        builds = uses_flashinfer(name) and not prebuilt_fi(self.home / release)
+        with self.fi_lock if builds else contextlib.nullcontext():
             return self._attempts(release, name, cmd, path, stem, tries, {"MAX_JOBS": os.environ.get("MAX_JOBS", "4")})
 
     def _attempts(
@@ -585,7 +587,7 @@ class Runner:
                 # a control site that cannot be built costs its proofs alone, each saying why
                 unbuilt: dict[str, str] = {}
                 for name in job["proofs"]:
-                    for kind in _sites_of(name):
+                    for kind in _sites_of(release, name):
                         if kind in sites or kind in unbuilt:
                             continue
                         try:
@@ -597,7 +599,7 @@ class Runner:
                 self.event(release=release, what="install", event="end")
                 runnable = []
                 for name in job["proofs"]:
-                    missing = [unbuilt[k] for k in _sites_of(name) if k in unbuilt]
+                    missing = [unbuilt[k] for k in _sites_of(release, name) if k in unbuilt]
                     if missing:
                         (self.results / release / f"{name}.err").write_text("; ".join(missing) + "\n")
                         (self.results / release / f"{name}.rc").write_text("2\n")
@@ -651,15 +653,15 @@ def mapped_libraries(pids: list[int], proc: Path = Path("/proc")) -> set[str]:
     return out
 
 
-def _sites_of(name: str) -> tuple[str, ...]:
-    """The sites a job item runs on: a proof's target and control (and fi-site for a FlashInfer
-    proof), a server proof's legs'."""
-    from .proofs import control_site, uses_flashinfer
+def _sites_of(release: str, name: str) -> tuple[str, ...]:
+    """The sites a job item runs on: a proof's target and control (and fi-site where the proof
+    takes it on `release`), a server proof's legs'."""
+    from .proofs import control_site, takes_fi_site
     from .serve import LEGS, is_server_proof
 
     if is_server_proof(name):
         return tuple(dict.fromkeys(LEGS.values()))
-    return target_of(name), control_site(proof_of(name)), *((FI,) if uses_flashinfer(name) else ())
+    return target_of(name), control_site(proof_of(name)), *((FI,) if takes_fi_site(release, name) else ())
 
 
 def prebuilt_fi(home: Path) -> bool:

@@ -85,6 +85,23 @@ def uses_flashinfer(item: str) -> bool:
     return name in PROOFS and option(PROOFS[name].options, "--prefill-backend") == "flashinfer"
 
 
+# Kimi K3's NVIDIA model code on 0.31.0 imports the CuTe DSL (nvidia-cutlass-dsl, which lab.stage
+# leaves out with every nvidia- package) as the engine loads it: there the KDA proofs' first engine
+# died on "No module named 'cutlass'" (H100, 2026-12-06), where 0.29.0's loaded without it (0.30.0
+# not tried). The release's FlashInfer set brings the DSL, so these proofs run with its site.
+DSL_MODELS = {"tiny-kimi-k3": "0.31.0"}
+
+
+def takes_fi_site(release: str, item: str) -> bool:
+    """Whether a job's proof (SITE@PROOF too) runs with its release's FlashInfer site on the path:
+    a FlashInfer proof, or one whose model's code on `release` imports the CuTe DSL."""
+    name = item.partition("@")[2] or item
+    if name not in PROOFS:
+        return False
+    since = DSL_MODELS.get(option(PROOFS[name].options, "--model") or "")
+    return uses_flashinfer(item) or (since is not None and _version(release) >= _version(since))
+
+
 def control_site(name: str) -> str:
     """The site a proof's control runs on: raw, ctl or less-ID."""
     return PROOFS[name].control

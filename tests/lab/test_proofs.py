@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.proofs import core, site_skips, uses_flashinfer
+from lab.proofs import core, site_skips, takes_fi_site, uses_flashinfer
 from vllm_backports.catalogue import Catalogue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,6 +63,12 @@ def test_a_release_without_the_prefill_choice_runs_each_proof_as_its_flashinfer_
 def test_a_proof_uses_flashinfer_by_its_prefill_backend_under_any_site():
     assert uses_flashinfer("gdn-ngram-flashinfer") and uses_flashinfer("alt-x@gdn-ngram-flashinfer")
     assert not uses_flashinfer("gdn-ngram") and not uses_flashinfer("server-ngram")
+
+
+def test_kimi_proofs_take_the_flashinfer_site_where_their_model_imports_the_cute_dsl():
+    assert takes_fi_site("0.31.0", "kda-ngram") and takes_fi_site("0.31.0", "alt-kda-spec-consistent@kda-ngram")
+    assert not takes_fi_site("0.29.0", "kda-ngram") and not takes_fi_site("0.31.0", "gdn-ngram")
+    assert takes_fi_site("0.29.0", "gdn-ngram-flashinfer") and not takes_fi_site("0.31.0", "server-ngram")
 
 
 def test_no_turboquant_proof_where_turboquant_cannot_start_on_hybrids(catalogue):

@@ -210,4 +210,9 @@ def test_a_server_proof_is_no_local_proof(name):
     from vllm_backports.verify.proofs import PROOFS
 
     assert serve.is_server_proof(name) and name not in PROOFS
-    assert machine._sites_of(name) == ("raw", "fix")
+    assert machine._sites_of("0.28.0", name) == ("raw", "fix")
+
+
+def test_a_kimi_proof_on_a_release_whose_model_needs_the_cute_dsl_runs_with_the_flashinfer_site():
+    assert machine._sites_of("0.31.0", "kda-ngram") == ("fix", "raw", machine.FI)
+    assert machine._sites_of("0.29.0", "kda-ngram") == ("fix", "raw")
