@@ -278,6 +278,20 @@ def test_small_catalogue_with_evidence_generates_status_owed_and_notes(tmp_path,
     assert notes["0.99.0"] == "Series -, torch 2.99.0, CUDA 13.\n\nNothing is backported to this release yet."
 
 
+def test_a_release_with_evidence_of_its_own_shows_its_twins_too(tmp_path, monkeypatch):
+    from evidence_case import write
+
+    home = _small_home(tmp_path, monkeypatch, OWN)
+    write(home, "0.22.0", "gdn-ngram", _current(home, "0.22.0"))
+    write(home, "0.22.1", "tq-mtp", _current(home, "0.22.1", preset="mtp", control_errors=0))
+    assert CliRunner().invoke(maint.main, ["matrix", "--write"]).exit_code == 0
+    cells = {v: row.rsplit(" | ", 1)[1] for v, row in _matrix_rows((home / "README.md").read_text()).items()}
+    one = "GPU (H100, 2026-11-25): 1 proof, 0 weak, 0 failing ([evidence](docs/evidence/README.md#vllm-0220))"
+    weak = "no proof of today's series: 0 earlier revision, 1 weak, 0 failing (H100, 2026-11-25; [evidence](docs/evidence/README.md#vllm-0221))"
+    assert cells["0.22.1"].startswith(f"{weak}; same patched files as 0.22.0: {one}; [owed: ")
+    assert cells["0.22.0"].startswith(f"{one}; same patched files as 0.22.1: {weak}; [owed: ")
+
+
 def test_small_catalogue_without_evidence_is_cpu_tested_and_owes_its_own(tmp_path, monkeypatch):
     home = _small_home(tmp_path, monkeypatch, OWN)
     assert CliRunner().invoke(maint.main, ["matrix", "--write"]).exit_code == 0

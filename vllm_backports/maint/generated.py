@@ -99,11 +99,11 @@ def owed(cat: Catalogue, version: str, evidence: dict) -> tuple[str, ...]:
 
 
 def _gpu(cat: Catalogue, version: str, evidence: dict, page: str) -> str:
-    """The generated GPU status: the release's evidence counted, or its twin's; "" when none."""
-    if version in evidence:
-        return matrix_status(evidence[version], page)
-    via = covered_by(cat, version, evidence)
-    return f"same patched files as {via}: {matrix_status(evidence[via], page)}" if via else ""
+    """The generated GPU status: the release's evidence counted, then its first twin's with evidence
+    (the same bytes, so those runs hold here too); "" when neither has any."""
+    own = [matrix_status(evidence[version], page)] if version in evidence else []
+    twin = next((t for t in cat.twins(version) if t in evidence), None)
+    return "; ".join(own + ([f"same patched files as {twin}: {matrix_status(evidence[twin], page)}"] if twin else []))
 
 
 def owed_link(due: tuple[str, ...]) -> str:
