@@ -292,9 +292,11 @@ def one_token_prompts(count: int, vocab: int, k: int, seed: int = 1) -> list[lis
 # fixed skeleton of token ids standing for the markup, JSON punctuation and keys of
 # `<tool_call> {"name": "...", "arguments": {"...": "...", ...}} </tool_call>`, repeated with
 # names, keys and values that vary, after a distinct random head. Each prompt ends inside a new
-# call, on an 8-token n-gram its earlier calls repeat, so vLLM drafts at the first step with
-# prompt_lookup_min 5 or 8; later drafts, and their acceptance, are the model's (a greedy output
-# that falls into a loop repeats its own n-grams): the rows' vLLM counters say how many came.
+# call, on an 8-token n-gram its earlier calls repeat. vLLM's ngram proposer reads the context with
+# the step's sampled token appended (gpu_model_runner's propose_draft_token_ids, 0.28.0), so even
+# the first draft needs the model's own token to continue the pattern, and later ones a greedy
+# output that falls into a loop: on the Qwen3-Next tiny model vLLM drafted once on 0.22.0 and 0.23.0,
+# never on 0.26.0 or 0.28.0 (H100, 2026-12-06). The rows' vLLM counters say how many came.
 TOOL_HEAD_LEN = 16
 TOOL_CALLS = (4, 7)  # calls a prompt holds, at least and at most
 TOOL_NAMES, TOOL_KEYS = 4, 6
