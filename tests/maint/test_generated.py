@@ -290,6 +290,8 @@ def test_a_release_with_evidence_of_its_own_shows_its_twins_too(tmp_path, monkey
     weak = "no proof of today's series: 0 earlier revision, 1 weak, 0 failing (H100, 2026-11-25; [evidence](docs/evidence/README.md#vllm-0221))"
     assert cells["0.22.1"].startswith(f"{weak}; same patched files as 0.22.0: {one}; [owed: ")
     assert cells["0.22.0"].startswith(f"{one}; same patched files as 0.22.1: {weak}; [owed: ")
+    # a run of its own does not drop what its twin owes: the same bytes owe the same runs
+    assert f"[owed: 3 runs]({OWED})" in cells["0.22.1"] and f"[owed: 3 runs]({OWED})" in cells["0.22.0"]
 
 
 def test_small_catalogue_without_evidence_is_cpu_tested_and_owes_its_own(tmp_path, monkeypatch):

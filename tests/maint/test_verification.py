@@ -73,6 +73,23 @@ def test_entries_link_newest_first_and_a_twin_without_entries_points_to_its_twin
     assert rows["0.17.0"].endswith("| none: CPU tests only |")
 
 
+def test_a_twin_with_entries_of_its_own_points_to_its_twins_too_unless_they_name_it():
+    cat = Catalogue(REPO)
+    twin, of = next((v, t) for v in cat.versions for t in cat.twins(v) if t < v)
+
+    def rows(*entries: str) -> dict[str, str]:
+        page = "\n".join(["# V", *entries])
+        return {line.split(" | ")[0].strip("| "): line for line in verification.render(cat, page).splitlines()[2:]}
+
+    both = f"## 2026-11-22 · vLLM {of}, {twin} · CPU · both"
+    got = rows(both)
+    assert "the entries of" not in got[of] + got[twin]  # every entry naming one names the other
+    got = rows(both, f"## 2026-11-25 · vLLM {twin} · H100 · its own")
+    assert got[of].endswith(f"; the entries of {twin} (the same patched files) |")
+    assert got[twin].index("2026-11-25 · H100") < got[twin].index("2026-11-22 · CPU")
+    assert "the entries of" not in got[twin]
+
+
 def test_a_bad_heading_is_refused_and_nothing_is_written(tmp_path, monkeypatch):
     home = copy_checkout(tmp_path, monkeypatch)
     page = home / verification.PAGE

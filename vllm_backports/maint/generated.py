@@ -82,18 +82,21 @@ def _known_evidence(cat: Catalogue, evidence: dict) -> None:
                 )
 
 
-def covered_by(cat: Catalogue, version: str, evidence: dict) -> str | None:
-    """The release whose GPU evidence holds for this one, which has none of its own: the first of
-    its twins (byte-identical patched files, Catalogue.twins) that has some."""
-    if version in evidence:
-        return None
+def twin_with_evidence(cat: Catalogue, version: str, evidence: dict) -> str | None:
+    """The first of a release's twins (byte-identical patched files, Catalogue.twins) with GPU
+    evidence: its runs hold for this release too, beside any of the release's own."""
     return next((t for t in cat.twins(version) if t in evidence), None)
 
 
+def covered_by(cat: Catalogue, version: str, evidence: dict) -> str | None:
+    """The release whose GPU evidence holds for this one, which has none of its own."""
+    return None if version in evidence else twin_with_evidence(cat, version, evidence)
+
+
 def owed(cat: Catalogue, version: str, evidence: dict) -> tuple[str, ...]:
-    """The scenarios still owed on a GPU: the release's own, and those of the release whose
-    evidence covers it (the same bytes owe the same runs)."""
-    via = covered_by(cat, version, evidence)
+    """The scenarios still owed on a GPU: the release's own, and those of the twin whose evidence
+    its status shows (the same bytes owe the same runs)."""
+    via = twin_with_evidence(cat, version, evidence)
     due = set(cat.releases[version].owed) | set(cat.releases[via].owed if via else ())
     return tuple(name for name in SCENARIOS if name in due)
 
@@ -102,7 +105,7 @@ def _gpu(cat: Catalogue, version: str, evidence: dict, page: str) -> str:
     """The generated GPU status: the release's evidence counted, then its first twin's with evidence
     (the same bytes, so those runs hold here too); "" when neither has any."""
     own = [matrix_status(evidence[version], page)] if version in evidence else []
-    twin = next((t for t in cat.twins(version) if t in evidence), None)
+    twin = twin_with_evidence(cat, version, evidence)
     return "; ".join(own + ([f"same patched files as {twin}: {matrix_status(evidence[twin], page)}"] if twin else []))
 
 
@@ -211,10 +214,10 @@ def render_notes(cat: Catalogue, evidence: dict | None = None) -> str:
         '(CI fails on drift); the README\'s support matrix links here. "CPU-tested" means: the series',
         "applies exactly to the release's real pristine files from PyPI, the patched files compile, a",
         "second run changes nothing, and revert restores the RECORD hashes. A release's GPU status is",
-        f"counted from its evidence, listed run by run on [its page]({page}); a release without evidence",
-        "of its own whose series and pristine files (their pinned sha256) are another's has the same",
-        "patched bytes, and that release's evidence holds for it. What is owed, and the notes, are",
-        "`owed` and `notes` in `versions.toml`.",
+        f"counted from its evidence, listed run by run on [its page]({page}); a release whose series",
+        "and pristine files (their pinned sha256) are another's has the same patched bytes, so that",
+        "release's evidence, and what it owes, hold for it too, beside its own. What is owed, and the",
+        "notes, are `owed` and `notes` in `versions.toml`.",
         "",
     ]
     if cat.known:

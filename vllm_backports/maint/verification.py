@@ -62,19 +62,17 @@ def entries(page: str, versions: list[str]) -> list[tuple[str, str, str, list[st
 
 def render(cat: Catalogue, page: str) -> str:
     """A row a release with a series: links to the entries naming it, newest first (page order
-    within a date); a release named by none says whose entries hold for it, where a twin's do."""
+    within a date), then whose entries hold for it too, where a twin has entries not naming it."""
     found = entries(page, cat.versions)
     lines = ["| vLLM | entries, newest first |", "|---|---|"]
     for v in cat.versions:
         if not cat.releases[v].series:
             continue
         mine = sorted((e for e in found if v in e[3]), key=lambda e: e[1], reverse=True)
-        if mine:
-            cell = ", ".join(f"[{date} · {machine}](#{slug(head)})" for head, date, machine, _ in mine)
-        elif twin := next((t for t in cat.twins(v) if any(t in e[3] for e in found)), None):
-            cell = f"the entries of {twin} (the same patched files)"
-        else:
-            cell = "none: CPU tests only"
+        parts = [", ".join(f"[{date} · {machine}](#{slug(head)})" for head, date, machine, _ in mine)] if mine else []
+        if twin := next((t for t in cat.twins(v) if any(t in e[3] and v not in e[3] for e in found)), None):
+            parts.append(f"the entries of {twin} (the same patched files)")
+        cell = "; ".join(parts) or "none: CPU tests only"
         lines.append(f"| {v} | {cell} |")
     return "\n".join(lines)
 
