@@ -49,9 +49,9 @@ def calls(part_dirs: list[str], jobs: list[str], wait: int = 540) -> list[dict]:
 
 
 def with_flashinfer(stages: list[stage.Stage], jobs: list[dict]) -> list[stage.Stage]:
-    """`stages`, each whose job (of `jobs`, parsed) runs a FlashInfer proof with its FlashInfer set
-    (lab.flashinfer.lab_set); every release is checked before any set is fetched, and a refusal is
-    one line."""
+    """`stages`, each whose job (of `jobs`, parsed) runs a proof that takes the FlashInfer site
+    (lab.proofs.takes_fi_site) with its FlashInfer set (lab.flashinfer.lab_set); every release is
+    checked before any set is fetched, and a refusal is one line."""
     from . import flashinfer
 
     wanted = {j["release"] for j in jobs if any(takes_fi_site(j["release"], p) for p in j["proofs"])}

@@ -10,8 +10,9 @@ compare, run the proofs detached from the call, and collect what they wrote.
 Everything lives under $VLLM_BACKPORTS_LAB_HOME (default ~/lab): the store of blobs, each wheel
 installed once (installed/<sha256>), each release's pristine install (those wheels' files
 hard-linked) and sites, and results/<release>/<proof>.{json,err,rc}. A job with a
-FlashInfer proof installs its stage's FlashInfer set into <release>/fi-site, which only FlashInfer
-proofs put on their path, after their sites (one at a time unless its GDN prefill is pre-built).
+FlashInfer proof (or one whose model needs the CuTe DSL that set brings, lab.proofs.takes_fi_site)
+installs its stage's FlashInfer set into <release>/fi-site, which only those proofs put on their
+path, after their sites (FlashInfer's one at a time unless its GDN prefill is pre-built).
 `start` copies the tool into the lab first and runs from that copy: the call's own tree is
 removed when the call ends, and a process whose working directory vanished fails. A release's proofs start as soon as
 it is installed, while the next one installs; at most `--slots` verifies run at once, and a
@@ -50,7 +51,8 @@ BENCH = "bench="
 # in benchmarks/alternatives/NAME/<release>/ (its results are not evidence of the series)
 ALT = "alt-"
 # FlashInfer's site of a release (<release>/fi-site, its stage's `flashinfer` set): on the path of
-# FlashInfer proofs only, after their sites: importable, it changes the sampler of every run
+# the proofs that take it only (lab.proofs.takes_fi_site), after their sites: importable, it
+# changes the sampler of every run
 FI = "fi-site"
 
 
