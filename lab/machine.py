@@ -149,11 +149,9 @@ class Runner:
         self.results = home / "results"
         self.lock = threading.Lock()
         self.model_lock = threading.Lock()  # one checkpoint written at a time (write_model)
-        # one FlashInfer verify at a time where FlashInfer may build at engine start: machines
-        # running several FlashInfer builds beside other verifies stopped answering (2026-11-25,
-        # docs/VERIFICATION.md). A release whose GDN prefill was pre-built (lab.flashinfer) builds
-        # nothing; a CuTe-DSL prefill (0.26.0 on) compiles in every engine, so those take turns.
-        self.fi_lock = threading.Lock()
+        # a verify runs only in one of `slots`: proofs that take turns (`takes_turns`) wait in a
+        # queue of their own, not in a slot, so the others fill the slots meanwhile
+        self.slot = threading.BoundedSemaphore(slots)
         self.running: dict[str, tuple[subprocess.Popen, float]] = {}
         self.killed: set[str] = set()
         self.stop = threading.Event()
@@ -320,7 +318,7 @@ class Runner:
             return subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
 
     def prove(self, release: str, name: str, target: Path, control: Path, tries: int = 2) -> int:
-        from .proofs import takes_fi_site, uses_flashinfer
+        from .proofs import takes_fi_site
         from .sites import fi_path
 
         out = self.results / release
@@ -337,12 +335,24 @@ class Runner:
         if not takes_fi_site(release, name):
             return self._attempts(release, name, cmd, target, stem, tries)
         # FlashInfer after the target's site (verify puts the control's before it for the control's
-        # engines); MAX_JOBS bounds a JIT build's nvcc jobs, as the runbook's verifies. Only a GDN
-        # prefill FlashInfer builds at engine start makes proofs take turns.
+        # engines); MAX_JOBS bounds a JIT build's nvcc jobs, as the runbook's verifies
         path = f"{target}:{fi_path(self.home / release)}"
-        builds = uses_flashinfer(name) and not prebuilt_fi(self.home / release)
-        with self.fi_lock if builds else contextlib.nullcontext():
-            return self._attempts(release, name, cmd, path, stem, tries, {"MAX_JOBS": os.environ.get("MAX_JOBS", "4")})
+        return self._attempts(release, name, cmd, path, stem, tries, {"MAX_JOBS": os.environ.get("MAX_JOBS", "4")})
+
+    def takes_turns(self, release: str, name: str) -> bool:
+        """Whether a proof runs only when no other such proof runs: one FlashInfer verify at a time
+        where FlashInfer may build at engine start, since machines running several FlashInfer builds
+        beside other verifies stopped answering (2026-11-25, docs/VERIFICATION.md). A release whose
+        GDN prefill was pre-built (lab.flashinfer) builds nothing; a CuTe-DSL prefill (0.26.0 on)
+        compiles in every engine, so those take turns."""
+        from .proofs import uses_flashinfer
+
+        return uses_flashinfer(name) and not prebuilt_fi(self.home / release)
+
+    def in_slot(self, work, *args) -> int:
+        """`work(*args)` once one of the slots is free, holding it until it returns."""
+        with self.slot:
+            return work(*args)
 
     def _attempts(
         self,
@@ -562,18 +572,20 @@ class Runner:
         watchdog.start()
         futures: list[Future] = []
         served: list[tuple[str, str]] = []
-        with ThreadPoolExecutor(self.slots) as pool:
+        # `turns` runs the proofs that take turns, one at a time, each in a slot once it starts
+        with ThreadPoolExecutor(self.slots) as pool, ThreadPoolExecutor(1) as turns:
 
             def submit_all(release: str, names: list[str]) -> None:
                 sites = self.sites[release]
                 for name in names:
                     if is_server_proof(name):  # a leg a slot, paired once all have ended
                         for leg, site in LEGS.items():
-                            pool.submit(self.serve_leg, release, name, leg, sites[site], sites["fix"])
+                            pool.submit(self.in_slot, self.serve_leg, release, name, leg, sites[site], sites["fix"])
                         served.append((release, name))
                     else:
                         target, control = sites[target_of(name)], sites[control_site(proof_of(name))]
-                        futures.append(pool.submit(self.prove, release, name, target, control))
+                        queue = turns if self.takes_turns(release, name) else pool
+                        futures.append(queue.submit(self.in_slot, self.prove, release, name, target, control))
 
             for job in self.jobs:
                 release = job["release"]

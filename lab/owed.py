@@ -39,7 +39,7 @@ ROOM_S = 28 * 60  # what `owed` fills a machine to: the last `collect` must come
 # torch 2.10 and its CUDA 12 libraries.
 RELEASE_PARTS, TORCH_PARTS, CUDA12_PARTS = 7, 20, 81
 # FlashInfer proofs of a release without a pre-built GDN prefill run one at a time (lab.machine's
-# fi_lock): gdn-ngram-flashinfer took 308 and 374 s beside other verifies on an H200 (2026-11-29),
+# Runner.takes_turns): gdn-ngram-flashinfer took 308 and 374 s beside other verifies on an H200 (2026-11-29),
 # counted 6 min each. With the prefill pre-built they run in the waves like any other proof.
 FLASHINFER_S = 6 * 60
 

@@ -558,6 +558,21 @@ def test_flashinfer_proofs_run_side_by_side_only_where_their_module_is_pre_built
     assert [json.loads((res / f"{n}.json").read_text())["proof"] for n in jobs[0]["proofs"]] == seen
 
 
+def test_a_proof_waiting_for_its_turn_leaves_its_slot_to_the_others(tmp_path, monkeypatch):
+    """Two FlashInfer proofs that take turns and one other, in two slots: the other runs beside
+    the first FlashInfer proof, not after the second stops waiting."""
+    (tmp_path / "w").mkdir()
+    home = fi_staged(tmp_path, [wheel(tmp_path / "w", "flashinfer", "0.6.4", extra=GDN_PREFILL)], "0.17.0", None)
+    (tmp_path / "running").mkdir()
+    monkeypatch.setenv("RUNNING", str(tmp_path / "running"))
+    jobs = [{"release": "0.17.0", "proofs": ["gdn-ngram-flashinfer", "mtp-flashinfer", "gdn-ngram"]}]
+    assert OverlapRunner(home, jobs, slots=2, watch_mib=0).run() == 0
+    res = home / "results" / "0.17.0"
+    seen = {n: json.loads((res / f"{n}.json").read_text())["proof"] for n in jobs[0]["proofs"]}
+    assert seen["gdn-ngram-flashinfer"] == seen["gdn-ngram"] == 2
+    assert (home / "done").read_text() == "3 proofs, 0 exited non-zero\n"
+
+
 def test_a_cutlass_dsl_without_a_cuda_toolkit_flavor_is_left_off_flashinfers_path(tmp_path):
     (tmp_path / "w").mkdir()
     dsl = "nvidia_cutlass_dsl/python_packages"
