@@ -88,11 +88,6 @@ def twin_with_evidence(cat: Catalogue, version: str, evidence: dict) -> str | No
     return next((t for t in cat.twins(version) if t in evidence), None)
 
 
-def covered_by(cat: Catalogue, version: str, evidence: dict) -> str | None:
-    """The release whose GPU evidence holds for this one, which has none of its own."""
-    return None if version in evidence else twin_with_evidence(cat, version, evidence)
-
-
 def owed(cat: Catalogue, version: str, evidence: dict) -> tuple[str, ...]:
     """The scenarios still owed on a GPU: the release's own, and those of the twin whose evidence
     its status shows (the same bytes owe the same runs)."""

@@ -20,7 +20,7 @@ NOTHING = "Nothing is owed: every scenario `owed` in `versions.toml` named has r
 def rows(cat: Catalogue, evidence: dict) -> list[tuple[tuple[str, ...], str, tuple[str, ...]]]:
     """(releases, series, scenarios) a row, in version order of each row's first release. Releases
     of one series that owe the same scenarios share a row: twins owe what each other owes (the same
-    patched bytes), so a twin without evidence of its own lands beside the release it follows."""
+    patched bytes), so twins land in one row."""
     shared: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for v in cat.versions:
         if due := owed(cat, v, evidence):
