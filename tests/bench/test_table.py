@@ -59,6 +59,12 @@ def test_a_row_per_level_with_the_ratio_its_interval_and_links():
     assert rows[1].split(" | ")[5] == "16"
 
 
+def test_a_run_over_engine_pairs_started_one_after_another_says_how_many():
+    rows = [x for x in render({"r": result(instances=3)}).splitlines() if x.startswith("| 2026")]
+    assert "| 20 (resident, 3 engine pairs) |" in rows[0]
+    assert "| 20 (resident) |" in render({"r": result(instances=1)})
+
+
 def verdicts(**kw) -> list[str]:
     return [row.split(" | ")[-2] for row in render({"r": result(**kw)}).splitlines() if row.startswith("| 2026")]
 

@@ -56,10 +56,13 @@ def rows(name: str, result: dict, json_link: str, plot: str | None) -> list[str]
         d, t = by[("decode_tok_s", lv)], by[("ttft_ms", lv)]
         acc = result.get("acceptance", {}).get("b", {}).get(str(lv))
         link = f"[json]({json_link})" + (f", [plot]({plot})" if plot else "")
+        # engine pairs started one after another within the run (--restarts): their spread is inside
+        # the interval
+        layout = result["layout"] + (f", {n} engine pairs" if (n := result.get("instances", 1)) > 1 else "")
         out.append(
             f"| {result['date']} | {result['gpu']} | {result['vllm']} | {result['shape']} | "
             f"{result['b']} / {result['a']} | {lv} | {d['a_mean']:.0f} → {d['b_mean']:.0f} | {_ci(d)} | "
-            f"{_ci(t)} | {_pct(acc)} | {result['pairs']} ({result['layout']}) | {_target(result, d)} | {link} |"
+            f"{_ci(t)} | {_pct(acc)} | {result['pairs']} ({layout}) | {_target(result, d)} | {link} |"
         )
     return out
 
