@@ -149,8 +149,8 @@ class Runner:
         self.results = home / "results"
         self.lock = threading.Lock()
         self.model_lock = threading.Lock()  # one checkpoint written at a time (write_model)
-        # a verify runs only in one of `slots`: proofs that take turns (`takes_turns`) wait in a
-        # queue of their own, not in a slot, so the others fill the slots meanwhile
+        # a verify runs only in one of `slots`: proofs that take turns (lab.proofs.takes_turns)
+        # wait in a queue of their own, not in a slot, so the others fill the slots meanwhile
         self.slot = threading.BoundedSemaphore(slots)
         self.running: dict[str, tuple[subprocess.Popen, float]] = {}
         self.killed: set[str] = set()
@@ -338,16 +338,6 @@ class Runner:
         # engines); MAX_JOBS bounds a JIT build's nvcc jobs, as the runbook's verifies
         path = f"{target}:{fi_path(self.home / release)}"
         return self._attempts(release, name, cmd, path, stem, tries, {"MAX_JOBS": os.environ.get("MAX_JOBS", "4")})
-
-    def takes_turns(self, release: str, name: str) -> bool:
-        """Whether a proof runs only when no other such proof runs: one FlashInfer verify at a time
-        where FlashInfer may build at engine start, since machines running several FlashInfer builds
-        beside other verifies stopped answering (2026-11-25, docs/VERIFICATION.md). A release whose
-        GDN prefill was pre-built (lab.flashinfer) builds nothing; a CuTe-DSL prefill (0.26.0 on)
-        compiles in every engine, so those take turns."""
-        from .proofs import uses_flashinfer
-
-        return uses_flashinfer(name) and not prebuilt_fi(self.home / release)
 
     def in_slot(self, work, *args) -> int:
         """`work(*args)` once one of the slots is free, holding it until it returns."""
@@ -563,7 +553,7 @@ class Runner:
             time.sleep(HEARTBEAT_S)
 
     def run(self) -> int:
-        from .proofs import control_site
+        from .proofs import control_site, takes_turns
         from .serve import LEGS, is_server_proof
 
         self.results.mkdir(parents=True, exist_ok=True)
@@ -584,7 +574,7 @@ class Runner:
                         served.append((release, name))
                     else:
                         target, control = sites[target_of(name)], sites[control_site(proof_of(name))]
-                        queue = turns if self.takes_turns(release, name) else pool
+                        queue = turns if takes_turns(name, prebuilt_fi(self.home / release)) else pool
                         futures.append(queue.submit(self.in_slot, self.prove, release, name, target, control))
 
             for job in self.jobs:

@@ -19,7 +19,7 @@ from vllm_backports.maint.generated import judged_evidence
 
 from .flashinfer import prebuilt
 from .machine import SLOTS
-from .proofs import core, uses_flashinfer
+from .proofs import core, takes_turns
 from .stage import MACHINE_CUDA, MACHINE_TORCH
 
 # A plan's device time, by the H100 runs of 2026-12-06 (records/runs/2026-12-06-h100-lab-*): a
@@ -38,8 +38,8 @@ ROOM_S = 28 * 60  # what `owed` fills a machine to: the last `collect` must come
 # (FlashInfer's set among them); 62 for three releases on torch 2.13 and 2.14; 88 for 0.19.0 with
 # torch 2.10 and its CUDA 12 libraries.
 RELEASE_PARTS, TORCH_PARTS, CUDA12_PARTS = 7, 20, 81
-# FlashInfer proofs of a release without a pre-built GDN prefill run one at a time (lab.machine's
-# Runner.takes_turns): gdn-ngram-flashinfer took 308 and 374 s beside other verifies on an H200 (2026-11-29),
+# FlashInfer proofs of a release without a pre-built GDN prefill run one at a time
+# (lab.proofs.takes_turns): gdn-ngram-flashinfer took 308 and 374 s beside other verifies on an H200 (2026-11-29),
 # counted 6 min each. With the prefill pre-built they run in the waves like any other proof.
 FLASHINFER_S = 6 * 60
 
@@ -51,9 +51,8 @@ def prebuilt_prefill(release: str, root: Path) -> bool:
 
 
 def serial(proofs, prefill_prebuilt: bool) -> int:
-    """How many of `proofs` run one at a time on the GPU machine (lab.machine.prebuilt_fi): those
-    on FlashInfer, unless the release's GDN prefill is pre-built."""
-    return 0 if prefill_prebuilt else sum(map(uses_flashinfer, proofs))
+    """How many of `proofs` run one at a time on the GPU machine (lab.proofs.takes_turns)."""
+    return sum(takes_turns(p, prefill_prebuilt) for p in proofs)
 
 
 def serial_flashinfer(release: str, proofs, root: Path) -> int:

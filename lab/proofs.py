@@ -85,6 +85,15 @@ def uses_flashinfer(item: str) -> bool:
     return name in PROOFS and option(PROOFS[name].options, "--prefill-backend") == "flashinfer"
 
 
+def takes_turns(item: str, prefill_prebuilt: bool) -> bool:
+    """Whether a job's proof runs on the GPU machine only when no other such proof runs: one
+    FlashInfer verify at a time where FlashInfer may build at engine start, since machines running
+    several FlashInfer builds beside other verifies stopped answering (2026-11-25,
+    docs/VERIFICATION.md). A release whose GDN prefill was pre-built (lab.flashinfer) builds
+    nothing; a CuTe-DSL prefill (0.26.0 on) compiles in every engine, so those take turns."""
+    return uses_flashinfer(item) and not prefill_prebuilt
+
+
 # Kimi K3's NVIDIA model code on 0.31.0 imports the CuTe DSL (nvidia-cutlass-dsl, which lab.stage
 # leaves out with every nvidia- package) as the engine loads it: there the KDA proofs' first engine
 # died on "No module named 'cutlass'" (H100, 2026-12-06), where 0.29.0's loaded without it (0.30.0
