@@ -150,6 +150,12 @@ def main() -> None:
     show_default=True,
     help="Engine pairs the pairs are spread over, each started fresh (their spread widens the interval).",
 )
+@click.option(
+    "--pin-cores",
+    is_flag=True,
+    help="Pin arm A's engine to one half of the cores and B's to the other, swapped on every other "
+    "engine pair: with --restarts 2 or more each arm runs on both halves.",
+)
 @click.option("--lock-clocks", type=int, metavar="MHZ", help="Lock the SM clock for the run (root; own machines only).")
 def run(
     experiment,
@@ -170,6 +176,7 @@ def run(
     profile,
     ttft_samples,
     restarts,
+    pin_cores,
     lock_clocks,
 ) -> None:
     """Run (or resume) one A/B run."""
@@ -194,6 +201,7 @@ def run(
         profile=profile,
         ttft_samples=ttft_samples,
         restarts=restarts,
+        pin_cores=pin_cores,
     )
     locked = clocks.lock(lock_clocks) if lock_clocks else None
     try:

@@ -1,10 +1,14 @@
 """A stand-in for vllm_backports.bench.worker speaking its protocol without vLLM: an engine with
 speculation decodes twice as fast as one without; every request is logged beside the spec, and
-"die_at_round" in the spec ends the process at that round (an engine crash)."""
+"die_at_round" in the spec ends the process at that round (an engine crash). With "report_cores"
+its ready reply says the cores it may run on and those of a process it starts (as vLLM starts its
+EngineCore)."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,7 +19,12 @@ def main() -> int:
     spec = json.loads(spec_path.read_text())
     log = spec_path.with_suffix(".ops")
     print("engine starting (a line of vLLM's log)", file=sys.stderr)
-    print(json.dumps({"ok": True, "start_s": 1.0, "engine": {"speculative": spec.get("speculative")}}), flush=True)
+    ready = {"ok": True, "start_s": 1.0, "engine": {"speculative": spec.get("speculative")}}
+    if spec.get("report_cores"):
+        child = "import json, os; print(json.dumps(sorted(os.sched_getaffinity(0))))"
+        done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True)
+        ready["cores"] = {"own": sorted(os.sched_getaffinity(0)), "child": json.loads(done.stdout)}
+    print(json.dumps(ready), flush=True)
     rounds = 0
     for line in sys.stdin:
         op = json.loads(line)["op"]

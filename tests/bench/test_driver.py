@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -152,6 +154,87 @@ def test_restarts_resume_a_run_where_it_stands_and_refuse_shares_under_two_pairs
     # a finished run asks for nothing more, restarts or not
     assert go(plan(tmp_path, sites, pairs=8, layout="resident", restarts=4))["pairs"] == 8
     assert not (tmp_path / "run/a-3.spec.json").exists()
+
+
+def test_core_sets_give_the_arms_disjoint_equal_halves_swapped_on_odd_instances():
+    low, high = list(range(8)), list(range(8, 16))
+    assert driver.core_sets(range(16), 0) == {"a": low, "b": high}
+    assert driver.core_sets(range(16), 1) == {"a": high, "b": low}
+    assert driver.core_sets(range(16), 2) == {"a": low, "b": high}
+    assert driver.core_sets(range(16), 3) == {"a": high, "b": low}
+    # the cores a run was given, in any order, not numbered from 0; an odd one left out
+    assert driver.core_sets([20, 3, 12, 7, 11], 0) == {"a": [3, 7], "b": [11, 12]}
+    assert driver.core_sets([9, 6, 8, 7], 1) == {"a": [8, 9], "b": [6, 7]}
+
+
+def test_pin_cores_is_refused_in_one_line_under_four_cores_or_where_nothing_can_pin(tmp_path, sites, monkeypatch):
+    with pytest.raises(UsageError, match="--pin-cores: 3 core.s. available, 4 at least") as refused:
+        driver.core_sets([0, 1, 2], 0)
+    assert "\n" not in str(refused.value)
+    monkeypatch.setattr(driver.os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    with pytest.raises(UsageError, match="--pin-cores: 3 core.s. available"):
+        go(plan(tmp_path, sites, pin_cores=True))
+    monkeypatch.setattr(driver.os, "sched_getaffinity", lambda pid: set(range(16)))
+    monkeypatch.delattr(driver.os, "sched_setaffinity")
+    with pytest.raises(UsageError, match="--pin-cores: this platform cannot pin a process to cores") as refused:
+        go(plan(tmp_path, sites, pin_cores=True))
+    assert "\n" not in str(refused.value)
+    assert not (tmp_path / "run").exists()  # refused before anything was written
+    assert go(plan(tmp_path, sites, pairs=1))["pairs"] == 1  # without --pin-cores the same host runs
+
+
+def watch_pinning(monkeypatch) -> dict[str, list]:
+    """Each engine started, by tag: the sched_setaffinity calls its Popen's preexec_fn makes, run
+    here, where they can be seen, instead of in the child; the engine then starts unpinned."""
+    started: dict[str, list] = {}
+    calls: list = []
+    real = subprocess.Popen
+    monkeypatch.setattr(driver.os, "sched_setaffinity", lambda pid, cores: calls.append((pid, list(cores))))
+
+    def popen(args, preexec_fn=None, **kw):
+        calls.clear()
+        if preexec_fn is not None:
+            preexec_fn()
+        started[Path(args[-1]).name.removesuffix(".spec.json")] = list(calls)
+        return real(args, **kw)
+
+    monkeypatch.setattr(driver.subprocess, "Popen", popen)
+    return started
+
+
+@pytest.mark.parametrize("layout", schedule.LAYOUTS)
+def test_pin_cores_starts_each_arm_on_its_half_and_swaps_the_halves_each_engine_pair(
+    tmp_path, sites, monkeypatch, layout
+):
+    monkeypatch.setattr(driver.os, "sched_getaffinity", lambda pid: set(range(9)))  # core 8 left out
+    started = watch_pinning(monkeypatch)
+    result = go(plan(tmp_path, sites, pairs=4, layout=layout, restarts=2, pin_cores=True))
+    assert result["pairs"] == 4 and result["instances"] == 2
+    low, high = [0, 1, 2, 3], [4, 5, 6, 7]
+    assert started == {"a-0": [(0, low)], "b-0": [(0, high)], "a-1": [(0, high)], "b-1": [(0, low)]}
+    meta = json.loads((tmp_path / "run/run.json").read_text())
+    assert [x["cores"] for x in meta["instances"]] == [{"a": low, "b": high}, {"a": high, "b": low}]
+    assert meta["plan"]["pin_cores"] is True
+
+
+def test_without_pin_cores_no_engine_is_pinned_and_none_recorded(tmp_path, sites, monkeypatch):
+    started = watch_pinning(monkeypatch)
+    go(plan(tmp_path, sites, pairs=2, layout="resident"))
+    assert started == {"a-0": [], "b-0": []}
+    meta = json.loads((tmp_path / "run/run.json").read_text())
+    assert "cores" not in meta["instances"][0] and meta["plan"]["pin_cores"] is False
+
+
+def test_a_pinned_engine_and_the_processes_it_starts_run_on_its_cores_alone(tmp_path, monkeypatch):
+    own = sorted(os.sched_getaffinity(0))
+    if len(own) < 2:
+        pytest.skip("one core: nothing narrower to pin an engine to")
+    monkeypatch.setenv("PYTHONPATH", str(HERE))
+    for tag, cores, seen in (("a-0", own[-1:], own[-1:]), ("b-0", None, own)):
+        w = driver.Worker(tag, {"report_cores": True}, tmp_path, tmp_path, "fake_bench_worker", cores)
+        w.stop()
+        assert w.ready["cores"] == {"own": seen, "child": seen}
+    assert sorted(os.sched_getaffinity(0)) == own  # the driver's own cores untouched
 
 
 def test_an_engine_that_dies_is_reported_with_its_log_and_the_rounds_before_it_kept(tmp_path, sites):

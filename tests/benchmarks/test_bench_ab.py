@@ -8,6 +8,7 @@ import json
 from click.testing import CliRunner
 
 from benchmarks import bench_ab
+from vllm_backports.errors import BackportError
 
 
 def test_sites_must_be_label_and_existing_directory(tmp_path):
@@ -23,6 +24,19 @@ def run_nospec(tmp_path, *options: str):
     out, site = str(tmp_path / "o"), str(tmp_path)
     args = ["run", "--experiment", "nospec", "--shape", "qwen3_5-9b", "--out", out, "--site", f"raw={site}"]
     return CliRunner().invoke(bench_ab.main, [*args, "--site", f"fix={site}", *options])
+
+
+def test_pin_cores_reaches_the_plan_and_is_off_unless_asked(tmp_path, monkeypatch):
+    plans = []
+
+    def run(plan, *args, **kw):
+        plans.append(plan)
+        raise BackportError("no engines in this test")
+
+    monkeypatch.setattr(bench_ab.driver, "run", run)
+    assert run_nospec(tmp_path, "--pin-cores").exit_code == 1
+    assert run_nospec(tmp_path).exit_code == 1
+    assert [p.pin_cores for p in plans] == [True, False]
 
 
 def test_a_site_without_vllm_is_refused_in_one_line(tmp_path):

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import random
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -54,6 +55,10 @@ class Plan:
     # Engine pairs the pairs are spread over, each started fresh: where one start's process
     # placement runs faster than the next, the groups' spread widens the interval (stats.py)
     restarts: int = 1
+    # Arm A's engine on one half of the driver's cores, B's on the other, swapped on every other
+    # engine pair: at 1 request a step is host-bound, and where the OS places each engine's
+    # processes sets its host speed (1.25x and 1.46x apart, 0.31.0 on an H100, 2026-12-06)
+    pin_cores: bool = False
     extra: dict = field(default_factory=dict)
 
 
@@ -76,7 +81,28 @@ def check(plan: Plan) -> str:
         raise UsageError(f"--restarts {plan.restarts}: one engine pair at least")
     if plan.profile is not None and plan.profile not in plan.levels:
         raise UsageError(f"--profile {plan.profile} is not one of the levels {plan.levels}")
+    if plan.pin_cores:
+        core_sets(own_cores(), 0)  # refused before anything is written, not at the first engine start
     return next(iter(versions.values()))
+
+
+def own_cores() -> list[int]:
+    """The cores the driver may run on, which --pin-cores shares out between the arms."""
+    if not hasattr(os, "sched_setaffinity"):
+        raise UsageError("--pin-cores: this platform cannot pin a process to cores (no sched_setaffinity)")
+    return sorted(os.sched_getaffinity(0))
+
+
+def core_sets(available: Sequence[int], instance: int) -> dict[str, list[int]]:
+    """Each arm's cores on engine pair `instance`: two disjoint halves of equal size (an odd core
+    left out), swapped on odd instances so that over two or more pairs each arm runs on both and
+    a difference between the halves falls between groups (the interval), not in the ratio."""
+    cores = sorted(available)
+    if len(cores) < 4:
+        raise UsageError(f"--pin-cores: {len(cores)} core(s) available, 4 at least (two for each arm)")
+    half = len(cores) // 2
+    low, high = cores[:half], cores[half : 2 * half]
+    return {"a": high, "b": low} if instance % 2 else {"a": low, "b": high}
 
 
 def prompts(plan: Plan, vocab: int) -> list[list[int]]:
@@ -144,7 +170,9 @@ def engine_spec(plan: Plan, arm: experiments.Arm, model_dir: Path, vocab: int, t
 class Worker:
     """One engine process and its request channel."""
 
-    def __init__(self, tag: str, spec: dict, site: Path, work: Path, module: str = WORKER):
+    def __init__(
+        self, tag: str, spec: dict, site: Path, work: Path, module: str = WORKER, cores: Sequence[int] | None = None
+    ):
         self.tag, self.log = tag, work / f"{tag}.log"
         spec_path = work / f"{tag}.spec.json"
         spec_path.write_text(json.dumps(spec))
@@ -155,6 +183,8 @@ class Worker:
             stderr=open(self.log, "w"),  # noqa: SIM115 (the child holds it)
             env=engine_env(None, site),
             text=True,
+            # set in the child before exec: vLLM's EngineCore and all else the engine starts inherit it
+            preexec_fn=None if cores is None else lambda: os.sched_setaffinity(0, cores),
         )
         self.ready = self.read()
 
@@ -286,10 +316,12 @@ def _run(
             "machine": ran_on,
             "instances": [],
         }
+    cores = core_sets(own_cores(), instance) if plan.pin_cores else None
     record: dict = {
         "instance": instance,
         "layout": plan.layout,
         "pairs": owed,
+        **({"cores": cores} if cores else {}),
         "clocks_before": clocks(),
         "engines": {},
     }
@@ -308,7 +340,8 @@ def _run(
             progress(f"[{n + 1}/{len(steps)}] {op} {arm}" + ("" if i is None else f" round {i}"))
             if op == "start":
                 spec = engine_spec(plan, arms[arm], model_dir, vocab, text_only)
-                workers[arm] = Worker(f"{arm}-{instance}", spec, plan.sites[arms[arm].site], plan.out, module)
+                site, pinned = plan.sites[arms[arm].site], cores[arm] if cores else None
+                workers[arm] = Worker(f"{arm}-{instance}", spec, site, plan.out, module, pinned)
                 record["engines"][arm] = workers[arm].ready
                 meta_path.write_text(json.dumps(meta, indent=2) + "\n")
             elif op == "stop":
