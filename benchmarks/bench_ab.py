@@ -252,8 +252,12 @@ def profile_diff(run_dir, instance, level, top, as_json) -> None:
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     rows = profiles.compare(ops_a, ops_b)
+    speed = profiles.host_speed(rows)
     if as_json:
-        click.echo(json.dumps({"level": level, "instance": instance, "totals": {"a": tot_a, "b": tot_b}, "ops": rows}))
+        totals = {"a": tot_a, "b": tot_b}
+        click.echo(
+            json.dumps({"level": level, "instance": instance, "totals": totals, "host_speed": speed, "ops": rows})
+        )
         return
     meta_path = run_dir / "run.json"
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
@@ -263,6 +267,12 @@ def profile_diff(run_dir, instance, level, top, as_json) -> None:
         if a is not None and b is not None:
             ratio = f"  B/A {b / a:.3f}" if a else ""
             click.echo(f"  {what} time, in all: A {a / 1e3:10.1f} ms  B {b / 1e3:10.1f} ms{ratio}")
+    if speed:
+        a, b = speed["host_a_us"], speed["host_b_at_a_us"]
+        click.echo(
+            f"  host time at A's process speed (B's {speed['speed']:.3f}x A's, the median of {speed['ops']} ops"
+            f" launched alike): A {a / 1e3:.1f} ms  B {b / 1e3:.1f} ms  B/A {b / a:.3f}"
+        )
     cells = "  {:<56} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9}"
     click.echo(cells.format("op", "calls A", "calls B", "dev A ms", "dev B ms", "host A ms", "host B ms"))
     for r in rows[:top]:

@@ -86,3 +86,30 @@ def test_compare_puts_the_largest_differences_first_and_marks_what_one_side_lack
     assert [r["name"] for r in got] == ["slower", "b_only", "a_only", "same"]
     assert got[0]["calls"] == (4, 40) and got[0]["weight"] == pytest.approx(450.0 + 89.0)
     assert got[1]["calls"] == (None, 7) and got[1]["self_device_us"] == (None, 20.0)
+
+
+def test_host_speed_is_the_median_factor_of_ops_launched_alike_and_rescales_bs_total():
+    # B's process runs host code 1.5x as long; the series also adds an op and doubles the own
+    # time of one op it changed (launched alike), which a sum over ops launched alike would
+    # take for the process
+    a = {f"op{i}": profiles.Op(10, 0.0, 2000.0 * (i + 1)) for i in range(6)}
+    b = {f"op{i}": profiles.Op(10, 0.0, 1.5 * 2000.0 * (i + 1)) for i in range(6)}
+    b["op5"] = profiles.Op(10, 0.0, 2 * 1.5 * 12000.0)  # the changed op
+    b["added"] = profiles.Op(3, 0.0, 1.5 * 4000.0)
+    a["tiny"], b["tiny"] = profiles.Op(5, 0.0, 10.0), profiles.Op(5, 0.0, 90.0)  # under SPEED_MIN_US
+    got = profiles.host_speed(profiles.compare(a, b))
+    assert got is not None
+    assert got["speed"] == pytest.approx(1.5) and got["ops"] == 6
+    assert got["host_a_us"] == pytest.approx(42000.0 + 10.0)
+    # at A's speed B costs A's ops, op5 once more, the added op and tiny's 60 us
+    assert got["host_b_at_a_us"] == pytest.approx(42000.0 + 12000.0 + 4000.0 + 60.0)
+
+
+def test_host_speed_needs_five_ops_launched_alike_with_their_time_on_both_arms():
+    a = {f"op{i}": profiles.Op(10, 0.0, 5000.0) for i in range(5)}
+    b = {f"op{i}": profiles.Op(10, 0.0, 6000.0) for i in range(5)}
+    assert profiles.host_speed(profiles.compare(a, b))["speed"] == pytest.approx(1.2)
+    b["op0"] = profiles.Op(11, 0.0, 6000.0)  # launched a different number of times: not alike
+    assert profiles.host_speed(profiles.compare(a, b)) is None
+    b["op0"], a["op1"] = profiles.Op(10, 0.0, 6000.0), profiles.Op(10, 0.0, 999.0)  # under the floor on A
+    assert profiles.host_speed(profiles.compare(a, b)) is None

@@ -57,7 +57,7 @@ class Plan:
     restarts: int = 1
     # Arm A's engine on one half of the driver's cores, B's on the other, swapped on every other
     # engine pair: at 1 request a step is host-bound, and where the OS places each engine's
-    # processes sets its host speed (1.25x and 1.46x apart, 0.31.0 on an H100, 2026-12-06)
+    # processes sets its host speed (1.18x and 1.43x apart, 0.31.0 on an H100, 2026-12-06)
     pin_cores: bool = False
     extra: dict = field(default_factory=dict)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,3 +125,34 @@ def compare(a: dict[str, Op], b: dict[str, Op]) -> list[dict]:
         )
     out.sort(key=lambda r: -r["weight"])
     return out
+
+
+# ops of less own host time than this on either arm are left out of host_speed: their ratios
+# are mostly timer noise
+SPEED_MIN_US = 1000.0
+
+
+def host_speed(rows: list[dict]) -> dict[str, float] | None:
+    """How much longer B's process took over the same host work than A's, and B's host total at
+    A's speed.
+
+    At 1 request a step is host-bound, and where the OS placed each engine's processes has made
+    every op of one arm 1.2x to 1.4x slower than the other's (0.31.0, H100, 2026-12-06): a host
+    total measures the process as much as the series. An op both arms launched equally often
+    does the same work on each unless the series changed it, so the median of those ops' host
+    time B/A is the process's factor: a median, because the ops the series did change (its GDN
+    op, whose own time holds its Python) would pull a sum their way. None where fewer than five
+    ops qualify."""
+    ratios = sorted(
+        r["self_cpu_us"][1] / r["self_cpu_us"][0]
+        for r in rows
+        if r["calls"][0]
+        and r["calls"][0] == r["calls"][1]
+        and min(r["self_cpu_us"][0] or 0.0, r["self_cpu_us"][1] or 0.0) >= SPEED_MIN_US
+    )
+    if len(ratios) < 5:
+        return None
+    speed = statistics.median(ratios)
+    total_a = sum(r["self_cpu_us"][0] or 0.0 for r in rows)
+    total_b = sum(r["self_cpu_us"][1] or 0.0 for r in rows)
+    return {"speed": speed, "ops": len(ratios), "host_a_us": total_a, "host_b_at_a_us": total_b / speed}
