@@ -17,6 +17,7 @@ there in order, from this checkout.
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import sys
 from dataclasses import replace
@@ -36,10 +37,12 @@ ROOT = Path(__file__).resolve().parents[1]
 MARGIN = 2 << 20  # what the tree may grow by between planning and the calls
 
 
-def calls(part_dirs: list[str], jobs: list[str], wait: int = 540) -> list[dict]:
+def calls(part_dirs: list[str], jobs: list[str], wait: int = 540, bench_args: str = "") -> list[dict]:
     """The device calls: one a part, the last also starting the jobs, then one collect."""
     out = [{"command": f"python3 -m lab.machine put {p}", "carry": [p]} for p in part_dirs]
     start = f"python3 -m lab.machine start {' '.join(jobs)}"
+    if bench_args:
+        start += f" --bench-args {shlex.quote(bench_args)}"
     if out:
         out[-1] = {"command": out[-1]["command"] + " && " + start, "carry": [*out[-1]["carry"], ".lab/stage"]}
     else:
@@ -82,7 +85,8 @@ def core_cmd(releases: tuple[str, ...]) -> None:
 @click.argument("jobs", nargs=-1, required=True)
 @click.option("--limit", type=int, default=LIMIT, show_default=True, help="Bytes one call carries, tree included.")
 @click.option("--json", "as_json", is_flag=True, help="One object a call: command, carry.")
-def plan(jobs: tuple[str, ...], limit: int, as_json: bool) -> None:
+@click.option("--bench-args", default="", help="bench_ab.py run's options for bench= items (else lab.machine's).")
+def plan(jobs: tuple[str, ...], limit: int, as_json: bool, bench_args: str) -> None:
     """Stage RELEASE[:PROOF,...] jobs and print the calls that prove them on a GPU machine."""
     catalogue = Catalogue(ROOT)
     releases = [j.partition(":")[0] for j in jobs]
@@ -106,7 +110,7 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool) -> None:
     # travels with the stages in the last call: `start` names the parts a machine never got
     (lab / "stage" / "parts.json").write_text(json.dumps(parts.index(packed, ROOT)))
     part_dirs = [p.relative_to(ROOT).as_posix() for p in packed]
-    found = calls(part_dirs, list(jobs))
+    found = calls(part_dirs, list(jobs), bench_args=bench_args)
     if as_json:
         click.echo(json.dumps(found, indent=1))
         return
@@ -118,7 +122,8 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool) -> None:
     # benches-only jobs install too
     need = estimate(len(part_dirs), {j["release"]: len(j["proofs"]) for j in parsed}, fi)
     over = f"; more than one {MACHINE_S // 60}-minute machine holds: split the jobs" if need > MACHINE_S else ""
-    log(f"about {need / 60:.0f} min of device time, by {ESTIMATED_BY}{over}")
+    uncounted = ", the benchmarks not counted" if any(j["benches"] for j in parsed) else ""
+    log(f"about {need / 60:.0f} min of device time{uncounted}, by {ESTIMATED_BY}{over}")
 
 
 @main.command("bundle")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shlex
 import tarfile
 from pathlib import Path
 
@@ -89,6 +90,13 @@ def test_the_plan_puts_every_part_and_starts_the_jobs_with_the_last():
     assert got[1]["command"].endswith("&& python3 -m lab.machine start 0.22.0 0.23.0:mtp")
     assert got[1]["carry"] == [".lab/parts/p001", ".lab/stage"]
     assert got[2]["command"].startswith("python3 -m lab.machine collect")
+
+
+def test_the_plan_hands_the_benchmarks_options_to_start_as_one_argument():
+    got = calls([".lab/parts/p000"], ["0.31.0:bench=qwen3_5-9b/fixcost-ngram-sparse=8"], bench_args="--levels 1 --restarts 2")
+    start = got[0]["command"].partition(" && ")[2]
+    assert shlex.split(start)[-2:] == ["--bench-args", "--levels 1 --restarts 2"]
+    assert "--bench-args" not in calls([".lab/parts/p000"], ["0.31.0"])[0]["command"]
 
 
 def test_a_candidates_run_is_never_kept_as_evidence_of_the_series(tmp_path):
