@@ -87,7 +87,8 @@ def test_every_proof_names_a_backport_of_the_catalogue_or_is_a_sibling_bugs_posi
         "tail-ngram-v2", "churn-mtp-async", "churn-mtp-sync", "pc-mtp", "pc-mtp-lp", "pc-mtp-lp-kv02", "pc-mtp-lp-kv04",
         "kp1-b1", "kp1-mtp",
         "rounds-mtp-prefix", "rounds-mtp", "plogprobs-mtp-b1", "plogprobs-mtp-b1-eager", "counts-mtp-async-churn",
-        "churn-mtp-async-nopc", "one-token-ngram", "ngram-tool-calls", "qwen3_5-mtp-tp2", "kda-ngram",
+        "churn-mtp-async-nopc", "one-token-ngram", "one-token-ngram-nopc", "ngram-tool-calls", "qwen3_5-mtp-tp2",
+        "kda-ngram",
     }
     assert PROOFS["gdn-ngram"].fix == "gdn-spec-state" and PROOFS["kp1-b1-fix"].fix == "spec-prefill-decode-graph"
 
