@@ -131,7 +131,7 @@ def test_matrix_cell_of_a_release_without_a_series_is_a_dash(tmp_path, monkeypat
     assert CliRunner().invoke(maint.main, ["matrix", "--write"]).exit_code == 0
     row = _matrix_rows((home / "README.md").read_text())["0.33.0"]
     known = (
-        "[#52475, #56077 (reproduced); #51571, #50021, #53488, #53726 (not reproduced); #53180, #41190 (not yet run)]"
+        "[#52475, #51562, #56077 (reproduced); #51571, #50021, #53488, #53726 (not reproduced); #53180, #41190 (not yet run)]"
         "(docs/SUPPORT.md#known-bugs-the-series-leave-alone)"
     )
     assert row.endswith(f"| turboquant-prefill-fastpath; {known} | - |")
@@ -455,7 +455,7 @@ def test_the_kept_evidence_tells_an_upstream_fix_from_a_weak_scenario():
         ("0.33.0", "tail-ngram-v2"),
     ]
     assert by_name["kp1-b1-fix"].verdict == "control wrong"
-    # the series carries the GDN fix on 0.31.0; its one failing run is the known one-token-align-ngram
+    # the series carries the GDN fix on 0.31.0; its one failing run is the known spec-pad-one-token-prompt
     failing = sorted((r, s.name) for r, ss in judged.items() for s in ss if s.verdict == "fails")
     assert failing == [("0.29.0", "one-token-ngram"), ("0.31.0", "one-token-ngram")]
     assert {s.verdict for s in judged["0.31.0"] if s.name != "one-token-ngram"} <= {"control wrong", "weak"}

@@ -181,13 +181,14 @@ PROOFS = {
     # KV pool that hands freed state slots out again (scenarios.py); both sites carry it
     "one-token-ngram": _p(
         "--preset ngram --prompts one-token --kv-cache-gib 0.02",
-        known=("gdn-one-token-first-chunk", "one-token-align-ngram"),
+        known=("gdn-one-token-first-chunk", "spec-pad-one-token-prompt"),
     ),
     # the same without prefix caching (Mamba none, not align): one-token-ngram failed the series on
-    # 0.29.0 and 0.31.0 in align mode and passed it on 0.22.0 in none (H100, 2026-12-06)
+    # 0.29.0 and 0.31.0 in align mode and passed it on 0.22.0, in none and before the scheduler's
+    # padding of one-token requests (H100, 2026-12-06), the cause read in the scheduler since
     "one-token-ngram-nopc": _p(
         "--preset ngram --prompts one-token --kv-cache-gib 0.02 --prefix-caching off",
-        known=("one-token-align-ngram",),
+        known=("spec-pad-one-token-prompt",),
     ),
     # #40875 / #56077: vLLM's own ngram proposer on tool-call-shaped prompts, at the release's
     # lookup and at the reports' workaround (prompt_lookup_min 8)

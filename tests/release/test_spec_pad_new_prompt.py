@@ -1,0 +1,95 @@
+"""The spec-pad-new-prompt candidate (benchmarks/alternatives/spec-pad-new-prompt) fits the real
+scheduler of each release it is written for, after the release's whole series (none patches the
+scheduler), and stops the scheduler padding a fresh one-token prompt into a verify row while it
+still pads a one-token remainder with computed tokens behind it.
+
+The padding condition is evaluated as each file defines it, on plain stand-ins for the names it
+reads; the rest of the scheduler is not run, so this needs neither torch nor vLLM.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from vllm_backports.catalogue import Catalogue
+from vllm_backports.hunks import Mismatch, apply_file
+from vllm_backports.patchfile import parse
+
+ROOT = Path(__file__).resolve().parents[2]
+NAME = "spec-pad-new-prompt"
+CANDIDATES = ROOT / "benchmarks" / "alternatives" / NAME
+RELEASES = sorted(d.name for d in CANDIDATES.iterdir() if (d / f"0001-{NAME}.patch").is_file())
+SCHEDULER = "vllm/v1/core/sched/scheduler.py"
+CATALOGUE = Catalogue(ROOT)
+
+
+def test_candidates_for_every_release_whose_scheduler_pads_one_token_requests():
+    # the padding arrived in 0.25.0; 0.27.0's wheel is 0.27.1's twin, the candidate is kept for 0.27.1
+    assert RELEASES == ["0.25.0", "0.26.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"]
+
+
+@pytest.fixture(scope="module", params=RELEASES)
+def scheduler(request) -> dict:
+    from vllm_backports.pypi import fetch
+
+    release = CATALOGUE.releases[request.param]
+    series = CATALOGUE.series(release.series)
+    assert all(f.path != SCHEDULER for p in series.patches for f in p.files), "a series patches the scheduler now"
+    pristine = fetch(release, [SCHEDULER]).files[SCHEDULER]
+    candidate = parse((CANDIDATES / request.param / f"0001-{NAME}.patch").read_bytes(), f"0001-{NAME}.patch")
+    assert [f.path for f in candidate.files] == [SCHEDULER]
+    patched = apply_file(pristine, candidate.files[0])
+    assert not isinstance(patched, Mismatch), patched
+    return {"release": request.param, "pristine": pristine, "candidate": patched}
+
+
+def padding_condition(source: bytes):
+    """The test of the `if` that pads a one-token request to 1 + k tokens, as a function of the
+    names it reads."""
+    tests = [
+        node.test
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.If)
+        and "num_new_tokens == 1" in ast.unparse(node.test)
+        and "num_spec_tokens" in ast.unparse(node.test)
+    ]
+    assert len(tests) == 1, len(tests)
+    code = compile(ast.Expression(tests[0]), "<padding>", "eval")
+    return lambda **names: bool(eval(code, {}, names))  # the release's own expression, nothing else
+
+
+def pads(condition, num_new_tokens: int, num_computed_tokens: int, running: bool = True) -> bool:
+    engine = SimpleNamespace(num_spec_tokens=3, dynamic_sd_lookup=None, num_sampled_tokens_per_step=1)
+    return condition(
+        self=engine,
+        num_new_tokens=num_new_tokens,
+        num_computed_tokens=num_computed_tokens,
+        scheduled_running_reqs=["running"] if running else [],
+        prefill_scheduled=False,
+    )
+
+
+def test_a_fresh_one_token_prompt_is_padded_by_the_release_and_not_with_the_candidate(scheduler):
+    release, candidate = padding_condition(scheduler["pristine"]), padding_condition(scheduler["candidate"])
+    assert pads(release, num_new_tokens=1, num_computed_tokens=0)  # the bug: a prompt becomes a verify row
+    assert not pads(candidate, num_new_tokens=1, num_computed_tokens=0)
+
+
+def test_a_one_token_remainder_with_computed_tokens_is_padded_as_before(scheduler):
+    release, candidate = padding_condition(scheduler["pristine"]), padding_condition(scheduler["candidate"])
+    for running in (True, False):
+        assert pads(candidate, 1, 40, running) == pads(release, 1, 40, running)
+    assert pads(candidate, 1, 40) and not pads(candidate, 40, 0)
+
+
+def test_the_candidate_adds_its_guard_and_changes_no_other_line(scheduler):
+    before = scheduler["pristine"].decode().splitlines()
+    after = scheduler["candidate"].decode().splitlines()
+    added = [line for line in after if line not in before]
+    assert len(after) - len(before) == len(added) == 5
+    assert added[-1].strip() == "and num_computed_tokens > 0"
+    assert [line for line in after if line not in added] == before
