@@ -135,7 +135,9 @@ def test_restarts_spread_the_pairs_over_fresh_engine_pairs_that_the_interval_gro
     assert by_instance == {0: {0, 1, 2}, 1: {3, 4}, 2: {5, 6}}  # ceil(7/3) = 3, then to 5, then to 7
     assert result["pairs"] == 7 and result["instances"] == 3
     for instance in range(3):  # each share started its own engines
-        assert (tmp_path / f"run/a-{instance}.spec.json").exists() and (tmp_path / f"run/b-{instance}.spec.json").exists()
+        assert (tmp_path / f"run/a-{instance}.spec.json").exists() and (
+            tmp_path / f"run/b-{instance}.spec.json"
+        ).exists()
     meta = json.loads((tmp_path / "run/run.json").read_text())
     assert [x["pairs"] for x in meta["instances"]] == [3, 2, 2]
     assert meta["plan"]["pairs"] == 7 and meta["plan"]["restarts"] == 3  # the run as asked, not a share
@@ -181,6 +183,14 @@ def test_pin_cores_is_refused_in_one_line_under_four_cores_or_where_nothing_can_
     assert "\n" not in str(refused.value)
     assert not (tmp_path / "run").exists()  # refused before anything was written
     assert go(plan(tmp_path, sites, pairs=1))["pairs"] == 1  # without --pin-cores the same host runs
+
+
+def test_pin_cores_is_refused_with_an_odd_number_of_engine_pairs(tmp_path, sites, monkeypatch):
+    monkeypatch.setattr(driver.os, "sched_getaffinity", lambda pid: set(range(16)))
+    for restarts in (1, 3):
+        with pytest.raises(UsageError, match=f"--pin-cores needs an even --restarts .*, not {restarts}$"):
+            go(plan(tmp_path, sites, pairs=6, layout="resident", restarts=restarts, pin_cores=True))
+    assert not (tmp_path / "run").exists()
 
 
 def watch_pinning(monkeypatch) -> dict[str, list]:

@@ -57,7 +57,9 @@ class Plan:
     restarts: int = 1
     # Arm A's engine on one half of the driver's cores, B's on the other, swapped on every other
     # engine pair: at 1 request a step is host-bound, and where the OS places each engine's
-    # processes sets its host speed (1.18x and 1.43x apart, 0.31.0 on an H100, 2026-12-06)
+    # processes sets its host speed (in one profiled generate each, the ops of two processes ran
+    # 1.18x and 1.43x apart, 0.31.0 on an H100, 2026-12-06). The halves are split by CPU number,
+    # not by physical core or NUMA node.
     pin_cores: bool = False
     extra: dict = field(default_factory=dict)
 
@@ -83,6 +85,12 @@ def check(plan: Plan) -> str:
         raise UsageError(f"--profile {plan.profile} is not one of the levels {plan.levels}")
     if plan.pin_cores:
         core_sets(own_cores(), 0)  # refused before anything is written, not at the first engine start
+        if plan.restarts % 2:
+            # with an odd number of engine pairs one arm runs longer on one half: that half's
+            # speed would move the ratio
+            raise UsageError(
+                f"--pin-cores needs an even --restarts (each arm as long on each half), not {plan.restarts}"
+            )
     return next(iter(versions.values()))
 
 
