@@ -137,8 +137,8 @@ def host_speed(rows: list[dict]) -> dict[str, float] | None:
     A's speed.
 
     At 1 request a step is host-bound, and where the OS placed each engine's processes has made
-    every op of one arm 1.2x to 1.4x slower than the other's (0.31.0, H100, 2026-12-06): a host
-    total measures the process as much as the series. An op both arms launched equally often
+    the ops of one arm's process take, at the median, 1.2x to 1.4x as long as the other's (0.31.0,
+    H100, 2026-12-06): a host total measures the process as much as the series. An op both arms launched equally often
     does the same work on each unless the series changed it, so the median of those ops' host
     time B/A is the process's factor: a median, because the ops the series did change (its GDN
     op, whose own time holds its Python) would pull a sum their way. None where fewer than five
