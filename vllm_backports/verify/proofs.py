@@ -183,9 +183,8 @@ PROOFS = {
         "--preset ngram --prompts one-token --kv-cache-gib 0.02",
         known=("gdn-one-token-first-chunk", "spec-pad-one-token-prompt"),
     ),
-    # the same without prefix caching (Mamba none, not align): one-token-ngram failed the series on
-    # 0.29.0 and 0.31.0 in align mode and passed it on 0.22.0, in none and before the scheduler's
-    # padding of one-token requests (H100, 2026-12-06), the cause read in the scheduler since
+    # the same with prefix caching off on releases whose default is on (0.29.0 and 0.31.0 failed
+    # the series in Mamba align, 0.26.0 with prefix caching off, H100, 2026-12-06)
     "one-token-ngram-nopc": _p(
         "--preset ngram --prompts one-token --kv-cache-gib 0.02 --prefix-caching off",
         known=("spec-pad-one-token-prompt",),
