@@ -11,6 +11,8 @@ from vllm_backports.catalogue import Catalogue
 from vllm_backports.verify.proofs import CONTROL_LEAVES_OUT, PROOFS, left_out, option
 from vllm_backports.verify.scenarios import chooses_prefill
 
+from .machine import proof_of
+
 # The core set: for each backport a series carries, the proofs that show it on users' shape (16
 # a batch under CUDA graphs unless the proof says otherwise). The GDN fix shows on ngram, on
 # prompts of k+1 tokens, with prefix caching and on MTP (which takes the V2 runner from 0.29, so
@@ -81,7 +83,7 @@ def core(catalogue: Catalogue, release: str) -> list[str]:
 
 def uses_flashinfer(item: str) -> bool:
     """Whether a job's proof (SITE@PROOF too) runs on FlashInfer's GDN prefill."""
-    name = item.partition("@")[2] or item
+    name = proof_of(item)
     return name in PROOFS and option(PROOFS[name].options, "--prefill-backend") == "flashinfer"
 
 
@@ -104,7 +106,7 @@ DSL_MODELS = {"tiny-kimi-k3": "0.31.0"}
 def takes_fi_site(release: str, item: str) -> bool:
     """Whether a job's proof (SITE@PROOF too) runs with its release's FlashInfer site on the path:
     a FlashInfer proof, or one whose model's code on `release` imports the CuTe DSL."""
-    name = item.partition("@")[2] or item
+    name = proof_of(item)
     if name not in PROOFS:
         return False
     since = DSL_MODELS.get(option(PROOFS[name].options, "--model") or "")
