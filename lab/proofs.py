@@ -25,6 +25,7 @@ CORE = {
     "turboquant-prefill-fastpath": ("tq-continuation",),
     "turboquant-decode-workspace": ("qwen3_5-tq-mtp",),
     "gdn-draft-free-plain": ("gdn-ngram-b1",),
+    "spec-pad-new-prompt": ("spec-pad-ngram",),
 }
 # TurboQuant KV cannot start on hybrid models before 0.21.0 (verify/scenarios.py): a TurboQuant
 # proof there has no run to make.

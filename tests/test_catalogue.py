@@ -226,9 +226,9 @@ def test_a_releases_backports_are_what_its_series_applies_less_what_is_upstream(
         assert release.backports == tuple(b for b in applied if b not in release.upstream), version
     assert CAT.releases["0.31.0"].backports == (
         "turboquant-spec-decode", "gdn-spec-state", "gdn-spec-state-v2-runner", "spec-prefill-decode-graph",
-        "turboquant-prefill-fastpath", "gdn-draft-free-plain")
+        "turboquant-prefill-fastpath", "gdn-draft-free-plain", "spec-pad-new-prompt")
     assert CAT.releases["0.33.0"].backports == (
-        "turboquant-spec-decode", "spec-prefill-decode-graph", "turboquant-prefill-fastpath")
+        "turboquant-spec-decode", "spec-prefill-decode-graph", "turboquant-prefill-fastpath", "spec-pad-new-prompt")
     assert (
         "gdn-spec-state" in CAT.releases["0.33.0"].upstream and "gdn-spec-state" not in CAT.releases["0.31.0"].upstream
     )

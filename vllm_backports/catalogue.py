@@ -126,6 +126,8 @@ SCENARIOS = {
     "TurboQuant backend as control",
     "one-token-ngram": "sibling bug #51565: one-token prompts into freed rows beside ngram rows, 0.02 GiB KV pool",
     "one-token-ngram-nopc": "one-token-ngram with prefix caching off (Mamba none, not align)",
+    "spec-pad-ngram": "spec-pad-new-prompt alone: one-token-ngram against the series less it",
+    "spec-pad-mtp": "spec-pad-ngram under MTP",
     "ngram-tool-calls": "sibling bug #40875 / #56077: vLLM's own ngram, tool-call-shaped prompts, lookup 5 and 8",
     "qwen3_5-mtp-tp2": "sibling bug #41190: Qwen3.5 dense, MTP at tensor parallel 2 (two GPUs), pristine control",
     "kda-ngram": "sibling bug #39273 for Kimi K3's KDA builder: ngram, tiny Kimi K3 (verify --model), pristine control",

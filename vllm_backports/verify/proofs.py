@@ -189,6 +189,11 @@ PROOFS = {
         "--preset ngram --prompts one-token --kv-cache-gib 0.02 --prefix-caching off",
         known=("spec-pad-one-token-prompt",),
     ),
+    # spec-pad-new-prompt's proof, the same one-token prompts against the series less it: the
+    # series' own GDN fix then acts on both sites, so only the scheduler's padding differs
+    "spec-pad-ngram": _p("--preset ngram --prompts one-token --kv-cache-gib 0.02", "less-spec-pad-new-prompt"),
+    # the same under MTP, which drafts every step (the V2 runner from 0.29.0)
+    "spec-pad-mtp": _p("--preset mtp --prompts one-token --kv-cache-gib 0.02", "less-spec-pad-new-prompt"),
     # #40875 / #56077: vLLM's own ngram proposer on tool-call-shaped prompts, at the release's
     # lookup and at the reports' workaround (prompt_lookup_min 8)
     "ngram-tool-calls": _p(
