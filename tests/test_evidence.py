@@ -244,6 +244,17 @@ def test_a_release_without_a_current_proof_does_not_read_as_proven_on_a_gpu(home
     assert "GPU" not in status and "proof (" not in status
 
 
+def test_a_target_that_failed_before_its_fix_shipped_is_not_counted_as_failing_today(home):
+    stale = {**_shipped(home), "gdn-spec-state": "0" * 64}
+    write(home, "0.31.0", "a", _current(home))
+    write(home, "0.31.0", "old", verify_json(target_patches=stale, target_errors=5))
+    status = evidence.matrix_status(_digests(home))
+    assert status == ("GPU (H100, 2026-11-25): 1 proof, 0 weak, 0 failing, 1 failing on an earlier revision "
+                      "([evidence](docs/evidence/README.md#vllm-0310))")
+    write(home, "0.31.0", "now", _current(home, target_errors=5))
+    assert ", 1 failing, 1 failing on an earlier revision" in evidence.matrix_status(_digests(home))
+
+
 @pytest.mark.parametrize(("patches", "digest"), [
     ("shipped", "current"),
     ("changed", "earlier revision"),  # a patch rewritten since the run

@@ -554,7 +554,11 @@ def matrix_status(summaries: tuple[Summary, ...], page: str = PAGE.as_posix()) -
     others.append(f"{count['weak']} weak")
     if count[NOT_EXERCISED]:
         others.append(f"{count[NOT_EXERCISED]} {NOT_EXERCISED}")
-    others.append(f"{count['fails']} failing")
+    # a target that failed before a fix joined its series is not a failure of today's series
+    failed_before = sum(s.verdict == "fails" and s.digest == EARLIER for s in summaries)
+    others.append(f"{count['fails'] - failed_before} failing")
+    if failed_before:
+        others.append(f"{failed_before} failing on an earlier revision")
     if count["no control"]:
         others.append(f"{count['no control']} without a control")
     if count["uncalibrated"]:
