@@ -59,6 +59,9 @@ def _p(
 SPEC_PREFILL = "less-spec-prefill-decode-graph"
 FASTPATH = "less-turboquant-prefill-fastpath"
 DECODE_WORKSPACE = "less-turboquant-decode-workspace"
+# #51565's and #51562's prompts: every 4th prompt one token, in a KV pool small enough that freed
+# state slots are handed out again (scenarios.py)
+ONE_TOKEN = "--prompts one-token --kv-cache-gib 0.02"
 PROOFS = {
     "gdn-ngram": _p("--preset ngram", smoke=True, fix=GDN),
     "gdn-ngram-prefix": _p("--preset ngram --prompts shared-prefix --prefix-caching on", smoke=True, fix=GDN),
@@ -177,23 +180,21 @@ PROOFS = {
     ),
     # #53180: tq-mtp at tensor parallel 2, on the two-GPU kind
     "tq-mtp-tp2": _p("--preset mtp --kv-cache turboquant_k8v4 --tp 2", "ctl", known=("tq-mtp-repetition",)),
-    # #51565 (fixed upstream in 0.31.0): one-token prompts into freed rows beside ngram rows, in a
-    # KV pool that hands freed state slots out again (scenarios.py); both sites carry it
+    # #51565 (fixed upstream in 0.31.0): one-token prompts into freed rows beside ngram rows;
+    # both sites carry it
     "one-token-ngram": _p(
-        "--preset ngram --prompts one-token --kv-cache-gib 0.02",
-        known=("gdn-one-token-first-chunk", "spec-pad-one-token-prompt"),
+        f"--preset ngram {ONE_TOKEN}", known=("gdn-one-token-first-chunk", "spec-pad-one-token-prompt")
     ),
     # the same with prefix caching off on releases whose default is on (0.29.0 and 0.31.0 failed
     # the series in Mamba align, 0.26.0 with prefix caching off, H100, 2026-12-06)
     "one-token-ngram-nopc": _p(
-        "--preset ngram --prompts one-token --kv-cache-gib 0.02 --prefix-caching off",
-        known=("spec-pad-one-token-prompt",),
+        f"--preset ngram {ONE_TOKEN} --prefix-caching off", known=("spec-pad-one-token-prompt",)
     ),
     # spec-pad-new-prompt's proof, the same one-token prompts against the series less it: the
     # series' own GDN fix then acts on both sites, so only the scheduler's padding differs
-    "spec-pad-ngram": _p("--preset ngram --prompts one-token --kv-cache-gib 0.02", "less-spec-pad-new-prompt"),
+    "spec-pad-ngram": _p(f"--preset ngram {ONE_TOKEN}", "less-spec-pad-new-prompt"),
     # the same under MTP, which drafts every step (the V2 runner from 0.29.0)
-    "spec-pad-mtp": _p("--preset mtp --prompts one-token --kv-cache-gib 0.02", "less-spec-pad-new-prompt"),
+    "spec-pad-mtp": _p(f"--preset mtp {ONE_TOKEN}", "less-spec-pad-new-prompt"),
     # #40875 / #56077: vLLM's own ngram proposer on tool-call-shaped prompts, at the release's
     # lookup and at the reports' workaround (prompt_lookup_min 8)
     "ngram-tool-calls": _p(
