@@ -65,6 +65,12 @@ def test_a_run_over_engine_pairs_started_one_after_another_says_how_many():
     assert "| 20 (resident) |" in render({"r": result(instances=1)})
 
 
+def test_a_run_with_pinned_cores_says_so():
+    pinned = render({"r": result(instances=2, plan={"pin_cores": True})})
+    assert "| 20 (resident, 2 engine pairs, half the cores each) |" in pinned
+    assert "half the cores" not in render({"r": result(instances=2, plan={"pin_cores": False})})
+
+
 def verdicts(**kw) -> list[str]:
     return [row.split(" | ")[-2] for row in render({"r": result(**kw)}).splitlines() if row.startswith("| 2026")]
 

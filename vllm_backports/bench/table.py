@@ -59,6 +59,8 @@ def rows(name: str, result: dict, json_link: str, plot: str | None) -> list[str]
         # engine pairs started one after another within the run (--restarts): their spread is inside
         # the interval
         layout = result["layout"] + (f", {n} engine pairs" if (n := result.get("instances", 1)) > 1 else "")
+        # --pin-cores: each arm on half the cores, so its absolute speed is not the unpinned runs'
+        layout += ", half the cores each" if result.get("plan", {}).get("pin_cores") else ""
         out.append(
             f"| {result['date']} | {result['gpu']} | {result['vllm']} | {result['shape']} | "
             f"{result['b']} / {result['a']} | {lv} | {d['a_mean']:.0f} → {d['b_mean']:.0f} | {_ci(d)} | "
