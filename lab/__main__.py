@@ -28,8 +28,8 @@ import click
 from vllm_backports.catalogue import Catalogue
 
 from . import bundle, parts, stage
-from .machine import parse_jobs
-from .owed import ESTIMATED_BY, MACHINE_S, estimate, serial_flashinfer
+from .machine import DEFAULT_BENCH_ARGS, parse_jobs
+from .owed import ESTIMATED_BY, MACHINE_S, bench_estimate, estimate, serial_flashinfer
 from .parts import LIMIT, tree_size
 from .proofs import core, takes_fi_site
 
@@ -119,11 +119,14 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool, bench_args: str) -> N
     for call in found:
         log(f"  run carry={json.dumps(call['carry'])} command: {call['command']}")
     fi = sum(serial_flashinfer(j["release"], j["proofs"], ROOT) for j in parsed)
+    # lab.machine's own default when --bench-args is not given
+    args = shlex.split(bench_args or DEFAULT_BENCH_ARGS)
+    benches = sum(bench_estimate(b["pairs"], args) for j in parsed for b in j["benches"])
     # benches-only jobs install too
-    need = estimate(len(part_dirs), {j["release"]: len(j["proofs"]) for j in parsed}, fi)
+    need = estimate(len(part_dirs), {j["release"]: len(j["proofs"]) for j in parsed}, fi, benches)
     over = f"; more than one {MACHINE_S // 60}-minute machine holds: split the jobs" if need > MACHINE_S else ""
-    uncounted = ", the benchmarks not counted" if any(j["benches"] for j in parsed) else ""
-    log(f"about {need / 60:.0f} min of device time{uncounted}, by {ESTIMATED_BY}{over}")
+    counted = f", {benches / 60:.0f} of them benchmarks" if benches else ""
+    log(f"about {need / 60:.0f} min of device time{counted}, by {ESTIMATED_BY}{over}")
 
 
 @main.command("bundle")

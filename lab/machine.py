@@ -47,6 +47,7 @@ from . import parts
 from .sites import SAFE_ENV, TOOL
 
 BENCH = "bench="
+DEFAULT_BENCH_ARGS = "--layout resident --prefill-backend triton"  # start's --bench-args, when not given
 # SITE@PROOF: the proof on another target than the shipped series, alt-NAME for a candidate kept
 # in benchmarks/alternatives/NAME/<release>/ (its results are not evidence of the series)
 ALT = "alt-"
@@ -916,9 +917,7 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("start")
     s.add_argument("jobs", nargs="+", metavar="RELEASE[:PROOF,...]")
     s.add_argument("--slots", type=int, default=SLOTS)
-    s.add_argument(
-        "--bench-args", default="--layout resident --prefill-backend triton", help="bench_ab.py run's options"
-    )
+    s.add_argument("--bench-args", default=DEFAULT_BENCH_ARGS, help="bench_ab.py run's options")
     sub.add_parser("run")
     c = sub.add_parser("collect")
     c.add_argument("--wait", type=float, default=0)

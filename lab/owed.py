@@ -44,6 +44,28 @@ RELEASE_PARTS, TORCH_PARTS, CUDA12_PARTS = 7, 20, 81
 FLASHINFER_S = 6 * 60
 
 
+# A/B benchmarks, by the Qwen3.5-9B runs on an H100 of 2026-12-06 (records/runs/2026-12-06-h100-lab-*,
+# timeline.jsonl): at 1 request alone two engine pairs took 391 s with 8 pairs and 411 s with 16,
+# so about 2.5 s a pair and 185 s an engine pair (its start, warm-up and profiles); pinned to half
+# the cores, 497 s with 16 pairs, so 228 s an engine pair, counted 230. At 1, 16 and 64 requests
+# one engine pair took 553 s with 16 pairs: about 20 s a pair more for the two larger levels,
+# counted 10 s a level. Larger shapes take longer; they have no such runs on the lab machine.
+ENGINE_PAIR_S, PAIR_ONE_S, PAIR_LEVEL_S = 230, 3, 10
+BENCH_DEFAULTS = {"--restarts": "1", "--levels": "1,16,64"}  # benchmarks/bench_ab.py run's
+
+
+def bench_estimate(pairs: int, bench_args: list[str]) -> int:
+    """Seconds one A/B benchmark of `pairs` pairs takes with bench_ab.py run's `bench_args`."""
+    given = dict(BENCH_DEFAULTS)
+    for i, arg in enumerate(bench_args):
+        flag, eq, value = arg.partition("=")
+        if flag in given and (eq or i + 1 < len(bench_args)):
+            given[flag] = value if eq else bench_args[i + 1]
+    levels = given["--levels"].split(",")
+    per_pair = sum(PAIR_ONE_S if level.strip() == "1" else PAIR_LEVEL_S for level in levels)
+    return round(int(given["--restarts"]) * ENGINE_PAIR_S + pairs * per_pair)
+
+
 def prebuilt_prefill(release: str, root: Path) -> bool:
     """Whether `python -m lab flashinfer-jit` pre-built the release's GDN prefill under `root`
     (another module pre-built leaves the prefill to compile at engine start)."""
@@ -60,13 +82,14 @@ def serial_flashinfer(release: str, proofs, root: Path) -> int:
     return serial(proofs, prebuilt_prefill(release, root))
 
 
-def estimate(n_parts: int, proofs: dict[str, int], flashinfer: int = 0) -> int:
+def estimate(n_parts: int, proofs: dict[str, int], flashinfer: int = 0, benches: int = 0) -> int:
     """Seconds of device time a plan of `n_parts` parts and `proofs` (per release) takes, the
     machine's start included; `flashinfer` of the proofs run on FlashInfer, one after another,
-    while the rest run in waves beside them. Benchmarks are not counted."""
+    while the rest run in waves beside them; `benches`, the seconds of its A/B benchmarks
+    (bench_estimate), which run after every proof, one at a time."""
     waves = -(-sum(proofs.values()) // SLOTS)
     verifies = max(COLD_WAVE_S + (waves - 1) * WAVE_S if waves else 0, flashinfer * FLASHINFER_S)
-    return round(START_S + n_parts * PUT_S + len(proofs) * INSTALL_S + verifies)
+    return round(START_S + n_parts * PUT_S + len(proofs) * INSTALL_S + verifies + benches)
 
 
 @dataclass(frozen=True)

@@ -102,7 +102,21 @@ def test_the_estimate_counts_parts_installs_a_cold_wave_and_warm_ones():
     assert today == round(210 + 25 * 4.5 + 4 * 55 + 7 * 60 + 3 * 4 * 60) <= lab_main.MACHINE_S
     assert lab_main.estimate(1, {"0.26.0": 1}) == lab_main.estimate(1, {"0.26.0": 8}) == round(210 + 4.5 + 55 + 420)
     assert lab_main.estimate(1, {"0.26.0": 9}) == round(210 + 4.5 + 55 + 420 + 240)
-    assert lab_main.estimate(3, {}) == round(210 + 3 * 4.5)  # the start and parts alone: benchmarks are not counted
+    assert lab_main.estimate(3, {}) == round(210 + 3 * 4.5)  # the start and parts alone
+    assert lab_main.estimate(3, {}, benches=500) == round(210 + 3 * 4.5 + 500)
+
+
+def test_a_benchmark_counts_its_engine_pairs_and_its_pairs_at_each_level():
+    from lab.owed import bench_estimate
+
+    # the H100 runs of 2026-12-06/07 with the Qwen3.5-9B shape, as each was started, and what it took
+    pinned = ["--layout", "resident", "--levels", "1", "--restarts", "2", "--pin-cores", "--profile", "1"]
+    assert bench_estimate(16, pinned) == 2 * 230 + 16 * 3  # took 497 s
+    assert bench_estimate(8, [a.replace("--pin-cores", "--profile") for a in pinned]) == 2 * 230 + 8 * 3  # 391 s
+    assert bench_estimate(16, ["--layout", "resident"]) == 230 + 16 * (3 + 10 + 10)  # bench_ab.py's levels: 553 s
+    # --flag=value as click takes it, and a flag left without its value is bench_ab.py's to refuse
+    assert bench_estimate(16, ["--levels=1,64", "--restarts=4"]) == 4 * 230 + 16 * 13
+    assert bench_estimate(16, ["--restarts"]) == 230 + 16 * 23
 
 
 def test_the_estimate_runs_flashinfer_proofs_one_after_another():
@@ -118,6 +132,16 @@ def test_plan_says_what_device_time_it_needs_and_when_it_will_not_fit(repo):
     done = plan("0.25.0:gdn-ngram,mtp")
     assert done.exit_code == 0, done.output
     assert done.output.splitlines()[-1] == "about 12 min of device time, by the H100 runs of 2026-12-06"
+    # a benchmark runs after the proofs and counts with lab.machine's default options: 1, 16 and 64
+    # requests, one engine pair
+    done = plan("0.25.0:gdn-ngram,mtp,bench=qwen3_5-9b/fixcost-ngram-sparse=16")
+    assert done.exit_code == 0, done.output
+    assert done.output.splitlines()[-1] == "about 21 min of device time, 10 of them benchmarks, by the H100 runs of 2026-12-06"
+    done = CliRunner().invoke(
+        lab_main.main, ["plan", "0.25.0:bench=qwen3_5-9b/fixcost-ngram-sparse=16", "--bench-args", "--levels 1 --restarts 4"]
+    )
+    assert done.exit_code == 0, done.output
+    assert done.output.splitlines()[-1] == "about 21 min of device time, 16 of them benchmarks, by the H100 runs of 2026-12-06"
     many = ",".join(["gdn-ngram", "mtp", "tq-mtp", "kp1-b1-fix", "gdn-ngram-kp1", "gdn-ngram-prefix", "tq-continuation"])
     done = plan(*(f"{r}:{many}" for r in ("0.20.0", "0.21.0", "0.22.0", "0.23.0", "0.24.0")), f"0.25.0:{many},gdn-ngram-b1,bench=x/y")
     assert done.exit_code == 0, done.output
