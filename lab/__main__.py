@@ -29,7 +29,7 @@ from vllm_backports.catalogue import Catalogue
 
 from . import bundle, parts, stage
 from .machine import DEFAULT_BENCH_ARGS, parse_jobs
-from .owed import ESTIMATED_BY, MACHINE_S, bench_estimate, estimate, serial_flashinfer
+from .owed import ESTIMATED_BY, MACHINE_S, BenchOptions, estimate, serial_flashinfer
 from .parts import LIMIT, tree_size
 from .proofs import core, takes_fi_site
 
@@ -93,6 +93,10 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool, bench_args: str) -> N
     for release in releases:
         if release not in catalogue.releases:
             raise click.UsageError(f"vLLM {release} is not in versions.toml")
+    try:  # lab.machine's own options when --bench-args is not given
+        options = BenchOptions.parse(shlex.split(bench_args or DEFAULT_BENCH_ARGS))
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
     room = limit - tree_size(ROOT) - MARGIN
     if room < 1 << 20:
         raise click.ClickException(f"the working tree leaves {room} bytes of a {limit}-byte call for parts")
@@ -119,9 +123,7 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool, bench_args: str) -> N
     for call in found:
         log(f"  run carry={json.dumps(call['carry'])} command: {call['command']}")
     fi = sum(serial_flashinfer(j["release"], j["proofs"], ROOT) for j in parsed)
-    # lab.machine's own default when --bench-args is not given
-    args = shlex.split(bench_args or DEFAULT_BENCH_ARGS)
-    benches = sum(bench_estimate(b["pairs"], args) for j in parsed for b in j["benches"])
+    benches = sum(options.seconds(b["pairs"]) for j in parsed for b in j["benches"])
     # benches-only jobs install too
     need = estimate(len(part_dirs), {j["release"]: len(j["proofs"]) for j in parsed}, fi, benches)
     over = f"; more than one {MACHINE_S // 60}-minute machine holds: split the jobs" if need > MACHINE_S else ""

@@ -44,26 +44,53 @@ RELEASE_PARTS, TORCH_PARTS, CUDA12_PARTS = 7, 20, 81
 FLASHINFER_S = 6 * 60
 
 
-# A/B benchmarks, by the Qwen3.5-9B runs on an H100 of 2026-12-06 (records/runs/2026-12-06-h100-lab-*,
+# A/B benchmarks, by the Qwen3.5-9B runs on an H100 of 2026-12-06/07 (records/runs/2026-12-0[67]-h100-lab-*,
 # timeline.jsonl): at 1 request alone two engine pairs took 391 s with 8 pairs and 411 s with 16,
-# so about 2.5 s a pair and 185 s an engine pair (its start, warm-up and profiles); pinned to half
-# the cores, 497 s with 16 pairs, so 228 s an engine pair, counted 230. At 1, 16 and 64 requests
-# one engine pair took 553 s with 16 pairs: about 20 s a pair more for the two larger levels,
-# counted 10 s a level. Larger shapes take longer; they have no such runs on the lab machine.
-ENGINE_PAIR_S, PAIR_ONE_S, PAIR_LEVEL_S = 230, 3, 10
-BENCH_DEFAULTS = {"--restarts": "1", "--levels": "1,16,64"}  # benchmarks/bench_ab.py run's
+# so 2.5 s a pair and 185 s an engine pair (its start, warm-up and profiles); pinned to half the
+# cores, 497 s with 16 pairs, so 230 s an engine pair. At 1, 16 and 64 requests one engine pair
+# took 553 s with 16 pairs: about 10 s a pair more for each larger level. Larger shapes take
+# longer; they have no such runs on the lab machine.
+ENGINE_PAIR_S, PINNED_ENGINE_PAIR_S, PAIR_ONE_S, PAIR_LEVEL_S = 185, 230, 2.5, 10
 
 
-def bench_estimate(pairs: int, bench_args: list[str]) -> int:
-    """Seconds one A/B benchmark of `pairs` pairs takes with bench_ab.py run's `bench_args`."""
-    given = dict(BENCH_DEFAULTS)
-    for i, arg in enumerate(bench_args):
-        flag, eq, value = arg.partition("=")
-        if flag in given and (eq or i + 1 < len(bench_args)):
-            given[flag] = value if eq else bench_args[i + 1]
-    levels = given["--levels"].split(",")
-    per_pair = sum(PAIR_ONE_S if level.strip() == "1" else PAIR_LEVEL_S for level in levels)
-    return round(int(given["--restarts"]) * ENGINE_PAIR_S + pairs * per_pair)
+@dataclass(frozen=True)
+class BenchOptions:
+    """What the estimate reads of benchmarks/bench_ab.py run's options (its defaults otherwise)."""
+
+    restarts: int = 1
+    levels: tuple[int, ...] = (1, 16, 64)
+    pairs: int | None = None  # --pairs in the options: it overrides each job's =PAIRS
+    pinned: bool = False
+
+    @classmethod
+    def parse(cls, bench_args: list[str]) -> BenchOptions:
+        """The options of `bench_args`; ValueError, in one line, where bench_ab.py would refuse them
+        on the machine (after the parts were carried)."""
+        given: dict[str, str] = {}
+        for i, arg in enumerate(bench_args):
+            flag, eq, value = arg.partition("=")
+            if flag in ("--restarts", "--levels", "--pairs"):
+                following = bench_args[i + 1] if i + 1 < len(bench_args) else ""
+                given[flag] = value if eq else following
+        try:
+            options = cls(
+                restarts=int(given.get("--restarts", cls.restarts)),
+                levels=tuple(int(x) for x in given["--levels"].split(",")) if "--levels" in given else cls.levels,
+                pairs=int(given["--pairs"]) if "--pairs" in given else None,
+                pinned="--pin-cores" in bench_args,
+            )
+        except ValueError:
+            shown = " ".join(bench_args)
+            raise ValueError(f"--bench-args {shown!r}: --restarts, --levels and --pairs take numbers") from None
+        if options.pinned and options.restarts % 2:
+            raise ValueError(f"--bench-args: --pin-cores needs an even --restarts, not {options.restarts}")
+        return options
+
+    def seconds(self, pairs: int) -> int:
+        """Device time one benchmark of `pairs` pairs (unless --pairs says otherwise) takes."""
+        engine = PINNED_ENGINE_PAIR_S if self.pinned else ENGINE_PAIR_S
+        per_pair = sum(PAIR_ONE_S if level == 1 else PAIR_LEVEL_S for level in self.levels)
+        return round(self.restarts * engine + (self.pairs or pairs) * per_pair)
 
 
 def prebuilt_prefill(release: str, root: Path) -> bool:

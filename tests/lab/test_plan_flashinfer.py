@@ -5,6 +5,7 @@ module pre-built with nvcc that is not here. The release's own staging is a stan
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -106,17 +107,49 @@ def test_the_estimate_counts_parts_installs_a_cold_wave_and_warm_ones():
     assert lab_main.estimate(3, {}, benches=500) == round(210 + 3 * 4.5 + 500)
 
 
-def test_a_benchmark_counts_its_engine_pairs_and_its_pairs_at_each_level():
-    from lab.owed import bench_estimate
+def _bench_runs():
+    """(bench_ab.py's options, pairs, seconds it took) of each A/B benchmark lab.machine ran on the
+    H100, read from the records: what the estimate was fitted to."""
+    out = []
+    for timeline in sorted((REPO / "records/runs").glob("2026-12-0*-h100-lab-*/**/timeline.jsonl")):
+        jobs = json.loads((timeline.parent / "jobs.json").read_text())
+        began = {}
+        for line in map(json.loads, timeline.read_text().splitlines()):
+            if line["what"].startswith("bench-"):
+                if line["event"] == "start":
+                    began[line["what"]] = line["t"]
+                else:
+                    (bench,) = [b for j in jobs["jobs"] for b in j["benches"]]
+                    out.append((jobs["bench_args"], bench["pairs"], line["t"] - began[line["what"]]))
+    return out
 
-    # the H100 runs of 2026-12-06/07 with the Qwen3.5-9B shape, as each was started, and what it took
-    pinned = ["--layout", "resident", "--levels", "1", "--restarts", "2", "--pin-cores", "--profile", "1"]
-    assert bench_estimate(16, pinned) == 2 * 230 + 16 * 3  # took 497 s
-    assert bench_estimate(8, [a.replace("--pin-cores", "--profile") for a in pinned]) == 2 * 230 + 8 * 3  # 391 s
-    assert bench_estimate(16, ["--layout", "resident"]) == 230 + 16 * (3 + 10 + 10)  # bench_ab.py's levels: 553 s
-    # --flag=value as click takes it, and a flag left without its value is bench_ab.py's to refuse
-    assert bench_estimate(16, ["--levels=1,64", "--restarts=4"]) == 4 * 230 + 16 * 13
-    assert bench_estimate(16, ["--restarts"]) == 230 + 16 * 23
+
+def test_a_benchmark_is_estimated_within_a_tenth_of_what_each_recorded_run_took():
+    from lab.owed import BenchOptions
+
+    runs = _bench_runs()
+    assert len(runs) >= 4 and any("--pin-cores" in args for args, _, _ in runs)
+    for args, pairs, took in runs:
+        assert abs(BenchOptions.parse(args).seconds(pairs) - took) <= 0.1 * took, (args, pairs, took)
+
+
+def test_the_benchmark_options_are_read_as_bench_ab_py_reads_them():
+    from lab.owed import BenchOptions
+
+    assert BenchOptions.parse(["--layout", "resident"]) == BenchOptions(restarts=1, levels=(1, 16, 64))
+    both = BenchOptions.parse(["--levels=1,64", "--restarts", "4", "--pin-cores", "--pairs", "12"])
+    assert both == BenchOptions(restarts=4, levels=(1, 64), pairs=12, pinned=True)
+    assert both.seconds(30) == round(4 * 230 + 12 * (2.5 + 10))  # --pairs overrides the job's 30
+    # what bench_ab.py would refuse on the machine is refused before anything is staged
+    for bad, says in (
+        (["--restarts", "--pin-cores"], "take numbers"),
+        (["--restarts="], "take numbers"),
+        (["--levels", "1,x"], "take numbers"),
+        (["--pin-cores"], "--pin-cores needs an even --restarts, not 1"),
+        (["--pin-cores", "--restarts", "3"], "not 3"),
+    ):
+        with pytest.raises(ValueError, match=says):
+            BenchOptions.parse(bad)
 
 
 def test_the_estimate_runs_flashinfer_proofs_one_after_another():
@@ -136,12 +169,17 @@ def test_plan_says_what_device_time_it_needs_and_when_it_will_not_fit(repo):
     # requests, one engine pair
     done = plan("0.25.0:gdn-ngram,mtp,bench=qwen3_5-9b/fixcost-ngram-sparse=16")
     assert done.exit_code == 0, done.output
-    assert done.output.splitlines()[-1] == "about 21 min of device time, 10 of them benchmarks, by the H100 runs of 2026-12-06"
-    done = CliRunner().invoke(
-        lab_main.main, ["plan", "0.25.0:bench=qwen3_5-9b/fixcost-ngram-sparse=16", "--bench-args", "--levels 1 --restarts 4"]
-    )
+    assert done.output.splitlines()[-1] == "about 21 min of device time, 9 of them benchmarks, by the H100 runs of 2026-12-06"
+    args = ["--bench-args", "--levels 1 --restarts 4"]
+    done = CliRunner().invoke(lab_main.main, ["plan", "0.25.0:bench=qwen3_5-9b/fixcost-ngram-sparse=16", *args])
     assert done.exit_code == 0, done.output
-    assert done.output.splitlines()[-1] == "about 21 min of device time, 16 of them benchmarks, by the H100 runs of 2026-12-06"
+    assert done.output.splitlines()[-1] == "about 18 min of device time, 13 of them benchmarks, by the H100 runs of 2026-12-06"
+    # options bench_ab.py would refuse: one line, nothing staged
+    shutil.rmtree(repo[0] / ".lab")
+    args = ["--bench-args", "--levels 1 --pin-cores"]
+    done = CliRunner().invoke(lab_main.main, ["plan", "0.25.0:bench=qwen3_5-9b/fixcost-ngram-sparse=16", *args])
+    assert done.exit_code == 2 and not (repo[0] / ".lab").exists()
+    assert done.output.splitlines()[-1] == "Error: --bench-args: --pin-cores needs an even --restarts, not 1"
     many = ",".join(["gdn-ngram", "mtp", "tq-mtp", "kp1-b1-fix", "gdn-ngram-kp1", "gdn-ngram-prefix", "tq-continuation"])
     done = plan(*(f"{r}:{many}" for r in ("0.20.0", "0.21.0", "0.22.0", "0.23.0", "0.24.0")), f"0.25.0:{many},gdn-ngram-b1,bench=x/y")
     assert done.exit_code == 0, done.output

@@ -60,7 +60,7 @@ def rows(name: str, result: dict, json_link: str, plot: str | None) -> list[str]
         # the interval
         layout = result["layout"] + (f", {n} engine pairs" if (n := result.get("instances", 1)) > 1 else "")
         # --pin-cores: each arm on half the cores, so its absolute speed is not the unpinned runs'
-        layout += ", half the cores each" if result.get("plan", {}).get("pin_cores") else ""
+        layout += ", half the cores each" if (result.get("plan") or {}).get("pin_cores") else ""
         out.append(
             f"| {result['date']} | {result['gpu']} | {result['vllm']} | {result['shape']} | "
             f"{result['b']} / {result['a']} | {lv} | {d['a_mean']:.0f} → {d['b_mean']:.0f} | {_ci(d)} | "
