@@ -64,7 +64,13 @@ DECODE_WORKSPACE = "less-turboquant-decode-workspace"
 ONE_TOKEN = "--prompts one-token --kv-cache-gib 0.02"
 PROOFS = {
     "gdn-ngram": _p("--preset ngram", smoke=True, fix=GDN),
-    "gdn-ngram-prefix": _p("--preset ngram --prompts shared-prefix --prefix-caching on", smoke=True, fix=GDN),
+    # its decodes cross an align block's end with drafts accepted: #50729's in-block shift (0.28.0)
+    "gdn-ngram-prefix": _p(
+        "--preset ngram --prompts shared-prefix --prefix-caching on",
+        smoke=True,
+        fix=GDN,
+        known=("align-shift-copy-race",),
+    ),
     "gdn-ngram-kp1": _p("--preset ngram --prompts k-plus-1", smoke=True, fix=GDN),
     "mtp": _p("--preset mtp", smoke=True, fix=GDN),
     "gdn-ngram-b1": _p("--preset ngram --batch 1", fix=GDN),
