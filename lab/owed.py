@@ -113,7 +113,7 @@ def estimate(n_parts: int, proofs: dict[str, int], flashinfer: int = 0, benches:
     """Seconds of device time a plan of `n_parts` parts and `proofs` (per release) takes, the
     machine's start included; `flashinfer` of the proofs run on FlashInfer, one after another,
     while the rest run in waves beside them; `benches`, the seconds of its A/B benchmarks
-    (bench_estimate), which run after every proof, one at a time."""
+    (BenchOptions.seconds), which run after every proof, one at a time."""
     waves = -(-sum(proofs.values()) // SLOTS)
     verifies = max(COLD_WAVE_S + (waves - 1) * WAVE_S if waves else 0, flashinfer * FLASHINFER_S)
     return round(START_S + n_parts * PUT_S + len(proofs) * INSTALL_S + verifies + benches)
