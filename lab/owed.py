@@ -13,7 +13,9 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from vllm_backports.bench import driver
 from vllm_backports.catalogue import Catalogue
+from vllm_backports.errors import UsageError
 from vllm_backports.evidence import CURRENT
 from vllm_backports.maint.generated import judged_evidence
 
@@ -57,8 +59,8 @@ ENGINE_PAIR_S, PINNED_ENGINE_PAIR_S, PAIR_ONE_S, PAIR_LEVEL_S = 185, 230, 2.5, 1
 class BenchOptions:
     """What the estimate reads of benchmarks/bench_ab.py run's options (its defaults otherwise)."""
 
-    restarts: int = 1
-    levels: tuple[int, ...] = (1, 16, 64)
+    restarts: int = driver.Plan.restarts
+    levels: tuple[int, ...] = driver.LEVELS
     pairs: int | None = None  # --pairs in the options: it overrides each job's =PAIRS
     pinned: bool = False
 
@@ -82,8 +84,11 @@ class BenchOptions:
         except ValueError:
             shown = " ".join(bench_args)
             raise ValueError(f"--bench-args {shown!r}: --restarts, --levels and --pairs take numbers") from None
-        if options.pinned and options.restarts % 2:
-            raise ValueError(f"--bench-args: --pin-cores needs an even --restarts, not {options.restarts}")
+        if options.pinned:
+            try:
+                driver.check_pinned_restarts(options.restarts)
+            except UsageError as e:
+                raise ValueError(f"--bench-args: {e}") from None
         return options
 
     def seconds(self, pairs: int) -> int:

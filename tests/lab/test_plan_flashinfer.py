@@ -145,7 +145,7 @@ def test_the_benchmark_options_are_read_as_bench_ab_py_reads_them():
         (["--restarts", "--pin-cores"], "take numbers"),
         (["--restarts="], "take numbers"),
         (["--levels", "1,x"], "take numbers"),
-        (["--pin-cores"], "--pin-cores needs an even --restarts, not 1"),
+        (["--pin-cores"], r"--pin-cores needs an even --restarts \(each arm as long on each half\), not 1"),
         (["--pin-cores", "--restarts", "3"], "not 3"),
     ):
         with pytest.raises(ValueError, match=says):
@@ -179,7 +179,9 @@ def test_plan_says_what_device_time_it_needs_and_when_it_will_not_fit(repo):
     args = ["--bench-args", "--levels 1 --pin-cores"]
     done = CliRunner().invoke(lab_main.main, ["plan", "0.25.0:bench=qwen3_5-9b/fixcost-ngram-sparse=16", *args])
     assert done.exit_code == 2 and not (repo[0] / ".lab").exists()
-    assert done.output.splitlines()[-1] == "Error: --bench-args: --pin-cores needs an even --restarts, not 1"
+    assert done.output.splitlines()[-1] == (
+        "Error: --bench-args: --pin-cores needs an even --restarts (each arm as long on each half), not 1"
+    )
     many = ",".join(["gdn-ngram", "mtp", "tq-mtp", "kp1-b1-fix", "gdn-ngram-kp1", "gdn-ngram-prefix", "tq-continuation"])
     done = plan(*(f"{r}:{many}" for r in ("0.20.0", "0.21.0", "0.22.0", "0.23.0", "0.24.0")), f"0.25.0:{many},gdn-ngram-b1,bench=x/y")
     assert done.exit_code == 0, done.output

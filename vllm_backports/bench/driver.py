@@ -85,13 +85,15 @@ def check(plan: Plan) -> str:
         raise UsageError(f"--profile {plan.profile} is not one of the levels {plan.levels}")
     if plan.pin_cores:
         core_sets(own_cores(), 0)  # refused before anything is written, not at the first engine start
-        if plan.restarts % 2:
-            # with an odd number of engine pairs one arm runs longer on one half: that half's
-            # speed would move the ratio
-            raise UsageError(
-                f"--pin-cores needs an even --restarts (each arm as long on each half), not {plan.restarts}"
-            )
+        check_pinned_restarts(plan.restarts)
     return next(iter(versions.values()))
+
+
+def check_pinned_restarts(restarts: int) -> None:
+    """--pin-cores with `restarts` engine pairs, or UsageError: with an odd number one arm runs
+    longer on one half of the cores, and that half's speed would move the ratio."""
+    if restarts % 2:
+        raise UsageError(f"--pin-cores needs an even --restarts (each arm as long on each half), not {restarts}")
 
 
 def own_cores() -> list[int]:
