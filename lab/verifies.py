@@ -78,6 +78,8 @@ def summary(path: Path) -> None:
             keys = ("status", "why", "in_range", "min", "max", "outside", "builds")
             startup = {k: (c.get("startup") or {}).get(k) for k in ("min", "max", "outside", "builds")}
             print("  accepted counts:", {k: c.get(k) for k in keys}, "startup:", startup)
+        if r.get("align_shifts"):
+            print("  align shifts:", r["align_shifts"])
     if d.get("prompt_logprobs"):
         print("prompt logprobs calibration:", d["prompt_logprobs"])
 

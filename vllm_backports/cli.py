@@ -655,6 +655,13 @@ def _help_all(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     "a build) and report any outside 1..k+1.",
 )
 @click.option(
+    "--count-align-shifts",
+    is_flag=True,
+    default=False,
+    help="Debug: count the conv-state shifts within one block that vLLM 0.28.0's align-mode postprocess makes "
+    "(speculation with prefix caching; one host sync a step).",
+)
+@click.option(
     "--work-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path(".verify"),
@@ -691,6 +698,7 @@ def verify_cmd(
     prompt_logprobs,
     output_logprobs,
     check_accepted_counts,
+    count_align_shifts,
     work_dir,
     as_json,
 ) -> int:
@@ -722,6 +730,7 @@ def verify_cmd(
             rounds=rounds,
             prompt_logprobs=prompt_logprobs,
             check_accepted_counts=check_accepted_counts,
+            count_align_shifts=count_align_shifts,
             model_runner=model_runner,
             output_logprobs=output_logprobs,
         )
@@ -776,6 +785,7 @@ def verify_cmd(
         prompt_logprobs=prompt_logprobs,
         output_logprobs=output_logprobs,
         check_accepted_counts=check_accepted_counts,
+        count_align_shifts=count_align_shifts,
     )
     result = execute(plan, reporter.progress)
     # Kept before anything renders it: the GPU time that made it is the expensive part.

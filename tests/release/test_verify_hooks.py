@@ -12,7 +12,7 @@ import pytest
 
 from vllm_backports import pypi
 from vllm_backports.record import parse_record
-from vllm_backports.verify import counts
+from vllm_backports.verify import counts, shifts
 
 from .conftest import CATALOGUE
 
@@ -144,3 +144,86 @@ def test_the_sampler_switch_verify_sets_is_the_one_the_release_reads(version):
     assert reads, f"{SAMPLER} no longer reads envs.VLLM_USE_FLASHINFER_SAMPLER"
     methods = {m.name for m in _class(sampler, "TopKTopPSampler").body if isinstance(m, ast.FunctionDef)}
     assert "forward_native" in methods
+
+
+MAMBA_UTILS = shifts.MODULE.replace(".", "/") + ".py"
+V1_RUNNER = "vllm/v1/worker/gpu_model_runner.py"
+DECISION = ("num_tokens_running_state", "new_num_computed", "aligned_new_computed", "needs_copy",
+            "accept_token_bias", "dest_block_idx")
+
+
+def _function(tree: ast.Module, name: str) -> ast.FunctionDef:
+    found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
+    assert len(found) == 1, f"{name}: {len(found)} definitions"
+    return found[0]
+
+
+def _kernel_decision(kernel: ast.FunctionDef):
+    """The fused postprocess kernel's own decision statements as a Python function of one request's
+    inputs: its assignments of DECISION, on the path where the runner stages scheduled, computed
+    and draft counts (not PRECOMPUTED_NEW_COMPUTED), the tl.load of each input replaced by the value."""
+    statements: list[ast.stmt] = []
+
+    def take(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "PRECOMPUTED_NEW_COMPUTED":
+                take(node.orelse)
+            elif isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets][0] in DECISION:
+                loads = [c for c in ast.walk(node.value) if isinstance(c, ast.Call) and ast.unparse(c.func) == "tl.load"]
+                if not loads:
+                    statements.append(node)
+
+    take(kernel.body)
+    assigned = [n.targets[0].id for n in statements]
+    assert sorted(assigned) == sorted(DECISION), f"the kernel's decision is not what shifts.decide mirrors: {assigned}"
+    code = compile(ast.fix_missing_locations(ast.Module(body=statements, type_ignores=[])), "kernel", "exec")
+
+    def decision(block_size, src, scheduled, computed, drafts, accepted):
+        names = {"block_size": block_size, "src_block_idx": src, "num_scheduled": scheduled,
+                 "num_computed": computed, "num_draft": drafts, "num_accepted": accepted}
+        exec(code, {}, names)
+        return names
+    return decision
+
+
+@pytest.mark.parametrize("version", CATALOGUE.versions)
+def test_the_align_shift_count_repeats_the_fused_postprocess_decision(version):
+    """verify/shifts.py wraps postprocess_mamba_align_gpu, reads the context's staged inputs and
+    decides as the fused kernel does: its decision here is the release's own kernel statements,
+    run on a grid of inputs around two block ends."""
+    if MAMBA_UTILS not in _shipped(version):
+        pytest.skip(f"{version} has no {MAMBA_UTILS}")
+    trees = _read(version, [MAMBA_UTILS, V1_RUNNER])
+    utils = trees[MAMBA_UTILS]
+    if not any(isinstance(n, ast.FunctionDef) and n.name == shifts.FUNCTION for n in utils.body):
+        pytest.skip(f"{version} has no {shifts.FUNCTION}: shifts.install says so in the report")
+    wrapped = _function(utils, shifts.FUNCTION)
+    assert {"bufs", "num_reqs", "num_accepted_tokens_gpu"} <= {a.arg for a in wrapped.args.kwonlyargs}
+    assert "ctx = bufs.postprocess_align" in ast.unparse(wrapped)
+    assert {*shifts.INPUTS, "block_size"} <= _fields(_class(utils, "MambaSpecDecodeGPUContext"))
+    calls = [n for n in ast.walk(trees[V1_RUNNER]) if isinstance(n, ast.Call)
+             and ast.unparse(n.func) == f"mamba_utils.{shifts.FUNCTION}"]
+    assert calls, "the runner no longer calls it through the module, where the hook replaces it"
+
+    kernel = _function(utils, "postprocess_mamba_fused_kernel")
+    assert "src_block_idx == dest_block_idx and accept_token_bias == 0" in ast.unparse(kernel)  # the skipped self-copy
+    decision = _kernel_decision(kernel)
+    block = 8
+    seen = set()
+    for computed in range(block - 4, 2 * block + 1):
+        for drafts in range(0, 4):
+            for accepted in range(1, drafts + 2):
+                for src in (0, 1, 2):
+                    row = (block, src, drafts + 1, computed, drafts, accepted)
+                    k = decision(*row)
+                    kind, bias = shifts.decide(*row)
+                    seen.add(kind)
+                    if not k["needs_copy"]:
+                        assert kind == "none", row
+                        continue
+                    assert bias == k["accept_token_bias"], row
+                    if src != k["dest_block_idx"]:
+                        assert kind == "cross", row
+                    else:
+                        assert kind == ("shift" if k["accept_token_bias"] else "in-place"), row
+    assert seen == {"none", "cross", "in-place", "shift"}

@@ -71,11 +71,17 @@ def run(spec: dict) -> dict:
 
         k = (spec.get("speculative") or {}).get("num_speculative_tokens", 1)
         counted = counts.install(k, spec.get("tp", 1))
+    shifted = None
+    if spec.get("count_align_shifts"):  # [known.align-shift-copy-race]; before the runner exists
+        from . import shifts
+
+        shifted = shifts.install(spec.get("tp", 1))
     started = time.perf_counter()
     llm = LLM(**llm_kwargs(spec))
     ready = time.perf_counter()
-    if counted is not None and counted[0] is not None:
-        counted[0].serving()
+    for hooked in (counted, shifted):
+        if hooked is not None and hooked[0] is not None:
+            hooked[0].serving()
     if spec.get("teacher_force"):
         from . import teacher
 
@@ -116,6 +122,8 @@ def run(spec: dict) -> dict:
         engine = describe_or_error(llm)  # the prefix-cache counters of every round
     if counted is not None:
         extras["accepted_counts"] = counts.summarise(*counted)
+    if shifted is not None:
+        extras["align_shifts"] = shifts.summarise(*shifted)
     return {
         **extras,
         "tokens": tokens,

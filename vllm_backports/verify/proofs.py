@@ -64,9 +64,10 @@ DECODE_WORKSPACE = "less-turboquant-decode-workspace"
 ONE_TOKEN = "--prompts one-token --kv-cache-gib 0.02"
 PROOFS = {
     "gdn-ngram": _p("--preset ngram", smoke=True, fix=GDN),
-    # its decodes cross an align block's end with drafts accepted: #50729's in-block shift (0.28.0)
+    # its decodes cross an align block's end with drafts accepted: #50729's in-block shift (0.28.0),
+    # counted where the release has the fused postprocess (0.22.0 .. 0.33.0, V1 runner)
     "gdn-ngram-prefix": _p(
-        "--preset ngram --prompts shared-prefix --prefix-caching on",
+        "--preset ngram --prompts shared-prefix --prefix-caching on --count-align-shifts",
         smoke=True,
         fix=GDN,
         known=("align-shift-copy-race",),

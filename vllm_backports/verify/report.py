@@ -129,7 +129,20 @@ def judged_lines(result: dict) -> list[str]:
         counts = r.get("accepted_counts")
         if counts:
             lines.append(f"{escape(_where(r))}: {escape(accepted_counts_line(counts))}")
+        if r.get("align_shifts"):
+            lines.append(f"{escape(_where(r))}: {escape(align_shifts_line(r['align_shifts']))}")
     return lines
+
+
+def align_shifts_line(shifts: dict) -> str:
+    """One line of the align-mode shift count (verify/shifts.py summarise)."""
+    if shifts["status"] != "counted":
+        return f"align shifts {shifts['status']}: {shifts['why']}"
+    by_rows = ", ".join(f"{n} of {rows} row(s)" for rows, n in shifts["in_block_shifts"].items()) or "none"
+    return (
+        f"align shifts within a block: {by_rows}; {shifts['cross_block_copies']} copies to another block, "
+        f"over {shifts['rows']} rows in {shifts['steps']} steps"
+    )
 
 
 def accepted_counts_line(counts: dict) -> str:

@@ -79,6 +79,8 @@ class Plan:
     output_logprobs: bool = False
     # The accepted-count range check on the speculative engines (section 4; verify/counts.py).
     check_accepted_counts: bool = False
+    # Count 0.28.0's align-mode conv shifts within one block ([known.align-shift-copy-race]; shifts.py).
+    count_align_shifts: bool = False
 
 
 CALIBRATE_KV = ("same", "auto")
@@ -468,6 +470,8 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                 cfg = dict(extra, speculative=scenarios.PRESETS[preset])
                 if plan.check_accepted_counts:
                     cfg["check_accepted_counts"] = True
+                if plan.count_align_shifts:
+                    cfg["count_align_shifts"] = True
                 for site, where in sites:
                     tag = f"b{batch}-{mode}-{preset}" + ("" if where is None else f"-{site}")
                     script = None
@@ -725,8 +729,9 @@ def score(
         )
         if r.get("more_rounds"):
             rows[-1]["rounds"] = judge_rounds(r, regrets, threshold)
-        if "accepted_counts" in r:
-            rows[-1]["accepted_counts"] = r["accepted_counts"]
+        for key in ("accepted_counts", "align_shifts"):
+            if key in r:
+                rows[-1][key] = r[key]
     return rows, noise, threshold
 
 
@@ -797,6 +802,7 @@ def conclude(
             "prompt_logprobs": plan.prompt_logprobs,
             "output_logprobs": plan.output_logprobs,
             "check_accepted_counts": plan.check_accepted_counts,
+            "count_align_shifts": plan.count_align_shifts,
         },
         "rows": rows,
     }

@@ -77,6 +77,7 @@ def check_model_options(
     rounds: int,
     prompt_logprobs: bool,
     check_accepted_counts: bool,
+    count_align_shifts: bool = False,
     model_runner: str = "default",
     output_logprobs: bool = False,
 ) -> Path | None:
@@ -91,6 +92,7 @@ def check_model_options(
         ("--prompt-logprobs", prompt_logprobs or None),
         ("--output-logprobs", output_logprobs or None),
         ("--check-accepted-counts", check_accepted_counts or None),
+        ("--count-align-shifts", count_align_shifts or None),
         # with --model the drafts are the drafter's own; the runner stays the release's choice
         ("--model-runner", model_runner if model_runner != "default" else None),
     ):
