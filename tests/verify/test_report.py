@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from vllm_backports.verify.report import (
     accepted_counts_line,
+    align_shifts_line,
     judged_lines,
     output_logprob_cell,
     prompt_logprob_cell,
@@ -34,6 +35,18 @@ def test_count_lines_say_in_range_outside_or_why_not_checked():
     assert accepted_counts_line({"status": "unavailable", "why": "at TP > 1 ..."}) == (
         "accepted counts unavailable: at TP > 1 ...")
     assert accepted_counts_line({"status": "not seen", "why": "no speculative rows"}).startswith("accepted counts not")
+
+
+def test_shift_lines_say_the_shifts_by_rows_or_why_none_were_counted():
+    counted = {"status": "counted", "steps": 40, "rows": 600, "cross_block_copies": 12, "in_place": 3,
+               "in_block_shifts": {"1": 5, "2": 2}}
+    assert align_shifts_line(counted) == (
+        "align shifts within a block: 5 of 1 row(s), 2 of 2 row(s); 12 copies to another block, over 600 rows in 40 steps")
+    assert align_shifts_line({**counted, "in_block_shifts": {}}).startswith("align shifts within a block: none;")
+    assert align_shifts_line({"status": "unavailable", "why": "no such function"}) == (
+        "align shifts unavailable: no such function")
+    lines = judged_lines(result([row("ngram", align_shifts=counted), row("baseline")]))
+    assert lines == ["ngram/target b16 graphs: " + align_shifts_line(counted)]
 
 
 def test_rounds_lines_leave_out_accepted_counts_nobody_reported():
