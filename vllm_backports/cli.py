@@ -658,8 +658,8 @@ def _help_all(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     "--count-align-shifts",
     is_flag=True,
     default=False,
-    help="Debug: count the conv-state shifts within one block that vLLM 0.28.0's align-mode postprocess makes "
-    "(speculation with prefix caching; one host sync a step).",
+    help="Debug: count the conv-state shifts within one block that the align-mode postprocess makes "
+    "(speculation with prefix caching, vLLM 0.22.0 .. 0.33.0's V1 runner; one host sync a step).",
 )
 @click.option(
     "--work-dir",

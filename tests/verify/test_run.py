@@ -357,6 +357,8 @@ def rounds_session(monkeypatch, tmp_path, *, bad_round: int | None = None, bad_l
             out["more_rounds"] = rounds[1:]
         if spec.get("check_accepted_counts"):
             out["accepted_counts"] = {"status": "checked", "in_range": True}
+        if spec.get("count_align_shifts"):
+            out["align_shifts"] = {"status": "counted", "in_block_shifts": {"1": 2}}
         return out
 
     stand_in_run(monkeypatch, "0.20.0", engine, RoundsReference)
@@ -391,10 +393,12 @@ def test_one_round_sends_and_returns_what_it_always_did(tmp_path, monkeypatch):
     from vllm_backports.verify.run import execute
 
     p, specs = rounds_session(monkeypatch, tmp_path, bad_round=1)
-    assert not {"rounds", "prompt_logprobs", "output_logprobs", "check_accepted_counts"} & {k for s in specs for k in s}
+    sent = {k for s in specs for k in s}
+    assert not {"rounds", "prompt_logprobs", "output_logprobs", "check_accepted_counts", "count_align_shifts"} & sent
     result = execute(p, lambda line: None)
     assert "prompt_logprobs" not in result and "output_logprobs" not in result
-    assert not any({"rounds", "prompt_logprobs", "output_logprobs", "accepted_counts"} & set(r) for r in result["rows"])
+    extras = {"rounds", "prompt_logprobs", "output_logprobs", "accepted_counts", "align_shifts"}
+    assert not any(extras & set(r) for r in result["rows"])
     assert result["proof"] == "control fails, target passes"
 
 
@@ -493,17 +497,20 @@ def test_a_baseline_whose_output_logprobs_stray_means_no_calibration(tmp_path, m
     assert not result["output_logprobs"]["calibrated"] and not result["calibrated"]
 
 
-def test_the_accepted_count_check_goes_to_speculative_engines_only(tmp_path, monkeypatch):
+@pytest.mark.parametrize(("option", "key", "report"), [
+    ("check_accepted_counts", "accepted_counts", {"status": "checked", "in_range": True}),
+    ("count_align_shifts", "align_shifts", {"status": "counted", "in_block_shifts": {"1": 2}}),
+])
+def test_the_debug_counts_go_to_speculative_engines_only(tmp_path, monkeypatch, option, key, report):
     from vllm_backports.verify.run import execute
 
-    p, specs = rounds_session(monkeypatch, tmp_path, check_accepted_counts=True)
-    assert [s.get("check_accepted_counts") for s in specs] == []  # nothing ran yet
+    p, specs = rounds_session(monkeypatch, tmp_path, **{option: True})
+    assert [s.get(option) for s in specs] == []  # nothing ran yet
     result = execute(p, lambda line: None)
-    assert [(s["tag"], s.get("check_accepted_counts")) for s in specs] == [
+    assert [(s["tag"], s.get(option)) for s in specs] == [
         ("b1-graphs-baseline", None), ("b1-graphs-mtp", True), ("b1-graphs-mtp-control", True)]
-    assert [r.get("accepted_counts") for r in result["rows"]] == [
-        None, {"status": "checked", "in_range": True}, {"status": "checked", "in_range": True}]
-    assert result["scenario"]["check_accepted_counts"] is True
+    assert [r.get(key) for r in result["rows"]] == [None, report, report]
+    assert result["scenario"][option] is True
 
 
 def test_rounds_below_one_are_refused(tmp_path):

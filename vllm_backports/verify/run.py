@@ -79,7 +79,7 @@ class Plan:
     output_logprobs: bool = False
     # The accepted-count range check on the speculative engines (section 4; verify/counts.py).
     check_accepted_counts: bool = False
-    # Count 0.28.0's align-mode conv shifts within one block ([known.align-shift-copy-race]; shifts.py).
+    # Count the align-mode conv shifts within one block ([known.align-shift-copy-race]; shifts.py).
     count_align_shifts: bool = False
 
 
