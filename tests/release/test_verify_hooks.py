@@ -205,6 +205,20 @@ def test_the_align_shift_count_repeats_the_fused_postprocess_decision(version):
              and ast.unparse(n.func) == f"mamba_utils.{shifts.FUNCTION}"]
     assert calls, "the runner no longer calls it through the module, where the hook replaces it"
 
+    # the inputs the hook reads are the ones the V1 path hands the kernel, by request index, with
+    # the counts computed here (not precomputed) and the context's block size
+    staged = ast.unparse(wrapped)
+    for name in ("mamba_state_idx", "num_scheduled_tokens", "num_computed_tokens", "num_draft_tokens"):
+        assert f"{name}_gpu=ctx.{name}_buf.gpu" in staged, name
+    assert "num_accepted_tokens_gpu=num_accepted_tokens_gpu" in staged
+    launch = [n for n in ast.walk(_method(_class(utils, "MambaSpecDecodeGPUContext"), "run_fused_postprocess"))
+              if isinstance(n, ast.Call) and ast.unparse(n.func).startswith("postprocess_mamba_fused_kernel[")]
+    assert len(launch) == 1
+    assert ast.unparse(launch[0].args[0]) == "num_accepted_tokens_gpu"
+    keywords = {k.arg: ast.unparse(k.value) for k in launch[0].keywords}
+    assert keywords["block_size"] == "self.block_size"
+    assert keywords.get("PRECOMPUTED_NEW_COMPUTED", "False") == "False" and keywords.get("HAS_IDX_MAPPING", "False") == "False"
+
     kernel = _function(utils, "postprocess_mamba_fused_kernel")
     assert "src_block_idx == dest_block_idx and accept_token_bias == 0" in ast.unparse(kernel)  # the skipped self-copy
     decision = _kernel_decision(kernel)

@@ -43,6 +43,8 @@ def test_shift_lines_say_the_shifts_by_rows_or_why_none_were_counted():
     assert align_shifts_line(counted) == (
         "align shifts within a block: 5 of 1 row(s), 2 of 2 row(s); 12 copies to another block, over 600 rows in 40 steps")
     assert align_shifts_line({**counted, "in_block_shifts": {}}).startswith("align shifts within a block: none;")
+    assert align_shifts_line({**counted, "overlapping": 7, "conv_rows": 6}).startswith(
+        "align shifts within a block: 7 overlapping in a 6-row window; 5 of 1 row(s)")
     assert align_shifts_line({"status": "unavailable", "why": "no such function"}) == (
         "align shifts unavailable: no such function")
     lines = judged_lines(result([row("ngram", align_shifts=counted), row("baseline")]))

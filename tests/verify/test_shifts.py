@@ -41,10 +41,14 @@ def serving() -> shifts.Record:
     return record
 
 
-def buffers(**columns: list[int]) -> SimpleNamespace:
-    """A stand-in for MambaSpecDecodeGPUContext: each staged input a buffer whose host view is .np."""
+def buffers(widths: list[int] | None = None, **columns: list[int]) -> SimpleNamespace:
+    """A stand-in for MambaSpecDecodeGPUContext: each staged input a buffer whose host view is .np;
+    `widths`, the conv widths the kernel's first call binds (0 for temporal states)."""
     names = dict(zip(("src", "scheduled", "computed", "drafts"), shifts.INPUTS, strict=True))
-    return SimpleNamespace(block_size=8, **{names[k]: SimpleNamespace(np=array("i", v)) for k, v in columns.items()})
+    bound = {} if widths is None else {"state_conv_widths": array("i", widths), "is_initialized": True}
+    return SimpleNamespace(
+        block_size=8, **bound, **{names[k]: SimpleNamespace(np=array("i", v)) for k, v in columns.items()}
+    )
 
 
 def test_a_step_counts_each_request_by_what_the_kernel_does_with_it():
@@ -147,3 +151,33 @@ def test_a_count_that_fails_is_said_and_the_step_still_runs(mamba_utils):
         bufs=SimpleNamespace(postprocess_align=ctx), num_reqs=2, num_accepted_tokens_gpu=array("i", [2, 2])
     )
     assert mamba_utils.calls and shifts.summarise(record)["why"].startswith("reading the step failed: ValueError")
+
+
+def test_shifts_of_fewer_rows_than_half_the_window_are_the_overlapping_ones():
+    """GDN's window holds conv kernel - 1 + k rows: 6 with k=3. Rows b.. go to rows 0..: a shift of
+    1 or 2 rows overlaps its own source, one of 3 does not."""
+    record = serving()
+    # running 7, 6 and 5 tokens, each completing block 0 (aligned 8) with its state in it
+    ctx = buffers(widths=[6, 0, 6, 0], src=[0, 0, 0], scheduled=[3, 4, 4], computed=[5, 5, 4], drafts=[1, 3, 3])
+    shifts.observe(record, ctx, num_reqs=3, accepted_gpu=array("i", [2, 3, 4]))
+    s = shifts.summarise(record)
+    assert s["in_block_shifts"] == {"1": 1, "2": 1, "3": 1}
+    assert (s["conv_rows"], s["overlapping"]) == (6, 2)
+
+
+def test_before_the_kernel_binds_its_widths_overlap_is_not_guessed():
+    record = serving()
+    shifts.observe(record, buffers(src=[0], scheduled=[3], computed=[5], drafts=[1]), 1, array("i", [2]))
+    s = shifts.summarise(record)
+    assert s["in_block_shifts"] == {"1": 1} and (s["conv_rows"], s["overlapping"]) == (None, None)
+
+
+def test_a_step_that_could_not_be_read_is_said_beside_the_counts(mamba_utils):
+    record, _ = shifts.install()
+    record.serving()
+    hook = getattr(mamba_utils, shifts.FUNCTION)
+    ctx = buffers(src=[0], scheduled=[3], computed=[5], drafts=[1])
+    hook(bufs=SimpleNamespace(postprocess_align=ctx), num_reqs=1, num_accepted_tokens_gpu=array("i", [2]))
+    hook(bufs=SimpleNamespace(postprocess_align=ctx), num_reqs=2, num_accepted_tokens_gpu=array("i", [2, 2]))
+    s = shifts.summarise(record)
+    assert s["status"] == "counted" and s["unreadable"].startswith("reading the step failed")

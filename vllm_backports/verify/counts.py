@@ -122,12 +122,20 @@ def observe_metadata(record: Record, metadata) -> None:
     record.observe(n, int(low), int(high), int(outside))
 
 
+def elsewhere(tp: int, what: str) -> str | None:
+    """Why a hook in this process cannot see `what` (the runner's part it wraps, with its verb),
+    or None: the debug hooks (this one, verify/shifts.py) read back in the engine's process only."""
+    if tp > 1:
+        return f"at TP > 1 {what} in worker processes, which this hook cannot read back"
+    if os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "0") != "0":
+        return "VLLM_ENABLE_V1_MULTIPROCESSING is on: the engine core runs in another process"
+    return None
+
+
 def install(k: int, tp: int = 1) -> tuple[Record | None, str | None]:
     """Wrap the release's GDN builder. Returns the record the hook fills, or None and why not."""
-    if tp > 1:
-        return None, "at TP > 1 the builders run in worker processes, which this hook cannot read back"
-    if os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "0") != "0":
-        return None, "VLLM_ENABLE_V1_MULTIPROCESSING is on: the engine core runs in another process"
+    if why := elsewhere(tp, "the builders run"):
+        return None, why
     try:
         module = importlib.import_module(BUILDER_MODULE)
     except ImportError as exc:

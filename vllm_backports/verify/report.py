@@ -139,8 +139,10 @@ def align_shifts_line(shifts: dict) -> str:
     if shifts["status"] != "counted":
         return f"align shifts {shifts['status']}: {shifts['why']}"
     by_rows = ", ".join(f"{n} of {rows} row(s)" for rows, n in shifts["in_block_shifts"].items()) or "none"
+    overlapping = shifts.get("overlapping")
+    window = "" if overlapping is None else f"{overlapping} overlapping in a {shifts['conv_rows']}-row window; "
     return (
-        f"align shifts within a block: {by_rows}; {shifts['cross_block_copies']} copies to another block, "
+        f"align shifts within a block: {window}{by_rows}; {shifts['cross_block_copies']} copies to another block, "
         f"over {shifts['rows']} rows in {shifts['steps']} steps"
     )
 

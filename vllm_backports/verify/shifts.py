@@ -4,11 +4,13 @@ engine's process, on vLLM 0.28.0's fused align postprocess.
 With speculation and prefix caching in align mode, when a step's accepted tokens complete the
 block its running state sits in, the postprocess copies that state to the block's aligned end. If
 the source block is the destination (the state was already in it), the conv window is shifted in
-place by `bias` rows (tokens accepted past the running state). A shift of fewer rows than the
-window keeps is a copy whose source and destination overlap; 0.28.0's fused kernel gives such a
-copy no ordering, which is the race. Whether a run met it is what this counts: the hook reads the
-per-request inputs the runner staged for the kernel (host copies in `ctx.*_buf.np`) and the
-accepted counts (one host sync a step: debug only), and repeats the kernel's decision on the host.
+place by `bias` rows (tokens accepted past the running state): rows bias.. go to rows 0... GDN's
+window holds conv kernel - 1 + k rows (6 with a kernel of 4 and k=3), so a shift of b rows with
+2b under that many overlaps its own source; 0.28.0's fused kernel gives such a copy no ordering,
+which is the race. Whether a run met it is what this counts: the hook reads the per-request inputs
+the runner staged for the kernel (host copies in `ctx.*_buf.np`) and the accepted counts (one host
+sync a step: debug only), repeats the kernel's decision on the host, and reads the window's rows
+from the context's conv widths once the kernel has bound them.
 
 The V1 runner of 0.22.0 .. 0.33.0 calls `mamba_utils.postprocess_mamba_align_gpu`; the copy
 can race on 0.28.0 only (versions.toml says why), so the other releases' counts are what a run
@@ -19,8 +21,9 @@ its report instead of reporting nothing.
 from __future__ import annotations
 
 import importlib
-import os
 from dataclasses import dataclass, field
+
+from .counts import elsewhere
 
 MODULE = "vllm.v1.worker.mamba_utils"
 FUNCTION = "postprocess_mamba_align_gpu"
@@ -58,8 +61,10 @@ class Tally:
         elif kind == "shift":
             self.shifts[bias] = self.shifts.get(bias, 0) + 1
 
-    def as_dict(self) -> dict:
+    def as_dict(self, conv_rows: int | None = None) -> dict:
+        overlapping = None if conv_rows is None else sum(n for b, n in self.shifts.items() if 2 * b < conv_rows)
         return {
+            "overlapping": overlapping,
             "steps": self.steps,
             "rows": self.rows,
             "cross_block_copies": self.cross,
@@ -76,6 +81,7 @@ class Record:
     requests: Tally = field(default_factory=Tally)
     serving_from_now: bool = False
     unreadable: str | None = None
+    conv_rows: int | None = None  # rows of the conv window, once the fused kernel has bound them
 
     def serving(self) -> None:
         self.serving_from_now = True
@@ -98,26 +104,37 @@ def observe(record: Record, ctx, num_reqs: int, accepted_gpu) -> None:
     tally.steps += 1
     for row in rows:
         tally.observe(*decide(ctx.block_size, *row))
+    widths = getattr(ctx, "state_conv_widths", None)
+    if record.conv_rows is None and widths is not None and getattr(ctx, "is_initialized", False):
+        record.conv_rows = max(widths.tolist()) or None  # 0 for temporal states
 
 
 def summarise(record: Record | None, why_not: str | None = None) -> dict:
-    """status "counted" (the requests' steps were read), "not seen" (no request's step reached the
-    align postprocess: `why`) or "unavailable" (no hook: `why`)."""
+    """status "counted" (the requests' steps were read; `overlapping`: shifts whose source and
+    destination overlap, given the window's `conv_rows`), "not seen" (no request's step reached
+    the align postprocess: `why`) or "unavailable" (no hook: `why`). A step that could not be read
+    is said in `unreadable` whatever the status."""
     if record is None:
         return {"status": "unavailable", "why": why_not or "the hook was not installed"}
-    out = {**record.requests.as_dict(), "startup": record.startup.as_dict()}
+    out = {
+        **record.requests.as_dict(record.conv_rows),
+        "conv_rows": record.conv_rows,
+        "startup": record.startup.as_dict(record.conv_rows),
+    }
+    if record.unreadable:
+        out["unreadable"] = record.unreadable
     if record.requests.steps == 0:
-        why = record.unreadable or "no request's step ran the align postprocess (speculation, prefix caching on)"
+        why = record.unreadable or (
+            "no request's step ran the V1 runner's align postprocess (speculation with prefix caching on)"
+        )
         return {"status": "not seen", "why": why, **out}
     return {"status": "counted", **out}
 
 
 def install(tp: int = 1) -> tuple[Record | None, str | None]:
     """Wrap the release's fused align postprocess. Returns the record it fills, or None and why not."""
-    if tp > 1:
-        return None, "at TP > 1 the postprocess runs in worker processes, which this hook cannot read back"
-    if os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "0") != "0":
-        return None, "VLLM_ENABLE_V1_MULTIPROCESSING is on: the engine core runs in another process"
+    if why := elsewhere(tp, "the postprocess runs"):
+        return None, why
     try:
         module = importlib.import_module(MODULE)
     except ImportError as exc:
@@ -128,15 +145,18 @@ def install(tp: int = 1) -> tuple[Record | None, str | None]:
     record = Record()
 
     def postprocess(*, bufs, num_reqs, num_accepted_tokens_gpu, **kwargs):
+        # the kernel first: its first call binds the context's conv widths; it changes none of
+        # the inputs read here (its counts go to num_accepted_tokens_out)
+        done = original(bufs=bufs, num_reqs=num_reqs, num_accepted_tokens_gpu=num_accepted_tokens_gpu, **kwargs)
         ctx = getattr(bufs, "postprocess_align", None)
         if ctx is None:
             record.unreadable = record.unreadable or "the runner's buffers have no postprocess_align"
-        else:
-            try:
-                observe(record, ctx, num_reqs, num_accepted_tokens_gpu)
-            except Exception as exc:  # a debug count must not be what fails the engine's step
-                record.unreadable = record.unreadable or f"reading the step failed: {exc!r}"
-        return original(bufs=bufs, num_reqs=num_reqs, num_accepted_tokens_gpu=num_accepted_tokens_gpu, **kwargs)
+            return done
+        try:
+            observe(record, ctx, num_reqs, num_accepted_tokens_gpu)
+        except Exception as exc:  # a debug count must not be what fails the engine's step
+            record.unreadable = record.unreadable or f"reading the step failed: {exc!r}"
+        return done
 
     setattr(module, FUNCTION, postprocess)
     return record, None
