@@ -129,6 +129,7 @@ SCENARIOS = {
     "spec-pad-ngram": "spec-pad-new-prompt alone: one-token-ngram against the series less it",
     "spec-pad-mtp": "spec-pad-ngram under MTP",
     "ngram-tool-calls": "sibling bug #40875 / #56077: vLLM's own ngram, tool-call-shaped prompts, lookup 5 and 8",
+    "align-shift-ngram": "sibling bug #50729: rows landed one short of each align block end, shifts counted",
     "qwen3_5-mtp-tp2": "sibling bug #41190: Qwen3.5 dense, MTP at tensor parallel 2 (two GPUs), pristine control",
     "kda-ngram": "sibling bug #39273 for Kimi K3's KDA builder: ngram, tiny Kimi K3 (verify --model), pristine control",
 }

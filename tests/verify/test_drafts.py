@@ -406,3 +406,67 @@ def test_a_v2_module_that_fails_to_load_leaves_the_v1_hook_working(monkeypatch, 
     drafts.install(script())
     assert hasattr(proposer, "batch_propose")
     assert "V2 ngram speculator not hooked: CUDA unavailable at import" in capsys.readouterr().err
+
+
+def landing(block: int = 8) -> Script:
+    prompts = [[2, 3, 4, 5, 6], [7, 8, 9]]
+    conts = [[(i * 3) % VOCAB for i in range(60)], [(i * 11) % VOCAB for i in range(60)]]
+    return Script(prompts, conts, k=3, vocab=VOCAB, land_on=block)
+
+
+def walk(s: Script, req: int) -> list[tuple[int, int, int]]:
+    """(the row's length when drafted, offered, accepted) per step of a greedy output equal to the
+    continuation, from the prefill's first token on."""
+    length, out = len(s.prompts[req]) + 1, []
+    for offered, accepted in s.replay(req, s.continuations[req]):
+        out.append((length, offered, accepted))
+        length += accepted + 1
+    return out
+
+
+@pytest.mark.parametrize("req", [0, 1])
+def test_landing_stops_each_row_one_short_of_every_block_end_and_accepts_one_draft_there(req):
+    s = landing()
+    steps = walk(s, req)
+    lengths = [length for length, _, _ in steps]
+    # block ends the output crosses with k tokens of it still to come (a shorter tail drafts less)
+    ends = [t for t in range(lengths[0], lengths[-1] - s.k) if (t + 1) % 8 == 0]
+    assert len(ends) >= 6
+    for end in ends:
+        assert end in lengths, f"the row passed {end} without stopping there"
+        assert steps[lengths.index(end)][1:] == (3, 1)
+    # elsewhere the schedule still runs: steps without drafts and with every draft right
+    assert any(o == 0 for length, o, _ in steps if length not in ends)
+    assert any(0 < o == a for length, o, a in steps if length not in ends)
+
+
+def test_the_postprocess_shifts_a_landed_row_by_one_row_within_its_block():
+    """The fused postprocess's decision (verify/shifts.py) on each step of a landed row, with the
+    runner's inputs for a decode row: computed = length - 1, scheduled = 1 + offered, the state in
+    the block of the row's last run token."""
+    from vllm_backports.verify import shifts
+
+    s = landing()
+    kinds = []
+    for length, offered, accepted in walk(s, 0):
+        kinds.append(shifts.decide(8, (length - 1) // 8, 1 + offered, length - 1, offered, accepted + 1))
+    ends = sum(1 for length, _, _ in walk(landing(), 0) if (length + 1) % 8 == 0)
+    assert kinds.count(("shift", 1)) == ends and ends >= 6
+    assert {k for k, _ in kinds} <= {"none", "shift", "in-place", "cross"}
+
+
+def test_landing_survives_the_trip_to_the_engine():
+    s = landing(160)
+    assert Script.from_json(s.to_json()).land_on == 160
+    assert Script.from_json(script().to_json()).land_on == 0
+
+
+def test_a_landing_script_leaves_v2_unhooked_and_says_so(monkeypatch, capsys):
+    from vllm_backports.verify import drafts
+
+    _, proposer, speculator = fake_vllm(monkeypatch, with_v2=True)
+    original = speculator.propose
+    monkeypatch.setattr(drafts, "_installed", [])
+    drafts.install(landing())
+    assert hasattr(proposer, "batch_propose") and speculator.propose is original
+    assert "landing on block ends is V1's only" in capsys.readouterr().err

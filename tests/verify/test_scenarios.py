@@ -78,6 +78,7 @@ def test_which_prompt_sets_need_prefix_caching_and_their_own_limits():
         "tq-continuation",
         "producer-consumer",
         "prompt-tail",
+        "align-shifts",
     }
     assert {k for k, s in sets.items() if s.calibrate_on_auto} == {"tq-continuation"}
     assert {k for k, s in sets.items() if s.max_num_batched_tokens} == {"tq-continuation", "long-chunked"}
@@ -87,7 +88,19 @@ def test_which_prompt_sets_need_prefix_caching_and_their_own_limits():
         "prompt-tail",
         "long-chunked",
     }
-    assert {k for k, s in sets.items() if s.count or s.max_tokens} == {"churn", "one-token", "long-chunked"}
+    assert {k for k, s in sets.items() if s.count or s.max_tokens} == {"churn", "one-token", "long-chunked", "align-shifts"}
+    assert {k for k, s in sets.items() if s.land_drafts_on} == {"align-shifts"}
+
+
+def test_align_shift_rows_cross_three_block_ends_inside_the_model_length():
+    ps = scenarios.PROMPT_SETS["align-shifts"]
+    spec = scenarios.SHAPES[16].engine_spec("m", scenarios.prompts(24, 2048, kind="align-shifts", k=3), False, 1, {},
+                                            "align-shifts")
+    lengths = {len(p) for p in spec["prompts"]}
+    assert lengths == {scenarios.ALIGN_SHIFT_PROMPT_LEN}
+    ends = range(ps.land_drafts_on, scenarios.ALIGN_SHIFT_PROMPT_LEN + spec["max_tokens"], ps.land_drafts_on)
+    assert len(ends) == 3 and min(lengths) < ends[0]
+    assert scenarios.ALIGN_SHIFT_PROMPT_LEN + spec["max_tokens"] + 3 <= spec["max_model_len"]  # k=3 lookahead
 
 
 @pytest.mark.parametrize("batch", sorted(scenarios.SHAPES))

@@ -30,7 +30,7 @@ def one_line_error(r, work) -> str:
     (["--prefill-backend", "flashinfer"], "--prefill-backend flashinfer: FlashInfer's GDN prefill runs heads of 128 "
                                           "only; the qwen3_next tiny model has 64 (use --model-class qwen3_5 or "
                                           "qwen3_5_moe)"),
-    (["--prompts", "prompts.jsonl"], "--prompts prompts.jsonl: not one of the tiny model's prompt sets (churn, "
+    (["--prompts", "prompts.jsonl"], "--prompts prompts.jsonl: not one of the tiny model's prompt sets (align-shifts, churn, "
                                      "k-plus-1, long-chunked, one-token, producer-consumer, prompt-tail, random, "
                                      "shared-prefix, tool-calls, tq-continuation); a JSONL file of prompts goes "
                                      "with --model"),

@@ -43,6 +43,10 @@ class Script:
     vocab: int
     schedule: tuple[tuple[int, int], ...] = SCHEDULE
     steps: dict[int, int] = field(default_factory=dict)
+    # An align block's size, or 0: rows are brought to one token short of each block's end and
+    # accept one draft there, so the postprocess shifts their conv window by one row within the
+    # block (vLLM #50729's overlapping copy; verify/shifts.py counts them). V1's drafter only.
+    land_on: int = 0
     # requests by their prompt's first `_head` tokens (at most 16, and no more than the shortest
     # prompt has): the lookup a step makes for every row stays short with many long prompts, as a
     # benchmark's are
@@ -101,10 +105,22 @@ class Script:
         step = self.steps.get(req, 0)
         self.steps[req] = step + 1
         offered, correct = self.schedule[(step + req) % len(self.schedule)]
+        if self.land_on:
+            offered, correct = self._landing(len(self.prompts[req]) + done, offered, correct)
         offered = min(offered, self.k)
         truth = self.continuations[req][done : done + offered]
         # A wrong draft is the right token plus one: guaranteed to differ, still in the vocabulary.
         return [t if j < correct else (t + 1) % self.vocab for j, t in enumerate(truth)]
+
+    def _landing(self, length: int, offered: int, correct: int) -> tuple[int, int]:
+        """The schedule's step for a row of `length` tokens (the last one sampled, not yet run):
+        at one token short of a block's end, k drafts with one right, so the step's running state
+        has seen `length` tokens and the block completes one token later; before it, no more
+        right than keeps the row from passing that point."""
+        to_go = -(length + 1) % self.land_on
+        if to_go == 0:
+            return self.k, 1
+        return offered, min(correct, to_go - 1)
 
     def padded(self, drafts: list[int], req: int, done: int, k: int) -> list[int]:
         """`drafts` made `k` long with wrong tokens, for a drafter that always offers k (V2's)."""
@@ -120,7 +136,7 @@ class Script:
         the drafts as V2's speculator hands them on (padded to k), so a step the schedule gives
         no drafts is k rejected ones there, and V2 never runs a step without drafts.
         """
-        probe = Script(self.prompts, self.continuations, self.k, self.vocab, self.schedule)
+        probe = Script(self.prompts, self.continuations, self.k, self.vocab, self.schedule, land_on=self.land_on)
         prompt = self.prompts[req]
         done, steps = 1, []  # the prefill step emits the first token without drafts
         while done < len(output):
@@ -146,6 +162,7 @@ class Script:
                 "k": self.k,
                 "vocab": self.vocab,
                 "schedule": self.schedule,
+                "land_on": self.land_on,
             }
         )
 
@@ -153,7 +170,9 @@ class Script:
     def from_json(cls, text: str) -> Script:
         d = json.loads(text)
         schedule = tuple((int(o), int(c)) for o, c in d.get("schedule", SCHEDULE))
-        return cls(d["prompts"], d["continuations"], int(d["k"]), int(d["vocab"]), schedule)
+        return cls(
+            d["prompts"], d["continuations"], int(d["k"]), int(d["vocab"]), schedule, land_on=int(d.get("land_on", 0))
+        )
 
 
 _installed: list[Script] = []
@@ -264,6 +283,9 @@ def _install_v2(script: Script) -> None:
         return
     except Exception as exc:  # a V2 module that fails to load must not stop V1 runs
         print(f"verify: V2 ngram speculator not hooked: {exc}", file=sys.stderr)
+        return
+    if script.land_on:  # its drafts are made on the device (_OnDevice), which does not land rows
+        print("verify: V2 ngram speculator not hooked: landing on block ends is V1's only", file=sys.stderr)
         return
     import inspect
 

@@ -477,7 +477,11 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                     script = None
                     if preset in scenarios.SCRIPTED:
                         script = drafts.Script(
-                            ps, base["tokens"], k=cfg["speculative"]["num_speculative_tokens"], vocab=vocab
+                            ps,
+                            base["tokens"],
+                            k=cfg["speculative"]["num_speculative_tokens"],
+                            vocab=vocab,
+                            land_on=scenarios.PROMPT_SETS[plan.prompt_set].land_drafts_on,
                         )
                     where_run = {"scenario": preset, "site": site, **at}
                     out = judged(where_run, cfg, eager, tag, script, where)

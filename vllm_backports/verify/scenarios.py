@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 # ngram with a scripted drafter: the proposer vLLM builds is ngram, its drafts come from drafts.py.
 # mtp: vLLM's own MTP drafter on an MTP layer built to draft what the last token points to, which
@@ -103,12 +104,12 @@ def _distinct(rng: random.Random, length: int, vocab: int, taken: list[list[int]
             return p
 
 
-def random_prompts(count: int, vocab: int, k: int, seed: int = 1) -> list[list[int]]:
+def random_prompts(count: int, vocab: int, k: int, seed: int = 1, length: int = PROMPT_LEN) -> list[list[int]]:
     """Distinct random prompts (token 0 and 1 are bos/eos and left out)."""
     rng = random.Random(seed)
     out: list[list[int]] = []
     while len(out) < count:
-        out.append(_distinct(rng, PROMPT_LEN, vocab, out))
+        out.append(_distinct(rng, length, vocab, out))
     return out
 
 
@@ -230,6 +231,19 @@ def prompt_tail_prompts(count: int, vocab: int, k: int, seed: int = 1) -> list[l
     return _producer_then_consumers(count, vocab, seed, TAIL_PREFIX_LEN, TAIL_PRODUCER_LEN, 1)
 
 
+# align-shifts ([known.align-shift-copy-race], vLLM #50729): with speculation in align mode, a row
+# whose step begins one token short of a block's end and accepts a draft completes that block with
+# its running state already in it, and the postprocess shifts the conv window by one row in place:
+# an overlapping copy, unordered on 0.28.0. The scripted drafts land every row there (drafts.Script
+# .land_on) at each block end its decode crosses: prompts of 150 tokens and 336 output tokens cross
+# 160, 320 and 480. ALIGN_BLOCK is the align block of verify's Qwen3-Next model on bf16 KV with k=3
+# and Triton's GDN prefill (tq-continuation's note above); on another the count says how many
+# landed (verify --count-align-shifts).
+ALIGN_BLOCK = 160
+ALIGN_SHIFT_PROMPT_LEN = 150
+ALIGN_SHIFT_MAX_TOKENS = 336
+
+
 # churn (docs/SIBLING-BUGS.md section 1): many short requests, so one finishes every few steps and
 # a waiting prompt takes its freed row ahead of rows still decoding; under async scheduling with
 # speculation in align mode, releases 0.19 .. 0.33 then read a row's accepted count at its old row.
@@ -341,6 +355,8 @@ class PromptSet:
     # Its batches corrupt a TurboQuant engine without speculation too: a baseline on bf16 KV
     # calibrates, and the TurboQuant one is judged like any other run (run.calibrates_on_auto).
     calibrate_on_auto: bool = False
+    # The align block the scripted drafts land rows on (drafts.Script.land_on); 0: they do not.
+    land_drafts_on: int = 0
 
 
 PROMPT_SETS: dict[str, PromptSet] = {
@@ -367,6 +383,12 @@ PROMPT_SETS: dict[str, PromptSet] = {
     ),
     "one-token": PromptSet(one_token_prompts, count=CHURN_PROMPTS, max_tokens=CHURN_MAX_TOKENS),
     "tool-calls": PromptSet(tool_call_prompts),
+    "align-shifts": PromptSet(
+        partial(random_prompts, length=ALIGN_SHIFT_PROMPT_LEN),
+        max_tokens=ALIGN_SHIFT_MAX_TOKENS,
+        requires_prefix_caching=True,
+        land_drafts_on=ALIGN_BLOCK,
+    ),
 }
 
 
