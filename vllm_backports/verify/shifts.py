@@ -1,5 +1,5 @@
 """The align-mode shift count ([known.align-shift-copy-race], vLLM #50729): an opt-in hook, in the
-engine's process, on vLLM 0.28.0's fused align postprocess.
+engine's process, on the V1 runner's fused align postprocess.
 
 With speculation and prefix caching in align mode, when a step's accepted tokens complete the
 block its running state sits in, the postprocess copies that state to the block's aligned end. If
