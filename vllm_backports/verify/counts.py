@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import dataclass, field
+from types import ModuleType
 
 BUILDER_MODULE = "vllm.v1.attention.backends.gdn_attn"
 BUILDER_CLASS = "GDNAttentionMetadataBuilder"
@@ -122,24 +123,25 @@ def observe_metadata(record: Record, metadata) -> None:
     record.observe(n, int(low), int(high), int(outside))
 
 
-def elsewhere(tp: int, what: str) -> str | None:
-    """Why a hook in this process cannot see `what` (the runner's part it wraps, with its verb),
-    or None: the debug hooks (this one, verify/shifts.py) read back in the engine's process only."""
+def hookable(tp: int, what: str, name: str) -> tuple[ModuleType | None, str | None]:
+    """The release's module `name`, whose `what` (the runner's part a debug hook wraps, with its
+    verb) the hook reads, or None and why not: the debug hooks (this one, verify/shifts.py) read
+    back in the engine's process only."""
     if tp > 1:
-        return f"at TP > 1 {what} in worker processes, which this hook cannot read back"
+        return None, f"at TP > 1 {what} in worker processes, which this hook cannot read back"
     if os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "0") != "0":
-        return "VLLM_ENABLE_V1_MULTIPROCESSING is on: the engine core runs in another process"
-    return None
+        return None, "VLLM_ENABLE_V1_MULTIPROCESSING is on: the engine core runs in another process"
+    try:
+        return importlib.import_module(name), None
+    except ImportError as exc:
+        return None, f"no {name} in this release ({exc})"
 
 
 def install(k: int, tp: int = 1) -> tuple[Record | None, str | None]:
     """Wrap the release's GDN builder. Returns the record the hook fills, or None and why not."""
-    if why := elsewhere(tp, "the builders run"):
+    module, why = hookable(tp, "the builders run", BUILDER_MODULE)
+    if module is None:
         return None, why
-    try:
-        module = importlib.import_module(BUILDER_MODULE)
-    except ImportError as exc:
-        return None, f"no {BUILDER_MODULE} in this release ({exc})"
     builder = getattr(module, BUILDER_CLASS, None)
     if builder is None or not callable(getattr(builder, "build", None)):
         return None, f"{BUILDER_MODULE} has no {BUILDER_CLASS}.build in this release"

@@ -20,10 +20,9 @@ its report instead of reporting nothing.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 
-from .counts import elsewhere
+from .counts import hookable
 
 MODULE = "vllm.v1.worker.mamba_utils"
 FUNCTION = "postprocess_mamba_align_gpu"
@@ -133,12 +132,9 @@ def summarise(record: Record | None, why_not: str | None = None) -> dict:
 
 def install(tp: int = 1) -> tuple[Record | None, str | None]:
     """Wrap the release's fused align postprocess. Returns the record it fills, or None and why not."""
-    if why := elsewhere(tp, "the postprocess runs"):
+    module, why = hookable(tp, "the postprocess runs", MODULE)
+    if module is None:
         return None, why
-    try:
-        module = importlib.import_module(MODULE)
-    except ImportError as exc:
-        return None, f"no {MODULE} in this release ({exc})"
     original = getattr(module, FUNCTION, None)
     if original is None:
         return None, f"{MODULE} has no {FUNCTION} in this release (its align postprocess is not the fused kernel)"
