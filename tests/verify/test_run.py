@@ -819,6 +819,21 @@ def test_one_token_engines_get_a_script_of_its_prompts_and_the_small_kv_pool_ask
     assert result["scenario"]["max_prompt_tokens"] == 40 and result["passed"]
 
 
+def test_align_shift_engines_get_a_script_that_lands_rows_on_the_align_block(tmp_path, monkeypatch):
+    from vllm_backports.verify import scenarios
+
+    result, specs = scenario_session(monkeypatch, tmp_path, "align-shifts", ("ngram",), prefix_caching="on",
+                                     count_align_shifts=True)
+    scripted = [s for s in specs if s["script"] is not None]
+    assert [s["tag"] for s in scripted] == ["b16-graphs-ngram", "b16-graphs-ngram-control"]
+    assert all(s["script"].land_on == scenarios.ALIGN_BLOCK and s["count_align_shifts"] for s in scripted)
+    assert all(s["max_tokens"] == scenarios.ALIGN_SHIFT_MAX_TOKENS for s in specs)
+    assert result["scenario"]["max_prompt_tokens"] == scenarios.ALIGN_SHIFT_PROMPT_LEN
+    # other prompt sets keep the schedule as it was
+    _, specs = scenario_session(monkeypatch, tmp_path / "other", "one-token", ("ngram",))
+    assert {s["script"].land_on for s in specs if s["script"] is not None} == {0}
+
+
 def test_tool_calls_run_vllms_own_ngram_unscripted_at_each_lookup(tmp_path, monkeypatch):
     from vllm_backports.verify.scenarios import PRESETS
 
