@@ -161,7 +161,7 @@ def _function(tree: ast.Module, name: str) -> ast.FunctionDef:
 def _kernel_decision(kernel: ast.FunctionDef):
     """The fused postprocess kernel's own decision statements as a Python function of one request's
     inputs: its assignments of DECISION, on the path where the runner stages scheduled, computed
-    and draft counts (not PRECOMPUTED_NEW_COMPUTED), the tl.load of each input replaced by the value."""
+    and draft counts (not PRECOMPUTED_NEW_COMPUTED); the inputs it loads are given as values."""
     statements: list[ast.stmt] = []
 
     def take(body: list[ast.stmt]) -> None:
@@ -169,9 +169,7 @@ def _kernel_decision(kernel: ast.FunctionDef):
             if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "PRECOMPUTED_NEW_COMPUTED":
                 take(node.orelse)
             elif isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets][0] in DECISION:
-                loads = [c for c in ast.walk(node.value) if isinstance(c, ast.Call) and ast.unparse(c.func) == "tl.load"]
-                if not loads:
-                    statements.append(node)
+                statements.append(node)
 
     take(kernel.body)
     assigned = [n.targets[0].id for n in statements]
