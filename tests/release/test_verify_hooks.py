@@ -239,3 +239,35 @@ def test_the_align_shift_count_repeats_the_fused_postprocess_decision(version):
                     else:
                         assert kind == ("shift" if k["accept_token_bias"] else "in-place"), row
     assert seen == {"none", "cross", "in-place", "shift"}
+
+
+@pytest.mark.parametrize("version", CATALOGUE.versions)
+def test_the_landing_script_models_where_the_runner_keeps_the_running_state(version):
+    """drafts.Script.land_on offers one draft at a landing because V1's preprocess_mamba keeps a
+    row's running state in the block of the step's last scheduled token, as tests/verify/
+    test_drafts.py's running_block has it: the release's own statements, run on a grid of inputs."""
+    if MAMBA_UTILS not in _shipped(version):
+        pytest.skip(f"{version} has no {MAMBA_UTILS}")
+    utils = _read(version, [MAMBA_UTILS])[MAMBA_UTILS]
+    if not any(isinstance(n, ast.FunctionDef) and n.name == shifts.FUNCTION for n in utils.body):
+        pytest.skip(f"{version} has no {shifts.FUNCTION}: no landing to make")
+    wanted = ("num_blocks", "curr_state_idx")
+    statements = [ast.Assign(targets=[n.target], value=n.value) if isinstance(n, ast.AnnAssign) else n
+                  for n in ast.walk(_function(utils, "preprocess_mamba"))
+                  if isinstance(n, ast.Assign | ast.AnnAssign)
+                  and getattr(n.targets[0] if isinstance(n, ast.Assign) else n.target, "id", None) in wanted]
+    assert [n.targets[0].id for n in statements] == list(wanted)
+    code = compile(ast.fix_missing_locations(ast.Module(body=statements, type_ignores=[])), "preprocess", "exec")
+
+    class Request:
+        num_computed_tokens = 0
+
+    for computed in range(0, 20):
+        for scheduled in range(1, 5):
+            for speculative_blocks in (0, 1):
+                Request.num_computed_tokens = computed
+                names = {"req_state": Request, "num_scheduled_tokens": scheduled, "block_size": 8,
+                         "num_speculative_blocks": speculative_blocks, "cdiv": lambda a, b: -(-a // b)}
+                exec(code, {}, names)
+                last_scheduled = computed + scheduled - 1
+                assert names["curr_state_idx"] == last_scheduled // 8, (computed, scheduled)

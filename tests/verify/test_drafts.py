@@ -425,7 +425,7 @@ def walk(s: Script, req: int) -> list[tuple[int, int, int]]:
 
 
 @pytest.mark.parametrize("req", [0, 1])
-def test_landing_stops_each_row_one_short_of_every_block_end_and_accepts_one_draft_there(req):
+def test_landing_stops_each_row_one_short_of_every_block_end_and_offers_one_right_draft_there(req):
     s = landing()
     steps = walk(s, req)
     lengths = [length for length, _, _ in steps]
@@ -434,25 +434,48 @@ def test_landing_stops_each_row_one_short_of_every_block_end_and_accepts_one_dra
     assert len(ends) >= 6
     for end in ends:
         assert end in lengths, f"the row passed {end} without stopping there"
-        assert steps[lengths.index(end)][1:] == (3, 1)
+        assert steps[lengths.index(end)][1:] == (1, 1)
     # elsewhere the schedule still runs: steps without drafts and with every draft right
     assert any(o == 0 for length, o, _ in steps if length not in ends)
     assert any(0 < o == a for length, o, a in steps if length not in ends)
 
 
-def test_the_postprocess_shifts_a_landed_row_by_one_row_within_its_block():
-    """The fused postprocess's decision (verify/shifts.py) on each step of a landed row, with the
-    runner's inputs for a decode row: computed = length - 1, scheduled = 1 + offered, the state in
-    the block of the row's last run token."""
+def running_block(block: int, computed: int, scheduled: int) -> int:
+    """The block V1's preprocess_mamba keeps a row's running state in: that of the step's last
+    scheduled token (tests/release/test_verify_hooks.py reads it off each release)."""
+    return -(-(computed + scheduled) // block) - 1
+
+
+def decisions(s: Script, req: int, block: int) -> list[tuple[str, int]]:
+    """The fused postprocess's decision (verify/shifts.py) on each step of a row, with the
+    runner's inputs for a decode row: computed = length - 1, scheduled = 1 + offered."""
     from vllm_backports.verify import shifts
 
-    s = landing()
-    kinds = []
-    for length, offered, accepted in walk(s, 0):
-        kinds.append(shifts.decide(8, (length - 1) // 8, 1 + offered, length - 1, offered, accepted + 1))
+    out = []
+    for length, offered, accepted in walk(s, req):
+        computed, scheduled = length - 1, 1 + offered
+        src = running_block(block, computed, scheduled)
+        out.append(shifts.decide(block, src, scheduled, computed, offered, accepted + 1))
+    return out
+
+
+def test_the_postprocess_shifts_a_landed_row_by_one_row_within_its_block():
+    kinds = decisions(landing(), 0, 8)
     ends = sum(1 for length, _, _ in walk(landing(), 0) if (length + 1) % 8 == 0)
     assert kinds.count(("shift", 1)) == ends and ends >= 6
-    assert {k for k, _ in kinds} <= {"none", "shift", "in-place", "cross"}
+    assert {k for k, _ in kinds} <= {"none", "shift", "cross"}
+
+
+def test_a_landing_offers_one_draft_because_k_would_copy_across_blocks():
+    """With k drafts the step's last scheduled token, and so the running state, sits in the next
+    block, and the same accepted draft makes a cross-block copy: what 0.28.0's count showed on
+    2026-12-07 with landings of (k, 1), no in-block shift in 23,460 rows."""
+    from vllm_backports.verify import shifts
+
+    computed = 6  # the row is 7 tokens long, one short of the block's end at 8
+    for offered, made in ((1, ("shift", 1)), (3, ("cross", 1))):
+        src = running_block(8, computed, 1 + offered)
+        assert shifts.decide(8, src, 1 + offered, computed, offered, 2) == made
 
 
 def test_landing_survives_the_trip_to_the_engine():

@@ -44,8 +44,8 @@ class Script:
     schedule: tuple[tuple[int, int], ...] = SCHEDULE
     steps: dict[int, int] = field(default_factory=dict)
     # An align block's size, or 0: rows are brought to one token short of each block's end and
-    # accept one draft there, so the postprocess shifts their conv window by one row within the
-    # block (vLLM #50729's overlapping copy; verify/shifts.py counts them). V1's drafter only.
+    # offered one right draft there, so the postprocess shifts their conv window by one row within
+    # the block (vLLM #50729's overlapping copy; verify/shifts.py counts them). V1's drafter only.
     land_on: int = 0
     # requests by their prompt's first `_head` tokens (at most 16, and no more than the shortest
     # prompt has): the lookup a step makes for every row stays short with many long prompts, as a
@@ -114,12 +114,14 @@ class Script:
 
     def _landing(self, length: int, offered: int, correct: int) -> tuple[int, int]:
         """The schedule's step for a row of `length` tokens (the last one sampled, not yet run):
-        at one token short of a block's end, k drafts with one right, so the step's running state
+        at one token short of a block's end, one draft and it right, so the step's running state
         has seen `length` tokens and the block completes one token later; before it, no more
-        right than keeps the row from passing that point."""
+        right than keeps the row from passing that point. One draft, not k: the runner keeps the
+        running state in the block of the step's last scheduled token (preprocess_mamba), so a
+        second draft would put it in the next block and make the shift a copy across blocks."""
         to_go = -(length + 1) % self.land_on
         if to_go == 0:
-            return self.k, 1
+            return 1, 1
         return offered, min(correct, to_go - 1)
 
     def padded(self, drafts: list[int], req: int, done: int, k: int) -> list[int]:
