@@ -468,8 +468,8 @@ def test_the_postprocess_shifts_a_landed_row_by_one_row_within_its_block():
 
 def test_a_landing_offers_one_draft_because_k_would_copy_across_blocks():
     """With k drafts the step's last scheduled token, and so the running state, sits in the next
-    block, and the same accepted draft makes a cross-block copy: what 0.28.0's count showed on
-    2026-12-07 with landings of (k, 1), no in-block shift in 23,460 rows."""
+    block, and the same accepted draft makes a cross-block copy: a landing of (k, 1) never shifts
+    within a block (0.28.0's first align-shift-ngram run, 2026-12-07, counted none)."""
     from vllm_backports.verify import shifts
 
     computed = 6  # the row is 7 tokens long, one short of the block's end at 8
