@@ -827,11 +827,13 @@ def test_align_shift_engines_get_a_script_that_lands_rows_on_the_align_block(tmp
     scripted = [s for s in specs if s["script"] is not None]
     assert [s["tag"] for s in scripted] == ["b16-graphs-ngram", "b16-graphs-ngram-control"]
     assert all(s["script"].land_on == scenarios.ALIGN_BLOCK and s["count_align_shifts"] for s in scripted)
+    assert all(s.get("drafts_follow_own_output") for s in scripted)
     assert all(s["max_tokens"] == scenarios.ALIGN_SHIFT_MAX_TOKENS for s in specs)
     assert result["scenario"]["max_prompt_tokens"] == scenarios.ALIGN_SHIFT_PROMPT_LEN
     # other prompt sets keep the schedule as it was
     _, specs = scenario_session(monkeypatch, tmp_path / "other", "one-token", ("ngram",))
     assert {s["script"].land_on for s in specs if s["script"] is not None} == {0}
+    assert not any(s.get("drafts_follow_own_output") for s in specs)
 
 
 def test_tool_calls_run_vllms_own_ngram_unscripted_at_each_lookup(tmp_path, monkeypatch):

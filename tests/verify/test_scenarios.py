@@ -100,6 +100,9 @@ def test_align_shift_rows_cross_three_block_ends_inside_the_model_length():
     assert lengths == {scenarios.ALIGN_SHIFT_PROMPT_LEN}
     ends = range(ps.land_drafts_on, scenarios.ALIGN_SHIFT_PROMPT_LEN + spec["max_tokens"], ps.land_drafts_on)
     assert len(ends) == 3 and min(lengths) < ends[0]
+    # the first landing is the first decode step: the prompt and its first token are one short of
+    # the block's end, so its draft is the plain engine's second token
+    assert scenarios.ALIGN_SHIFT_PROMPT_LEN + 1 == ends[0] - 1
     assert scenarios.ALIGN_SHIFT_PROMPT_LEN + spec["max_tokens"] + 3 <= spec["max_model_len"]  # k=3 lookahead
 
 

@@ -208,8 +208,9 @@ PROOFS = {
         "--preset ngram-vllm --preset ngram-vllm-min8 --prompts tool-calls", known=("ngram-tool-calls",)
     ),
     # #50729: the scripted drafts stop each row one token short of every align block's end and
-    # accept one draft there, so the postprocess shifts its conv window one row within the block
-    # (the overlapping copy, unordered on 0.28.0): 24 rows crossing 3 block ends, 3 rounds judged
+    # offer one draft there; accepted, the postprocess shifts its conv window one row within the
+    # block (the overlapping copy, unordered on 0.28.0): 24 rows crossing 3 block ends, 3 rounds
+    # judged, the later two drafting from the engine's own output
     "align-shift-ngram": _p(
         "--preset ngram --prompts align-shifts --prefix-caching on --rounds 3 --count-align-shifts",
         fix=GDN,

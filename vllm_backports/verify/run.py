@@ -472,6 +472,12 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                     cfg["check_accepted_counts"] = True
                 if plan.count_align_shifts:
                     cfg["count_align_shifts"] = True
+                landing = scenarios.PROMPT_SETS[plan.prompt_set].land_drafts_on
+                if landing:
+                    # A landing shifts only if its draft is right. The plain engine the drafts
+                    # follow runs another block size, so a speculative engine soon parts from it,
+                    # but it repeats its own output round after round: later rounds follow that.
+                    cfg["drafts_follow_own_output"] = True
                 for site, where in sites:
                     tag = f"b{batch}-{mode}-{preset}" + ("" if where is None else f"-{site}")
                     script = None
@@ -481,7 +487,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                             base["tokens"],
                             k=cfg["speculative"]["num_speculative_tokens"],
                             vocab=vocab,
-                            land_on=scenarios.PROMPT_SETS[plan.prompt_set].land_drafts_on,
+                            land_on=landing,
                         )
                     where_run = {"scenario": preset, "site": site, **at}
                     out = judged(where_run, cfg, eager, tag, script, where)

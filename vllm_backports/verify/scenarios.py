@@ -236,10 +236,12 @@ def prompt_tail_prompts(count: int, vocab: int, k: int, seed: int = 1) -> list[l
 # block with its running state already in it, and the postprocess shifts the conv window by one row
 # in place: an overlapping copy, unordered on 0.28.0. The scripted drafts land every row there
 # (drafts.Script.land_on) at each block end its decode crosses: prompts of 158 tokens and 336
-# output tokens cross 160, 320 and 480. The first landing is the first decode step, where its
-# draft (the plain engine's second token) is right unless the row has already parted from the
-# plain engine's output, which on the tiny model most rows do early (0.28.0's series accepted 244
-# of 11,768 scripted drafts, H100, 2026-12-07): later landings are met by fewer rows.
+# output tokens cross 160, 320 and 480. Every row meets each landing, but shifts only if its draft
+# is right: the first landing is the first decode step, whose draft is the plain engine's second
+# token; in the first round the later ones are right only for rows still decoding what the plain
+# engine did (which runs another block size, and few do: 0.28.0's series accepted 244 of 11,768
+# drafts in a round, H100, 2026-12-07), and later rounds draft from the engine's own previous
+# round (run.py).
 # ALIGN_BLOCK is the align block of verify's Qwen3-Next model on bf16 KV with k=3 and Triton's
 # GDN prefill (tq-continuation's note above); on another the count says how many landed
 # (verify --count-align-shifts).
