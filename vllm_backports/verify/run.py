@@ -404,6 +404,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
         "async_scheduling": scenarios.switch(plan.async_scheduling),
     }
     on_auto = calibrates_on_auto(plan)
+    landing = scenarios.PROMPT_SETS[plan.prompt_set].land_drafts_on  # the scripts' align block, or 0
     clock = EngineClock(engine_count(plan))
     runs: list[dict] = []
     for batch in plan.batches:
@@ -472,7 +473,6 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
                     cfg["check_accepted_counts"] = True
                 if plan.count_align_shifts:
                     cfg["count_align_shifts"] = True
-                landing = scenarios.PROMPT_SETS[plan.prompt_set].land_drafts_on
                 if landing:
                     # A landing shifts only if its draft is right. The plain engine the drafts
                     # follow runs another block size, so a speculative engine soon parts from it,
