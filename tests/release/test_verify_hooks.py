@@ -7,6 +7,7 @@ only on the GPU."""
 from __future__ import annotations
 
 import ast
+from types import SimpleNamespace
 
 import pytest
 
@@ -158,6 +159,12 @@ def _function(tree: ast.Module, name: str) -> ast.FunctionDef:
     return found[0]
 
 
+def _runnable(statements: list[ast.stmt], name: str):
+    """A release's statements as code to exec on chosen values (`x: T = v` run as `x = v`)."""
+    plain = [ast.Assign(targets=[n.target], value=n.value) if isinstance(n, ast.AnnAssign) else n for n in statements]
+    return compile(ast.fix_missing_locations(ast.Module(body=plain, type_ignores=[])), name, "exec")
+
+
 def _kernel_decision(kernel: ast.FunctionDef):
     """The fused postprocess kernel's own decision statements as a Python function of one request's
     inputs: its assignments of DECISION, on the path where the runner stages scheduled, computed
@@ -174,7 +181,7 @@ def _kernel_decision(kernel: ast.FunctionDef):
     take(kernel.body)
     assigned = [n.targets[0].id for n in statements]
     assert sorted(assigned) == sorted(DECISION), f"the kernel's decision is not what shifts.decide mirrors: {assigned}"
-    code = compile(ast.fix_missing_locations(ast.Module(body=statements, type_ignores=[])), "kernel", "exec")
+    code = _runnable(statements, "kernel")
 
     def decision(block_size, src, scheduled, computed, drafts, accepted):
         names = {"block_size": block_size, "src_block_idx": src, "num_scheduled": scheduled,
@@ -252,21 +259,16 @@ def test_the_landing_script_models_where_the_runner_keeps_the_running_state(vers
     if not any(isinstance(n, ast.FunctionDef) and n.name == shifts.FUNCTION for n in utils.body):
         pytest.skip(f"{version} has no {shifts.FUNCTION}: no landing to make")
     wanted = ("num_blocks", "curr_state_idx")
-    statements = [ast.Assign(targets=[n.target], value=n.value) if isinstance(n, ast.AnnAssign) else n
-                  for n in ast.walk(_function(utils, "preprocess_mamba"))
-                  if isinstance(n, ast.Assign | ast.AnnAssign)
-                  and getattr(n.targets[0] if isinstance(n, ast.Assign) else n.target, "id", None) in wanted]
-    assert [n.targets[0].id for n in statements] == list(wanted)
-    code = compile(ast.fix_missing_locations(ast.Module(body=statements, type_ignores=[])), "preprocess", "exec")
-
-    class Request:
-        num_computed_tokens = 0
-
+    assigned = [(getattr(n.targets[0] if isinstance(n, ast.Assign) else n.target, "id", None), n)
+                for n in ast.walk(_function(utils, "preprocess_mamba")) if isinstance(n, ast.Assign | ast.AnnAssign)]
+    statements = [n for name, n in assigned if name in wanted]
+    assert [name for name, _ in assigned if name in wanted] == list(wanted)
+    code = _runnable(statements, "preprocess")
     for computed in range(0, 20):
         for scheduled in range(1, 5):
             for speculative_blocks in (0, 1):
-                Request.num_computed_tokens = computed
-                names = {"req_state": Request, "num_scheduled_tokens": scheduled, "block_size": 8,
+                request = SimpleNamespace(num_computed_tokens=computed)
+                names = {"req_state": request, "num_scheduled_tokens": scheduled, "block_size": 8,
                          "num_speculative_blocks": speculative_blocks, "cdiv": lambda a, b: -(-a // b)}
                 exec(code, {}, names)
                 last_scheduled = computed + scheduled - 1
