@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from lab import sites
+from lab.machine import ALT
+from lab.sites import candidate
 from vllm_backports.bench.experiments import EXPERIMENTS, SCRIPTS, K, script_text, scripted_fraction
 from vllm_backports.verify.scenarios import PRESETS
 
@@ -47,7 +49,10 @@ def test_every_site_an_experiment_uses_is_one_the_runbook_builds_and_hands_to_be
     handed = set(sites.BENCH_SITES)
     assert handed <= labels
     for e in EXPERIMENTS.values():
-        assert set(e.sites()) <= handed, e.name
+        # alt-NAME: a candidate's site, which lab.machine builds from benchmarks/alternatives/NAME
+        alt = {s for s in e.sites() if s.startswith(ALT)}
+        assert set(e.sites()) - alt <= handed, e.name
+        assert all(candidate(s.removeprefix(ALT), "0.27.0").is_file() for s in alt), e.name
 
 
 def test_describe_says_what_an_arm_runs():
@@ -79,3 +84,11 @@ def test_what_gdn_draft_free_plain_saves_is_the_series_without_it_against_the_se
     assert e.sites() == ("less-gdn-draft-free-plain", "fix")
     assert (e.a.speculative, e.a.script) == (e.b.speculative, e.b.script) == ("ngram", "sparse")
     assert e.at_least is None
+
+
+def test_the_lean_candidate_is_measured_against_the_pristine_release_as_the_series_is():
+    # leancost-ngram-sparse is fixcost-ngram-sparse with the candidate's site in the series' place
+    lean, fix = EXPERIMENTS["leancost-ngram-sparse"], EXPERIMENTS["fixcost-ngram-sparse"]
+    assert lean.sites() == ("raw", "alt-gdn-draft-free-lean")
+    assert (lean.a, lean.at_least) == (fix.a, fix.at_least)
+    assert (lean.b.speculative, lean.b.script) == (fix.b.speculative, fix.b.script)

@@ -1,7 +1,10 @@
 """gdn-draft-free-plain fits the runner of each series that carries it, after the patches before
 it, and routes steps as its header says: a step without drafts takes the plain GDN path only when
 no request of it verified drafts at its last scheduled step. The runner's two methods are run as
-the patched file defines them, on stand-ins for the runner's buffers."""
+the patched file defines them, on stand-ins for the runner's buffers. The candidate
+benchmarks/alternatives/gdn-draft-free-lean, applied after the whole series, builds such a step as
+the release does, with no draft counts for the attention builders: the conditions its metadata
+build hands them over on are run the same way."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from lab.sites import apply_candidate, candidate
 from vllm_backports.catalogue import Catalogue
 from vllm_backports.hunks import Mismatch, apply_file
 
@@ -20,6 +24,7 @@ np = pytest.importorskip("numpy")
 
 ROOT = Path(__file__).resolve().parents[2]
 BACKPORT = "gdn-draft-free-plain"
+LEAN = "gdn-draft-free-lean"
 RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 METHODS = ("_drafted_before", "_set_decode_draft_tokens")
 CATALOGUE = Catalogue(ROOT)
@@ -37,8 +42,9 @@ def test_every_series_that_routes_draft_free_rows_speculatively_carries_it():
 
 
 @pytest.fixture(scope="module", params=CARRIERS)
-def sources(request) -> dict[str, bytes]:
-    """The runner of the series' first release with the patches before this one, and with this one."""
+def sources(request, tmp_path_factory) -> dict[str, bytes]:
+    """The runner of the series' first release with the patches before this one, with this one, and
+    with the whole series and the candidate gdn-draft-free-lean after it."""
     from vllm_backports.pypi import fetch
 
     series = CATALOGUE.series(request.param)
@@ -53,11 +59,26 @@ def sources(request) -> dict[str, bytes]:
             if fpatch.path == RUNNER:
                 content = apply_file(content, fpatch)
                 assert not isinstance(content, Mismatch), content
-    return {**out, "with": content}
+    out["with"] = content
+    for patch in series.patches[[p.backport_id for p in series.patches].index(BACKPORT) + 1 :]:
+        for fpatch in patch.files:
+            if fpatch.path == RUNNER:
+                content = apply_file(content, fpatch)
+                assert not isinstance(content, Mismatch), content
+    site = tmp_path_factory.mktemp("lean")
+    (site / RUNNER).parent.mkdir(parents=True)
+    (site / RUNNER).write_bytes(content)
+    apply_candidate(site, candidate(LEAN, series.releases[0]))
+    return {**out, "series": content, "lean": (site / RUNNER).read_bytes()}
 
 
 def runner_class(source: bytes) -> ast.ClassDef:
     return next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "GPUModelRunner")
+
+
+def method(source: bytes, name: str) -> ast.FunctionDef:
+    (fn,) = [n for n in runner_class(source).body if isinstance(n, ast.FunctionDef) and n.name == name]
+    return fn
 
 
 class Runner:
@@ -112,11 +133,7 @@ class Runner:
 
 
 def test_it_calls_the_check_in_both_branches_of_prepare_inputs(sources):
-    (prepare,) = [
-        n
-        for n in runner_class(sources["with"]).body
-        if isinstance(n, ast.FunctionDef) and n.name == "_prepare_inputs"
-    ]
+    prepare = method(sources["with"], "_prepare_inputs")
     calls = [n for n in ast.walk(prepare) if isinstance(n, ast.Call) and ast.unparse(n.func) == "self._drafted_before"]
     assert [ast.unparse(c.args[0]) for c in calls] == ["scheduler_output", "scheduler_output"]
     # the series without it has no such check: every draft-free decode row is speculative there
@@ -146,6 +163,64 @@ def test_a_step_with_drafts_or_a_prompt_chunk_is_built_as_the_series_builds_it(s
     assert runner.step({"r0": 1, "r1": 5, "r2": 3}, {"r2": 2}) == [0, -1, 2]
     assert runner.step({"r0": 1, "r1": 5, "r2": 1}, {}) == [0, -1, 0]  # r2 drafted last step
     assert runner.step({"r0": 1, "r1": 5, "r2": 1}, {}) == [-1, -1, -1]
+
+
+def spec_conditions(source: bytes) -> list[ast.expr]:
+    """The conditions on which _build_attention_metadata stages accepted counts or hands the
+    GDN builder draft counts on a step without drafts (gdn-spec-state's `use_spec_decode or ...`),
+    less the isinstance() of the builder."""
+    out = []
+    for node in ast.walk(method(source, "_build_attention_metadata")):
+        if isinstance(node, ast.If):
+            test = node.test
+            if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+                test = test.values[0]
+            if isinstance(test, ast.BoolOp) and ast.unparse(test).startswith("use_spec_decode or "):
+                out.append(test)
+    return out
+
+
+def test_with_the_candidate_a_plain_step_hands_the_builders_no_draft_counts(sources):
+    """The release's build on a step without drafts: the GDN builder gets no draft or accepted
+    counts, so none of gdn-spec-state's routing runs on the host (its cost at 1 request)."""
+    conditions = spec_conditions(sources["lean"])
+    # the builders' arguments everywhere; 0.17 and 0.18 also stage the accepted counts there
+    assert len(conditions) == len(spec_conditions(sources["series"])) in (1, 2)
+    runner = Runner(sources["lean"])
+    runner.state.speculative_config = object()
+    # before the first real step only dummy runs build, and they pass use_spec_decode
+    init = method(sources["lean"], "__init__")
+    assert "self._gdn_spec_rows = False" in [ast.unparse(n) for n in ast.walk(init) if isinstance(n, ast.Assign)]
+
+    def handed(scheduled: dict[str, int], drafts: dict[str, int]) -> list[bool]:
+        runner.step(scheduled, drafts)
+        scope = {"use_spec_decode": bool(drafts), "self": runner.state}
+        return [eval(compile(ast.Expression(c), RUNNER, "eval"), scope) for c in conditions]
+
+    # drafts, the step after them, then two plain steps
+    steps = [({"r0": 4}, {"r0": 3})] + [({"r0": 1}, {})] * 3
+    assert [handed(*s) for s in steps] == [[True] * len(conditions)] * 2 + [[False] * len(conditions)] * 2
+    # the shipped series hands them over on every step of a speculative engine
+    series = Runner(sources["series"])
+    series.state.speculative_config = object()
+    scope = {"use_spec_decode": False, "self": series.state}
+    assert all(eval(compile(ast.Expression(c), RUNNER, "eval"), scope) for c in spec_conditions(sources["series"]))
+
+
+def test_the_candidate_routes_rows_as_the_series_does(sources):
+    steps = [({"r0": 4, "r1": 1}, {"r0": 3})] + [({"r0": 1, "r1": 1}, {})] * 3 + [({"r1": 3}, {"r1": 2})]
+    series, lean = Runner(sources["series"]), Runner(sources["lean"])
+    assert [lean.step(*s) for s in steps] == [series.step(*s) for s in steps]
+
+
+def test_the_step_is_routed_before_its_metadata_is_built(sources):
+    execute = method(sources["lean"], "execute_model")
+    lines = {
+        name: [n.lineno for n in ast.walk(execute) if isinstance(n, ast.Call) and ast.unparse(n.func) == f"self.{name}"]
+        for name in ("_prepare_inputs", "_build_attention_metadata")
+    }
+    assert len(lines["_prepare_inputs"]) == 1 and lines["_build_attention_metadata"]
+    assert lines["_prepare_inputs"][0] < min(lines["_build_attention_metadata"])
 
 
 def test_finished_requests_leave_the_set(sources):

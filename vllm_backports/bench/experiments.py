@@ -102,6 +102,14 @@ EXPERIMENTS: dict[str, Experiment] = {
             Arm("fix", "ngram", "sparse"),
             None,
         ),
+        # the candidate gdn-draft-free-lean (benchmarks/alternatives) against the pristine release,
+        # as fixcost-ngram-sparse measures the series: its plain steps skip the series' host work
+        Experiment(
+            "leancost-ngram-sparse",
+            Arm("raw", "ngram", "sparse"),
+            Arm("alt-gdn-draft-free-lean", "ngram", "sparse"),
+            None,
+        ),
         # issue 4's aim: verify batches inside full graphs, twice P65's speed
         Experiment(
             "tq-mtp",
