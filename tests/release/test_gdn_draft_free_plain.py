@@ -165,46 +165,75 @@ def test_a_step_with_drafts_or_a_prompt_chunk_is_built_as_the_series_builds_it(s
     assert runner.step({"r0": 1, "r1": 5, "r2": 1}, {}) == [-1, -1, -1]
 
 
-def spec_conditions(source: bytes) -> list[ast.expr]:
-    """The conditions on which _build_attention_metadata stages accepted counts or hands the
-    GDN builder draft counts on a step without drafts (gdn-spec-state's `use_spec_decode or ...`),
-    less the isinstance() of the builder."""
-    out = []
-    for node in ast.walk(method(source, "_build_attention_metadata")):
-        if isinstance(node, ast.If):
-            test = node.test
-            if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-                test = test.values[0]
-            if isinstance(test, ast.BoolOp) and ast.unparse(test).startswith("use_spec_decode or "):
-                out.append(test)
-    return out
+def builder_gate(source: bytes) -> ast.expr:
+    """The condition on which _build_attention_metadata hands a builder the accepted and draft
+    counts (gdn-spec-state's `use_spec_decode or ...`), less the isinstance() of the builder."""
+    (gate,) = [
+        node.test.values[0]
+        for node in ast.walk(method(source, "_build_attention_metadata"))
+        if isinstance(node, ast.If)
+        and isinstance(node.test, ast.BoolOp)
+        and isinstance(node.test.op, ast.And)
+        and ast.unparse(node.test.values[-1]).startswith("isinstance(builder,")
+    ]
+    return gate
 
 
-def test_with_the_candidate_a_plain_step_hands_the_builders_no_draft_counts(sources):
+class GDNAttentionMetadataBuilder:
+    pass
+
+
+class KDABuilder(GDNAttentionMetadataBuilder):  # Kimi K3's, a subclass with its own routing
+    pass
+
+
+class Mamba2AttentionMetadataBuilder:
+    pass
+
+
+def handed(gate: ast.expr, runner: Runner, use_spec_decode: bool) -> dict[str, bool]:
+    """Whether each kind of builder gets the counts, as the runner stands."""
+    return {
+        kind.__name__: eval(
+            compile(ast.Expression(gate), RUNNER, "eval"),
+            {
+                "use_spec_decode": use_spec_decode,
+                "self": runner.state,
+                "builder": kind(),
+                "GDNAttentionMetadataBuilder": GDNAttentionMetadataBuilder,
+            },
+        )
+        for kind in (GDNAttentionMetadataBuilder, KDABuilder, Mamba2AttentionMetadataBuilder)
+    }
+
+
+def test_with_the_candidate_a_plain_step_hands_the_gdn_builder_no_draft_counts(sources):
     """The release's build on a step without drafts: the GDN builder gets no draft or accepted
-    counts, so none of gdn-spec-state's routing runs on the host (its cost at 1 request)."""
-    conditions = spec_conditions(sources["lean"])
-    # the builders' arguments everywhere; 0.17 and 0.18 also stage the accepted counts there
-    assert len(conditions) == len(spec_conditions(sources["series"])) in (1, 2)
+    counts, so none of gdn-spec-state's routing runs on the host (its cost at 1 request). The
+    other builders keep them on every step, as the series hands them."""
+    gate = builder_gate(sources["lean"])
     runner = Runner(sources["lean"])
     runner.state.speculative_config = object()
     # before the first real step only dummy runs build, and they pass use_spec_decode
     init = method(sources["lean"], "__init__")
     assert "self._gdn_spec_rows = False" in [ast.unparse(n) for n in ast.walk(init) if isinstance(n, ast.Assign)]
-
-    def handed(scheduled: dict[str, int], drafts: dict[str, int]) -> list[bool]:
-        runner.step(scheduled, drafts)
-        scope = {"use_spec_decode": bool(drafts), "self": runner.state}
-        return [eval(compile(ast.Expression(c), RUNNER, "eval"), scope) for c in conditions]
-
+    everyone = {"GDNAttentionMetadataBuilder": True, "KDABuilder": True, "Mamba2AttentionMetadataBuilder": True}
+    assert handed(gate, runner, use_spec_decode=True) == everyone  # a dummy run
     # drafts, the step after them, then two plain steps
     steps = [({"r0": 4}, {"r0": 3})] + [({"r0": 1}, {})] * 3
-    assert [handed(*s) for s in steps] == [[True] * len(conditions)] * 2 + [[False] * len(conditions)] * 2
-    # the shipped series hands them over on every step of a speculative engine
+    got = []
+    for scheduled, drafts in steps:
+        runner.step(scheduled, drafts)
+        got.append(handed(gate, runner, use_spec_decode=bool(drafts)))
+    assert got == [everyone] * 2 + [{**everyone, "GDNAttentionMetadataBuilder": False}] * 2
+    # the shipped series hands them to every builder on every step of a speculative engine
     series = Runner(sources["series"])
     series.state.speculative_config = object()
-    scope = {"use_spec_decode": False, "self": series.state}
-    assert all(eval(compile(ast.Expression(c), RUNNER, "eval"), scope) for c in spec_conditions(sources["series"]))
+    assert handed(builder_gate(sources["series"]), series, use_spec_decode=False) == everyone
+    # and no builder gets them without a speculative config, as in the release
+    runner.state.speculative_config = None
+    runner.step({"r0": 1}, {})
+    assert not any(handed(gate, runner, use_spec_decode=False).values())
 
 
 def test_the_candidate_routes_rows_as_the_series_does(sources):
