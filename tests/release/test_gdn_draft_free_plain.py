@@ -3,8 +3,8 @@ it, and routes steps as its header says: a step without drafts takes the plain G
 no request of it verified drafts at its last scheduled step. The runner's two methods are run as
 the patched file defines them, on stand-ins for the runner's buffers. The candidate
 benchmarks/alternatives/gdn-draft-free-lean, applied after the whole series, builds such a step as
-the release does, with no draft counts for the attention builders: the conditions its metadata
-build hands them over on are run the same way."""
+the release does, with no draft counts for the GDN builder: the condition its metadata build
+hands the builders those counts on is run the same way."""
 
 from __future__ import annotations
 
