@@ -16,6 +16,12 @@ additions are two `speculative_config is not None` tests a step and are not time
 With ngram configured and every decode row draft-free (what ngram gives on most steps), the two
 builders do different work on purpose: pristine sends the rows down the plain path (from the
 stale slot 0), patched keeps them on the speculative path. That mode is the fix's own host cost.
+
+`ngram-plain` is the step gdn-draft-free-plain sends down the plain path (no row drafted, none
+did at its last step): the release hands its builder no counts there; the series hands the patched
+one every row's -1, which it routes before it finds no speculative row; the candidate
+gdn-draft-free-lean (benchmarks/alternatives) hands it none, as the release does (`lean`). All
+three must build the release's metadata.
 """
 
 from __future__ import annotations
@@ -66,30 +72,46 @@ def measure(decodes: int, prefills: int, calls: int, samples: int) -> dict:
         accepted = torch.tensor([1 + r % (k + 1) for r in range(decodes + prefills)], dtype=torch.int32)
         result = {"vllm": version, "decodes": decodes, "prefills": prefills, "calls_per_sample": calls,
                   "samples": samples, "modes": {}}
-        for mode in ("none", "ngram"):
-            speculative = mode == "ngram"
+        counts = {"num_accepted_tokens": accepted, "num_decode_draft_tokens_cpu": drafts}
+        # a step gdn-draft-free-plain sends down the plain path: every row -1
+        plain_counts = {**counts, "num_decode_draft_tokens_cpu": torch.full_like(drafts, -1)}
+        for mode in ("none", "ngram", "ngram-plain"):
+            speculative = mode != "none"
             builders = {side: gdn_builder.builder(torch, modules[side], speculative) for side in modules}
-            kwargs = {"num_accepted_tokens": accepted, "num_decode_draft_tokens_cpu": drafts} if speculative else {}
-            calls_of = {side: (lambda b=b: b.build(0, batch, **kwargs)) for side, b in builders.items()}
-            if not speculative and not gdn_builder.same(torch, calls_of["pristine"](), calls_of["patched"]()):
-                raise click.ClickException("without speculation the patched builder built other metadata")
-            for call in calls_of.values():
-                _time_ns(call, calls)  # warm-up
-            ns = {side: [] for side in calls_of}
-            for n in range(samples):
-                order = ("pristine", "patched") if n % 2 == 0 else ("patched", "pristine")
-                for side in order:
-                    ns[side].append(_time_ns(calls_of[side], calls))
-            med = {side: statistics.median(v) for side, v in ns.items()}
-            result["modes"][mode] = {
-                "pristine_ns": round(med["pristine"]), "patched_ns": round(med["patched"]),
-                "patched_minus_pristine_ns": round(med["patched"] - med["pristine"]),
-                "patched_over_pristine": round(med["patched"] / med["pristine"], 3),
-                # Per-sample spread of each side, so the difference can be read against the noise.
-                "pristine_ns_range": [round(min(ns["pristine"])), round(max(ns["pristine"]))],
-                "patched_ns_range": [round(min(ns["patched"])), round(max(ns["patched"]))],
-            }
+            kwargs = {"none": {}, "ngram": counts, "ngram-plain": plain_counts}[mode]
+            calls_of = {side: (lambda b=b, kw=kwargs: b.build(0, batch, **kw)) for side, b in builders.items()}
+            if mode == "ngram-plain":
+                # the release hands the builder no counts on a step without drafts; so does the
+                # candidate gdn-draft-free-lean, to the patched builder
+                calls_of["pristine"] = lambda b=builders["pristine"]: b.build(0, batch)
+                calls_of["lean"] = lambda b=builders["patched"]: b.build(0, batch)
+            if mode != "ngram":
+                built = {side: call() for side, call in calls_of.items()}
+                if not all(gdn_builder.same(torch, built["pristine"], other) for other in built.values()):
+                    raise click.ClickException(f"{mode}: the patched builder built other metadata")
+            result["modes"][mode] = timed(calls_of, calls, samples)
     return result
+
+
+def timed(calls_of: dict, calls: int, samples: int) -> dict:
+    """Median ns a call of each side, over samples taken in a rotating order, beside pristine's."""
+    for call in calls_of.values():
+        _time_ns(call, calls)  # warm-up
+    sides = list(calls_of)
+    ns: dict[str, list[float]] = {side: [] for side in sides}
+    for n in range(samples):
+        for side in sides[n % len(sides) :] + sides[: n % len(sides)]:
+            ns[side].append(_time_ns(calls_of[side], calls))
+    med = {side: statistics.median(v) for side, v in ns.items()}
+    row: dict = {}
+    for side in sides:
+        row[f"{side}_ns"] = round(med[side])
+        # Per-sample spread of each side, so the difference can be read against the noise.
+        row[f"{side}_ns_range"] = [round(min(ns[side])), round(max(ns[side]))]
+        if side != "pristine":
+            row[f"{side}_minus_pristine_ns"] = round(med[side] - med["pristine"])
+            row[f"{side}_over_pristine"] = round(med[side] / med["pristine"], 3)
+    return row
 
 
 @click.command()

@@ -23,7 +23,9 @@ def test_times_both_builders_in_both_modes_after_checking_they_agree_without_spe
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert (data["decodes"], data["prefills"], data["samples"]) == (4, 1, 2)
-    for mode in ("none", "ngram"):
+    for mode in ("none", "ngram", "ngram-plain"):
         row = data["modes"][mode]
         assert row["pristine_ns"] > 0 and row["patched_ns"] > 0
         assert abs(row["patched_minus_pristine_ns"] - (row["patched_ns"] - row["pristine_ns"])) <= 1  # rounding
+    # the plain step the candidate builds as the release does, beside the series' build of it
+    assert data["modes"]["ngram-plain"]["lean_ns"] > 0 and "lean_ns" not in data["modes"]["ngram"]
