@@ -43,8 +43,8 @@ def test_every_series_that_routes_draft_free_rows_speculatively_carries_it():
 
 @pytest.fixture(scope="module", params=CARRIERS)
 def sources(request, tmp_path_factory) -> dict[str, bytes]:
-    """The runner of the series' first release with the patches before this one, with this one, and
-    with the whole series and the candidate gdn-draft-free-lean after it."""
+    """The runner of the series' first release with the patches before this one, with the whole
+    series, and with the candidate gdn-draft-free-lean after the series."""
     from vllm_backports.pypi import fetch
 
     series = CATALOGUE.series(request.param)
@@ -59,17 +59,11 @@ def sources(request, tmp_path_factory) -> dict[str, bytes]:
             if fpatch.path == RUNNER:
                 content = apply_file(content, fpatch)
                 assert not isinstance(content, Mismatch), content
-    out["with"] = content
-    for patch in series.patches[[p.backport_id for p in series.patches].index(BACKPORT) + 1 :]:
-        for fpatch in patch.files:
-            if fpatch.path == RUNNER:
-                content = apply_file(content, fpatch)
-                assert not isinstance(content, Mismatch), content
     site = tmp_path_factory.mktemp("lean")
     (site / RUNNER).parent.mkdir(parents=True)
     (site / RUNNER).write_bytes(content)
     apply_candidate(site, candidate(LEAN, series.releases[0]))
-    return {**out, "series": content, "lean": (site / RUNNER).read_bytes()}
+    return {**out, "with": content, "lean": (site / RUNNER).read_bytes()}
 
 
 def runner_class(source: bytes) -> ast.ClassDef:
@@ -227,9 +221,9 @@ def test_with_the_candidate_a_plain_step_hands_the_gdn_builder_no_draft_counts(s
         got.append(handed(gate, runner, use_spec_decode=bool(drafts)))
     assert got == [everyone] * 2 + [{**everyone, "GDNAttentionMetadataBuilder": False}] * 2
     # the shipped series hands them to every builder on every step of a speculative engine
-    series = Runner(sources["series"])
+    series = Runner(sources["with"])
     series.state.speculative_config = object()
-    assert handed(builder_gate(sources["series"]), series, use_spec_decode=False) == everyone
+    assert handed(builder_gate(sources["with"]), series, use_spec_decode=False) == everyone
     # and no builder gets them without a speculative config, as in the release
     runner.state.speculative_config = None
     runner.step({"r0": 1}, {})
@@ -238,7 +232,7 @@ def test_with_the_candidate_a_plain_step_hands_the_gdn_builder_no_draft_counts(s
 
 def test_the_candidate_routes_rows_as_the_series_does(sources):
     steps = [({"r0": 4, "r1": 1}, {"r0": 3})] + [({"r0": 1, "r1": 1}, {})] * 3 + [({"r1": 3}, {"r1": 2})]
-    series, lean = Runner(sources["series"]), Runner(sources["lean"])
+    series, lean = Runner(sources["with"]), Runner(sources["lean"])
     assert [lean.step(*s) for s in steps] == [series.step(*s) for s in steps]
 
 
