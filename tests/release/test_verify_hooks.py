@@ -13,6 +13,7 @@ import pytest
 
 from vllm_backports import pypi
 from vllm_backports.record import parse_record
+from tests.verify.test_drafts import running_block
 from vllm_backports.verify import counts, shifts
 
 from .conftest import CATALOGUE
@@ -251,8 +252,9 @@ def test_the_align_shift_count_repeats_the_fused_postprocess_decision(version):
 @pytest.mark.parametrize("version", CATALOGUE.versions)
 def test_the_landing_script_models_where_the_runner_keeps_the_running_state(version):
     """drafts.Script.land_on offers one draft at a landing because V1's preprocess_mamba keeps a
-    row's running state in the block of the step's last scheduled token, as tests/verify/
-    test_drafts.py's running_block has it: the release's own statements, run on a grid of inputs."""
+    row's running state in the block of the step's last scheduled token, as running_block (the
+    model tests/verify/test_drafts.py walks landings with) has it: the release's own statements,
+    run on a grid of inputs."""
     if MAMBA_UTILS not in _shipped(version):
         pytest.skip(f"{version} has no {MAMBA_UTILS}")
     utils = _read(version, [MAMBA_UTILS])[MAMBA_UTILS]
@@ -271,5 +273,4 @@ def test_the_landing_script_models_where_the_runner_keeps_the_running_state(vers
                 names = {"req_state": request, "num_scheduled_tokens": scheduled, "block_size": 8,
                          "num_speculative_blocks": speculative_blocks, "cdiv": lambda a, b: -(-a // b)}
                 exec(code, {}, names)
-                last_scheduled = computed + scheduled - 1
-                assert names["curr_state_idx"] == last_scheduled // 8, (computed, scheduled)
+                assert names["curr_state_idx"] == running_block(8, computed, scheduled), (computed, scheduled)
