@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.verify.test_drafts import running_block
 from vllm_backports import pypi
 from vllm_backports.record import parse_record
-from tests.verify.test_drafts import running_block
 from vllm_backports.verify import counts, shifts
 
 from .conftest import CATALOGUE
