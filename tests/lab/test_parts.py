@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
 
 import pytest
 
@@ -179,3 +180,13 @@ def test_a_blob_that_is_not_a_repacked_wheel_is_refused_in_one_line_and_leaves_n
     with pytest.raises(ValueError, match=f"blob {digest[:12]}: not a repacked wheel"):
         parts.unpacked(tmp_path / "store", digest, len(data))
     assert sorted(f.name for f in (tmp_path / "store").iterdir()) == sorted(["chunks", digest])
+
+
+def test_tree_size_counts_what_travels_in_whole_disk_blocks(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("ignored/\n")  # 9 bytes: one block
+    (tmp_path / "small").write_bytes(b"abc")  # one block
+    (tmp_path / "big").write_bytes(b"x" * (parts.DISK_BLOCK + 1))  # two blocks
+    (tmp_path / "ignored").mkdir()
+    (tmp_path / "ignored" / "huge").write_bytes(b"y" * 100_000)  # stays behind: not counted
+    assert parts.tree_size(tmp_path) == 4 * parts.DISK_BLOCK
