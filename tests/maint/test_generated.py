@@ -460,7 +460,7 @@ def test_the_kept_evidence_tells_an_upstream_fix_from_a_weak_scenario():
     failing = sorted((r, s.name, s.digest) for r, ss in judged.items() for s in ss if s.verdict == "fails")
     assert failing == [(r, "one-token-ngram", "earlier revision") for r in ("0.26.0", "0.29.0", "0.31.0")]
     assert {r for r, ss in judged.items() for s in ss if s.name == "spec-pad-ngram" and s.verdict == "control wrong"} == {
-        "0.25.0", "0.26.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"}
+        "0.25.0", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"}
     assert {s.verdict for s in judged["0.31.0"] if s.name != "one-token-ngram"} <= {"control wrong", "weak"}
     assert "control crashed" in {s.verdict for s in judged["0.21.0"]}  # TurboQuant's pristine engines died
 
