@@ -92,8 +92,10 @@ def ran_on() -> dict:
         }
     gpu = clocks.visible_gpu()  # an index as nvidia-smi counts, or a UUID
     # the cores the run may use: a share of the host's where each GPU's run has its own
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {**record, "gpu_index": int(gpu) if gpu.isdigit() else gpu, "cores": cores}
+    own = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    # which of them share a physical core: --pin-cores keeps those in one arm's half
+    smt = [list(g) for g in sorted({tuple(g) for g in driver.smt_siblings(own).values()})]
+    return {**record, "gpu_index": int(gpu) if gpu.isdigit() else gpu, "cores": len(own), "smt_siblings": smt}
 
 
 def parse_sites(values: tuple[str, ...]) -> dict[str, Path]:
@@ -154,7 +156,8 @@ def main() -> None:
     "--pin-cores",
     is_flag=True,
     help="Pin arm A's engine to one half of the cores and B's to the other, swapped on every other "
-    "engine pair: with --restarts 2 or more each arm runs on both halves.",
+    "engine pair: with --restarts 2 or more each arm runs on both halves. A physical core's "
+    "hardware threads stay in one half.",
 )
 @click.option("--lock-clocks", type=int, metavar="MHZ", help="Lock the SM clock for the run (root; own machines only).")
 def run(

@@ -169,6 +169,28 @@ def test_core_sets_give_the_arms_disjoint_equal_halves_swapped_on_odd_instances(
     assert driver.core_sets([9, 6, 8, 7], 1) == {"a": [8, 9], "b": [6, 7]}
 
 
+def test_core_sets_keep_a_physical_cores_threads_in_one_half():
+    # Linux's usual numbering on a host of 8 physical cores, 2 threads each: cpu n and n + 8 share one
+    siblings = {c: sorted({c % 8, c % 8 + 8}) for c in range(16)}
+    sets = driver.core_sets(range(16), 0, siblings)
+    assert sets == {"a": [0, 1, 2, 3, 8, 9, 10, 11], "b": [4, 5, 6, 7, 12, 13, 14, 15]}
+    assert driver.core_sets(range(16), 1, siblings) == {"a": sets["b"], "b": sets["a"]}
+    assert driver.core_sets(range(16), 0) == {"a": list(range(8)), "b": list(range(8, 16))}  # without: by number
+    # threads numbered side by side already, or none shared: the halves by number
+    adjacent = {c: [c - c % 2, c - c % 2 + 1] for c in range(16)}
+    assert driver.core_sets(range(16), 0, adjacent) == {"a": list(range(8)), "b": list(range(8, 16))}
+    # a sibling the run was not given does not move its partner
+    assert driver.core_sets([0, 1, 2, 3], 0, {0: [0, 8], 1: [1, 9], 2: [2, 10], 3: [3, 11]}) == {"a": [0, 1], "b": [2, 3]}
+
+
+def test_smt_siblings_read_linux_lists_and_leave_an_unlisted_cpu_alone(tmp_path):
+    for cpu, text in {0: "0,8", 8: "0,8", 1: "1-2", 3: "3"}.items():
+        (tmp_path / f"cpu{cpu}" / "topology").mkdir(parents=True)
+        (tmp_path / f"cpu{cpu}" / "topology" / "thread_siblings_list").write_text(text + "\n")
+    got = driver.smt_siblings([0, 8, 1, 3, 5], tmp_path)
+    assert got == {0: [0, 8], 8: [0, 8], 1: [1, 2], 3: [3], 5: [5]}
+
+
 def test_pin_cores_is_refused_in_one_line_under_four_cores_or_where_nothing_can_pin(tmp_path, sites, monkeypatch):
     with pytest.raises(UsageError, match="--pin-cores: 3 core.s. available, 4 at least") as refused:
         driver.core_sets([0, 1, 2], 0)

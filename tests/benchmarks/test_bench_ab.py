@@ -146,7 +146,10 @@ def test_the_machine_record_names_the_gpu_the_run_computes_on(monkeypatch):
     monkeypatch.setattr(bench_ab, "machine", lambda: {"gpu": "NVIDIA H200", "gpus": 1})
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     monkeypatch.setattr(bench_ab.os, "sched_getaffinity", lambda pid: {16, 17, 18})
-    assert bench_ab.ran_on() == {"gpu": "NVIDIA H200", "gpus": 1, "gpu_index": 1, "cores": 3}
+    pairs = {16: [16, 48], 17: [17, 49], 18: [18]}  # 48 and 49: threads the run was not given
+    monkeypatch.setattr(bench_ab.driver, "smt_siblings", lambda cpus: {c: pairs[c] for c in cpus})
+    assert bench_ab.ran_on() == {
+        "gpu": "NVIDIA H200", "gpus": 1, "gpu_index": 1, "cores": 3, "smt_siblings": [[16, 48], [17, 49], [18]]}
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-5f0c")
     assert bench_ab.ran_on()["gpu_index"] == "GPU-5f0c"
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")

@@ -103,15 +103,43 @@ def own_cores() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def core_sets(available: Sequence[int], instance: int) -> dict[str, list[int]]:
+def smt_siblings(cpus: Sequence[int], root: Path = Path("/sys/devices/system/cpu")) -> dict[int, list[int]]:
+    """Each CPU's hardware threads on its physical core (itself included), as Linux lists them;
+    a CPU Linux says nothing of stands alone."""
+    out: dict[int, list[int]] = {}
+    for cpu in cpus:
+        try:
+            text = (root / f"cpu{cpu}" / "topology" / "thread_siblings_list").read_text().strip()
+        except OSError:
+            out[cpu] = [cpu]
+            continue
+        ids: list[int] = []
+        for part in text.split(","):
+            first, _, last = part.partition("-")
+            ids.extend(range(int(first), int(last or first) + 1))
+        out[cpu] = sorted(set(ids) | {cpu})
+    return out
+
+
+def core_sets(
+    available: Sequence[int], instance: int, siblings: dict[int, list[int]] | None = None
+) -> dict[str, list[int]]:
     """Each arm's cores on engine pair `instance`: two disjoint halves of equal size (an odd core
     left out), swapped on odd instances so that over two or more pairs each arm runs on both and
-    a difference between the halves falls between groups (the interval), not in the ratio."""
-    cores = sorted(available)
+    a difference between the halves falls between groups (the interval), not in the ratio.
+    With `siblings` (smt_siblings), a physical core's hardware threads go to one half wherever
+    the count allows: an arm's threads on the other arm's physical cores would run at the speed
+    the other arm leaves them."""
+    if siblings:
+        # a CPU's key is the lowest of its siblings the run was given, so siblings sit side by side
+        given = set(available)
+        cores = sorted(given, key=lambda c: (min(set(siblings.get(c, [c])) & given), c))
+    else:
+        cores = sorted(available)
     if len(cores) < 4:
         raise UsageError(f"--pin-cores: {len(cores)} core(s) available, 4 at least (two for each arm)")
     half = len(cores) // 2
-    low, high = cores[:half], cores[half : 2 * half]
+    low, high = sorted(cores[:half]), sorted(cores[half : 2 * half])
     return {"a": high, "b": low} if instance % 2 else {"a": low, "b": high}
 
 
@@ -326,7 +354,7 @@ def _run(
             "machine": ran_on,
             "instances": [],
         }
-    cores = core_sets(own_cores(), instance) if plan.pin_cores else None
+    cores = core_sets(own_cores(), instance, smt_siblings(own_cores())) if plan.pin_cores else None
     record: dict = {
         "instance": instance,
         "layout": plan.layout,
