@@ -143,6 +143,17 @@ def test_one_request_drafting_one_step_in_ten(sources):
     assert [with_it.step(*s) for s in steps] == [[3], [0]] + [[-1]] * 8
 
 
+def test_mtp_drafting_every_step_is_routed_as_without_it(sources):
+    """MTP proposes k drafts for every decode row at every step: no step is draft-free, so the
+    port leaves every row where the series without it put it (the cost it removes is not MTP's)."""
+    steps = [({"r0": 4, "r1": 4, "r2": 4}, {"r0": 3, "r1": 3, "r2": 3})] * 10
+    without, with_it = Runner(sources["without"]), Runner(sources["with"])
+    assert [with_it.step(*s) for s in steps] == [without.step(*s) for s in steps] == [[3, 3, 3]] * 10
+    # a row the scheduler cut to fewer drafts beside the others stays speculative on both
+    cut = ({"r0": 4, "r1": 1, "r2": 3}, {"r0": 3, "r2": 2})
+    assert with_it.step(*cut) == without.step(*cut) == [3, 0, 2]
+
+
 def test_a_request_left_out_of_a_step_keeps_its_drafted_mark(sources):
     runner = Runner(sources["with"])
     assert runner.step({"r0": 4, "r1": 1}, {"r0": 3}) == [3, 0]
