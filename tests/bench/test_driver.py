@@ -181,6 +181,8 @@ def test_core_sets_keep_a_physical_cores_threads_in_one_half():
     assert driver.core_sets(range(16), 0, adjacent) == {"a": list(range(8)), "b": list(range(8, 16))}
     # a sibling the run was not given does not move its partner
     assert driver.core_sets([0, 1, 2, 3], 0, {0: [0, 8], 1: [1, 9], 2: [2, 10], 3: [3, 11]}) == {"a": [0, 1], "b": [2, 3]}
+    # a CPU missing from the map stands alone
+    assert driver.core_sets(range(4), 0, {0: [0, 2], 2: [0, 2]}) == {"a": [0, 2], "b": [1, 3]}
 
 
 def test_smt_siblings_read_linux_lists_and_leave_an_unlisted_cpu_alone(tmp_path):

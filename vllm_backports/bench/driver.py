@@ -133,7 +133,7 @@ def core_sets(
     if siblings:
         # a CPU's key is the lowest of its siblings the run was given, so siblings sit side by side
         given = set(available)
-        cores = sorted(given, key=lambda c: (min(set(siblings.get(c, [c])) & given), c))
+        cores = sorted(given, key=lambda c: (min((set(siblings.get(c, ())) | {c}) & given), c))
     else:
         cores = sorted(available)
     if len(cores) < 4:
