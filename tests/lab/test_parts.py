@@ -189,4 +189,6 @@ def test_tree_size_counts_what_travels_in_whole_disk_blocks(tmp_path):
     (tmp_path / "big").write_bytes(b"x" * (parts.DISK_BLOCK + 1))  # two blocks
     (tmp_path / "ignored").mkdir()
     (tmp_path / "ignored" / "huge").write_bytes(b"y" * 100_000)  # stays behind: not counted
-    assert parts.tree_size(tmp_path) == 4 * parts.DISK_BLOCK
+    (tmp_path / "sub" / "deeper").mkdir(parents=True)
+    (tmp_path / "sub" / "deeper" / "file").write_bytes(b"z")  # one block, and one for each folder
+    assert parts.tree_size(tmp_path) == (4 + 1 + 1 + 2) * parts.DISK_BLOCK  # files, the root, sub/, deeper/
