@@ -181,6 +181,13 @@ def test_core_sets_keep_a_physical_cores_threads_in_one_half():
     assert driver.core_sets(range(16), 0, adjacent) == {"a": list(range(8)), "b": list(range(8, 16))}
     # a sibling the run was not given does not move its partner
     assert driver.core_sets([0, 1, 2, 3], 0, {0: [0, 8], 1: [1, 9], 2: [2, 10], 3: [3, 11]}) == {"a": [0, 1], "b": [2, 3]}
+    # pairs and lone threads mixed: the pairs go whole, the lone threads fill the room left
+    n8 = {0: [0, 8], 8: [0, 8], 1: [1, 9], 9: [1, 9], 2: [2], 3: [3]}
+    assert driver.core_sets([0, 8, 1, 9, 2, 3], 0, n8) == {"a": [0, 2, 8], "b": [1, 3, 9]}
+    # three pairs in halves of three: one pair has to be split, and only one
+    three = {c: [c % 4, c % 4 + 4] for c in (0, 1, 2, 4, 5, 6)}
+    sets = driver.core_sets([0, 1, 2, 4, 5, 6], 0, three)
+    assert sum(len({c % 4 for c in half}) for half in sets.values()) == 4  # 3 physical cores, 1 in both
     # a CPU missing from the map stands alone
     assert driver.core_sets(range(4), 0, {0: [0, 2], 2: [0, 2]}) == {"a": [0, 2], "b": [1, 3]}
 
@@ -189,8 +196,10 @@ def test_smt_siblings_read_linux_lists_and_leave_an_unlisted_cpu_alone(tmp_path)
     for cpu, text in {0: "0,8", 8: "0,8", 1: "1-2", 3: "3"}.items():
         (tmp_path / f"cpu{cpu}" / "topology").mkdir(parents=True)
         (tmp_path / f"cpu{cpu}" / "topology" / "thread_siblings_list").write_text(text + "\n")
-    got = driver.smt_siblings([0, 8, 1, 3, 5], tmp_path)
-    assert got == {0: [0, 8], 8: [0, 8], 1: [1, 2], 3: [3], 5: [5]}
+    (tmp_path / "cpu6" / "topology").mkdir(parents=True)
+    (tmp_path / "cpu6" / "topology" / "thread_siblings_list").write_text("\n")  # empty: not a list
+    got = driver.smt_siblings([0, 8, 1, 3, 5, 6], tmp_path)
+    assert got == {0: [0, 8], 8: [0, 8], 1: [1, 2], 3: [3], 5: [5], 6: [6]}
 
 
 def test_pin_cores_is_refused_in_one_line_under_four_cores_or_where_nothing_can_pin(tmp_path, sites, monkeypatch):

@@ -146,12 +146,20 @@ def test_one_request_drafting_one_step_in_ten(sources):
 def test_mtp_drafting_every_step_is_routed_as_without_it(sources):
     """MTP proposes k drafts for every decode row at every step: no step is draft-free, so the
     port leaves every row where the series without it put it (the cost it removes is not MTP's)."""
+    # Runner.step's branch with drafts calls _set_decode_draft_tokens as the series without the
+    # port did (two arguments, no routing flag): the release's call sites say so
+    prepare = method(sources["with"], "_prepare_inputs")
+    calls = [n for n in ast.walk(prepare) if isinstance(n, ast.Call) and ast.unparse(n.func) == "self._set_decode_draft_tokens"]
+    assert sorted(len(c.args) + len(c.keywords) for c in calls) == [2, 3]
     steps = [({"r0": 4, "r1": 4, "r2": 4}, {"r0": 3, "r1": 3, "r2": 3})] * 10
     without, with_it = Runner(sources["without"]), Runner(sources["with"])
     assert [with_it.step(*s) for s in steps] == [without.step(*s) for s in steps] == [[3, 3, 3]] * 10
     # a row the scheduler cut to fewer drafts beside the others stays speculative on both
     cut = ({"r0": 4, "r1": 1, "r2": 3}, {"r0": 3, "r2": 2})
     assert with_it.step(*cut) == without.step(*cut) == [3, 0, 2]
+    # drafts dropped for a step (near the length limit): every state may sit past slot 0, so the
+    # port keeps them speculative too
+    assert with_it.step({"r0": 1, "r1": 1, "r2": 1}, {}) == without.step({"r0": 1, "r1": 1, "r2": 1}, {}) == [0, 0, 0]
 
 
 def test_a_request_left_out_of_a_step_keeps_its_drafted_mark(sources):

@@ -110,13 +110,12 @@ def smt_siblings(cpus: Sequence[int], root: Path = Path("/sys/devices/system/cpu
     for cpu in cpus:
         try:
             text = (root / f"cpu{cpu}" / "topology" / "thread_siblings_list").read_text().strip()
-        except OSError:
-            out[cpu] = [cpu]
-            continue
-        ids: list[int] = []
-        for part in text.split(","):
-            first, _, last = part.partition("-")
-            ids.extend(range(int(first), int(last or first) + 1))
+            ids: list[int] = []
+            for part in text.split(","):
+                first, _, last = part.partition("-")
+                ids.extend(range(int(first), int(last or first) + 1))
+        except (OSError, ValueError):  # unreadable or not a list: the CPU stands alone
+            ids = []
         out[cpu] = sorted(set(ids) | {cpu})
     return out
 
@@ -127,19 +126,30 @@ def core_sets(
     """Each arm's cores on engine pair `instance`: two disjoint halves of equal size (an odd core
     left out), swapped on odd instances so that over two or more pairs each arm runs on both and
     a difference between the halves falls between groups (the interval), not in the ratio.
-    With `siblings` (smt_siblings), a physical core's hardware threads go to one half wherever
-    the count allows: an arm's threads on the other arm's physical cores would run at the speed
-    the other arm leaves them."""
-    if siblings:
-        # a CPU's key is the lowest of its siblings the run was given, so siblings sit side by side
-        given = set(available)
-        cores = sorted(given, key=lambda c: (min((set(siblings.get(c, ())) | {c}) & given), c))
-    else:
-        cores = sorted(available)
-    if len(cores) < 4:
-        raise UsageError(f"--pin-cores: {len(cores)} core(s) available, 4 at least (two for each arm)")
-    half = len(cores) // 2
-    low, high = sorted(cores[:half]), sorted(cores[half : 2 * half])
+    With `siblings` (smt_siblings), a physical core's hardware threads go whole into one half,
+    the largest groups first, split only where no half has room left for them: an arm's threads
+    on the other arm's physical cores would run at the speed the other arm leaves them."""
+    given = sorted(set(available))
+    if len(given) < 4:
+        raise UsageError(f"--pin-cores: {len(given)} core(s) available, 4 at least (two for each arm)")
+    half = len(given) // 2
+    groups: dict[int, list[int]] = {}  # a physical core's threads among those given, by the lowest
+    for c in given:
+        groups.setdefault(min((set((siblings or {}).get(c, ())) | {c}) & set(given)), []).append(c)
+    # larger groups first, each whole into the first half with room; a group no half has room
+    # for is split. Without siblings every CPU is its own group: the halves by number.
+    low: list[int] = []
+    high: list[int] = []
+    for group in sorted(groups.values(), key=lambda g: (-len(g), g[0])):
+        whole = next((h for h in (low, high) if len(h) + len(group) <= half), None)
+        if whole is not None:
+            whole.extend(group)
+            continue
+        for c in group:
+            room = next((h for h in (low, high) if len(h) < half), None)
+            if room is not None:
+                room.append(c)
+    low, high = sorted(low), sorted(high)
     return {"a": high, "b": low} if instance % 2 else {"a": low, "b": high}
 
 
