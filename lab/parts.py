@@ -28,7 +28,8 @@ BLOCK = 1 << 20
 LIMIT = 64 << 20  # what one call of the GPU machine carries, the working tree included
 # The machine's check counts the tree as it sits on disk: a 3-byte file takes a 4 KiB block,
 # and so does each folder.
-# With some 2,200 files that is 6 MiB more than their bytes, enough to refuse a full part.
+# With some 2,200 files in 356 folders that is 8 MiB more than their bytes, enough to refuse a
+# full part.
 DISK_BLOCK = 4096
 
 
