@@ -129,13 +129,13 @@ def core_sets(
     With `siblings` (smt_siblings), a physical core's hardware threads go whole into one half,
     the largest groups first, split only where no half has room left for them: an arm's threads
     on the other arm's physical cores would run at the speed the other arm leaves them."""
-    given = sorted(set(available))
+    given = set(available)
     if len(given) < 4:
         raise UsageError(f"--pin-cores: {len(given)} core(s) available, 4 at least (two for each arm)")
     half = len(given) // 2
     groups: dict[int, list[int]] = {}  # a physical core's threads among those given, by the lowest
-    for c in given:
-        groups.setdefault(min((set((siblings or {}).get(c, ())) | {c}) & set(given)), []).append(c)
+    for c in sorted(given):
+        groups.setdefault(min((set((siblings or {}).get(c, ())) | {c}) & given), []).append(c)
     # larger groups first, each whole into the first half with room; a group no half has room
     # for is split. Without siblings every CPU is its own group: the halves by number.
     low: list[int] = []
@@ -364,7 +364,10 @@ def _run(
             "machine": ran_on,
             "instances": [],
         }
-    cores = core_sets(own_cores(), instance, smt_siblings(own_cores())) if plan.pin_cores else None
+    cores = None
+    if plan.pin_cores:
+        own = own_cores()
+        cores = core_sets(own, instance, smt_siblings(own))
     record: dict = {
         "instance": instance,
         "layout": plan.layout,
