@@ -75,6 +75,11 @@ def method(source: bytes, name: str) -> ast.FunctionDef:
     return fn
 
 
+def calls(fn: ast.FunctionDef, name: str) -> list[ast.Call]:
+    """The calls of the runner's own method `name` in `fn`, in the order ast.walk meets them."""
+    return [n for n in ast.walk(fn) if isinstance(n, ast.Call) and ast.unparse(n.func) == f"self.{name}"]
+
+
 class Runner:
     """The two methods as `source` defines them, on a runner of `max_reqs` rows whose requests
     are all past their prompts (every row of one token is a decode)."""
@@ -127,9 +132,8 @@ class Runner:
 
 
 def test_it_calls_the_check_in_both_branches_of_prepare_inputs(sources):
-    prepare = method(sources["with"], "_prepare_inputs")
-    calls = [n for n in ast.walk(prepare) if isinstance(n, ast.Call) and ast.unparse(n.func) == "self._drafted_before"]
-    assert [ast.unparse(c.args[0]) for c in calls] == ["scheduler_output", "scheduler_output"]
+    checks = calls(method(sources["with"], "_prepare_inputs"), "_drafted_before")
+    assert [ast.unparse(c.args[0]) for c in checks] == ["scheduler_output", "scheduler_output"]
     # the series without it has no such check: every draft-free decode row is speculative there
     assert "_drafted_before" not in sources["without"].decode()
 
@@ -148,9 +152,8 @@ def test_mtp_drafting_every_step_is_routed_as_without_it(sources):
     port leaves every row where the series without it put it (the cost it removes is not MTP's)."""
     # Runner.step's branch with drafts calls _set_decode_draft_tokens as the series without the
     # port did (two arguments, no routing flag): the release's call sites say so
-    prepare = method(sources["with"], "_prepare_inputs")
-    calls = [n for n in ast.walk(prepare) if isinstance(n, ast.Call) and ast.unparse(n.func) == "self._set_decode_draft_tokens"]
-    assert sorted(len(c.args) + len(c.keywords) for c in calls) == [2, 3]
+    sets = calls(method(sources["with"], "_prepare_inputs"), "_set_decode_draft_tokens")
+    assert sorted(len(c.args) + len(c.keywords) for c in sets) == [2, 3]
     steps = [({"r0": 4, "r1": 4, "r2": 4}, {"r0": 3, "r1": 3, "r2": 3})] * 10
     without, with_it = Runner(sources["without"]), Runner(sources["with"])
     assert [with_it.step(*s) for s in steps] == [without.step(*s) for s in steps] == [[3, 3, 3]] * 10
@@ -159,7 +162,8 @@ def test_mtp_drafting_every_step_is_routed_as_without_it(sources):
     assert with_it.step(*cut) == without.step(*cut) == [3, 0, 2]
     # drafts dropped for a step (near the length limit): every state may sit past slot 0, so the
     # port keeps them speculative too
-    assert with_it.step({"r0": 1, "r1": 1, "r2": 1}, {}) == without.step({"r0": 1, "r1": 1, "r2": 1}, {}) == [0, 0, 0]
+    dropped = ({"r0": 1, "r1": 1, "r2": 1}, {})
+    assert with_it.step(*dropped) == without.step(*dropped) == [0, 0, 0]
 
 
 def test_a_request_left_out_of_a_step_keeps_its_drafted_mark(sources):
@@ -257,10 +261,7 @@ def test_the_candidate_routes_rows_as_the_series_does(sources):
 
 def test_the_step_is_routed_before_its_metadata_is_built(sources):
     execute = method(sources["lean"], "execute_model")
-    lines = {
-        name: [n.lineno for n in ast.walk(execute) if isinstance(n, ast.Call) and ast.unparse(n.func) == f"self.{name}"]
-        for name in ("_prepare_inputs", "_build_attention_metadata")
-    }
+    lines = {name: [c.lineno for c in calls(execute, name)] for name in ("_prepare_inputs", "_build_attention_metadata")}
     assert len(lines["_prepare_inputs"]) == 1 and lines["_build_attention_metadata"]
     assert lines["_prepare_inputs"][0] < min(lines["_build_attention_metadata"])
 
