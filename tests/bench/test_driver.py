@@ -180,7 +180,10 @@ def test_core_sets_keep_a_physical_cores_threads_in_one_half():
     adjacent = {c: [c - c % 2, c - c % 2 + 1] for c in range(16)}
     assert driver.core_sets(range(16), 0, adjacent) == {"a": list(range(8)), "b": list(range(8, 16))}
     # a sibling the run was not given does not move its partner
-    assert driver.core_sets([0, 1, 2, 3], 0, {0: [0, 8], 1: [1, 9], 2: [2, 10], 3: [3, 11]}) == {"a": [0, 1], "b": [2, 3]}
+    assert driver.core_sets([0, 1, 2, 3], 0, {0: [0, 8], 1: [1, 9], 2: [2, 10], 3: [3, 11]}) == {
+        "a": [0, 1],
+        "b": [2, 3],
+    }
     # pairs and lone threads mixed: the pairs go whole, the lone threads fill the room left
     n8 = {0: [0, 8], 8: [0, 8], 1: [1, 9], 9: [1, 9], 2: [2], 3: [3]}
     assert driver.core_sets([0, 8, 1, 9, 2, 3], 0, n8) == {"a": [0, 2, 8], "b": [1, 3, 9]}
@@ -529,3 +532,52 @@ def test_each_round_records_what_the_sampler_saw_while_it_was_timed(tmp_path, si
 def test_a_run_without_a_sampler_has_no_gpu_record(tmp_path, sites):
     result = go(plan(tmp_path, sites, pairs=1))
     assert result["gpu_during_rounds"] is None and result["gpu_during_decodes"] is None
+
+
+STAT = """cpu  40 0 20 900 5 0 0 7 0 0
+cpu0 10 1 4 100 2 1 2 3 0 0
+cpu1 30 0 16 800 3 0 0 4 0 0
+intr 12345 0 0
+ctxt 999
+"""
+
+
+def test_cpu_times_reads_each_cpus_busy_idle_and_steal_from_proc_stat(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text(STAT)
+    # busy: user + nice + system + irq + softirq; idle: idle + iowait; the all-CPU line left out
+    assert driver.cpu_times(stat) == {0: (18, 102, 3), 1: (46, 803, 4)}
+
+
+@pytest.mark.parametrize("text", [None, "", "cpu0 1 2 x 4 5 6 7 8\n", "cpu0 1 2 3\n"])
+def test_cpu_times_is_none_where_proc_stat_is_missing_or_not_understood(tmp_path, text):
+    stat = tmp_path / "stat"
+    if text is not None:
+        stat.write_text(text)
+    assert driver.cpu_times(stat) is None
+
+
+def test_cpu_use_gives_each_cpus_busy_and_stolen_share_between_two_readings():
+    before = {0: (100, 900, 0), 1: (50, 50, 10), 2: (0, 0, 0)}
+    after = {0: (150, 950, 0), 1: (60, 130, 20), 2: (0, 0, 0)}
+    got = driver.cpu_use(before, after, [0, 1, 2, 7])  # 2 did nothing, 7 was never read
+    assert got == {"busy": {"0": 0.5, "1": 0.1, "2": 0.0}, "steal": {"0": 0.0, "1": 0.1, "2": 0.0}}
+    assert driver.cpu_use(None, after, [0]) is None and driver.cpu_use(before, after, [7]) is None
+
+
+def test_each_timed_round_records_what_every_cpu_did_and_none_where_it_cannot_be_read(tmp_path, sites, monkeypatch):
+    reads = iter(range(1000))
+
+    def ticks():
+        n = next(reads)
+        return {0: (10 * n, 10 * n, 0), 1: (0, 30 * n, 10 * n)}  # cpu 0 half busy, cpu 1 a quarter stolen
+
+    monkeypatch.setattr(driver, "cpu_times", ticks)
+    go(plan(tmp_path, sites, pairs=2, warmup=0))
+    lines = [json.loads(x) for x in (tmp_path / "run" / "progress.jsonl").read_text().splitlines()]
+    assert len(lines) == 4
+    assert all(x["cpus"] == {"busy": {"0": 0.5, "1": 0.0}, "steal": {"0": 0.0, "1": 0.25}} for x in lines)
+    monkeypatch.setattr(driver, "cpu_times", lambda: None)
+    go(plan(tmp_path, sites, pairs=3, warmup=0))
+    lines = [json.loads(x) for x in (tmp_path / "run" / "progress.jsonl").read_text().splitlines()]
+    assert len(lines) == 6 and not any("cpus" in x for x in lines[4:])

@@ -120,6 +120,44 @@ def smt_siblings(cpus: Sequence[int], root: Path = Path("/sys/devices/system/cpu
     return out
 
 
+PROC_STAT = Path("/proc/stat")
+
+
+def cpu_times(stat: Path | None = None) -> dict[int, tuple[int, int, int]] | None:
+    """Each CPU's (busy, idle, steal) ticks since boot from /proc/stat; None where it cannot be
+    read (not Linux). Busy is user, nice, system, irq and softirq; steal is the time the
+    hypervisor ran something else while this CPU had work."""
+    try:
+        lines = (stat or PROC_STAT).read_text().splitlines()
+        out: dict[int, tuple[int, int, int]] = {}
+        for line in lines:
+            name, *fields = line.split()
+            if not name.startswith("cpu") or name == "cpu":
+                continue
+            user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+            out[int(name[3:])] = (user + nice + system + irq + softirq, idle + iowait, steal)
+        return out or None
+    except (OSError, ValueError):
+        return None
+
+
+def cpu_use(before: dict | None, after: dict | None, cpus: Sequence[int]) -> dict | None:
+    """What each of `cpus` did between two cpu_times() readings, as shares of its ticks: busy
+    and stolen. A timed round's reading tells a round slowed by its own threads' placement (a
+    second busy CPU, steal) from one whose code did more."""
+    if not before or not after:
+        return None
+    busy, steal = {}, {}
+    for c in cpus:
+        if c not in before or c not in after:
+            continue
+        d = [y - x for x, y in zip(before[c], after[c], strict=True)]
+        total = sum(d)
+        busy[str(c)] = round(d[0] / total, 2) if total else 0.0
+        steal[str(c)] = round(d[2] / total, 2) if total else 0.0
+    return {"busy": busy, "steal": steal} if busy else None
+
+
 def core_sets(
     available: Sequence[int], instance: int, siblings: dict[int, list[int]] | None = None
 ) -> dict[str, list[int]]:
@@ -398,10 +436,11 @@ def _run(
             elif op == "stop":
                 workers.pop(arm).stop()
             elif op in ("warmup", "round"):
-                t0 = time.time()
+                t0, ticks = time.time(), cpu_times()
                 reply = workers[arm].ask("round")
                 if op == "round":
                     t1 = time.time()
+                    used = cpu_use(ticks, cpu_times(), sorted(ticks or ()))
                     if sampling is not None:  # the clock while each level decoded, apart
                         for level in reply["levels"].values():
                             if "decode_window" in level:
@@ -415,6 +454,7 @@ def _run(
                         "t0": t0,
                         "t": t1,
                         **({"gpu": sampling.window(t0, t1)} if sampling is not None else {}),
+                        **({"cpus": used} if used else {}),
                     }
                     with open(progress_path, "a") as f:
                         f.write(json.dumps(line) + "\n")
