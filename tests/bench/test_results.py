@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_backports.bench.results import acceptance, during, figures, paced, pairs, summarise, target_met
+from vllm_backports.bench.results import acceptance, cpus_during, during, figures, paced, pairs, summarise, target_met
 
 
 def level(decode_s, ttft_s=0.1, requests=16, max_tokens=101, drafts=None, accepted=None):
@@ -141,3 +141,23 @@ def test_a_run_from_before_pace_has_no_pace_in_its_result():
     lines[0]["levels"]["16"]["pace"] = {"median_ms": 8.0, "long": 0, "long_excess_ms": 0.0, "gc_ms": 0.0}
     got = summarise({"experiment": "x"}, lines, resamples=50)["pace_during_decodes"]
     assert got["a"]["16"]["rounds"] == 1 and got["b"]["16"] is None
+
+
+def test_cpus_during_counts_rounds_by_busy_cpus_and_keeps_the_most_stolen():
+    one = {"busy": {"0": 1.0, "1": 0.1, "2": 0.49}, "steal": {"0": 0.0, "1": 0.02, "2": 0.0}}
+    two = {"busy": {"0": 0.99, "1": 0.5, "2": 0.0}, "steal": {"0": 0.3, "1": 0.0, "2": 0.0}}
+    rows = [{**line("a", 0), "cpus": one}, {**line("a", 1), "cpus": two}, {**line("a", 2), "cpus": one}, line("a", 3)]
+    # the round without a record is left out; a CPU at exactly half a round counts as busy
+    assert cpus_during(rows) == {"rounds": 3, "busy_cpus": {"1": 2, "2": 1}, "steal_max": 0.3}
+    assert cpus_during([line("a", 0)]) == {"rounds": 0, "busy_cpus": {}, "steal_max": None}
+
+
+def test_a_run_from_before_the_cpu_record_has_none_in_its_result():
+    lines = [line(arm, i) for i in range(2) for arm in "ab"]
+    assert summarise({"experiment": "x"}, lines, resamples=50)["cpus_during_rounds"] is None
+    lines[1]["cpus"] = {"busy": {"0": 1.0}, "steal": {"0": 0.0}}
+    got = summarise({"experiment": "x"}, lines, resamples=50)["cpus_during_rounds"]
+    assert got == {
+        "a": {"rounds": 0, "busy_cpus": {}, "steal_max": None},
+        "b": {"rounds": 1, "busy_cpus": {"1": 1}, "steal_max": 0.0},
+    }

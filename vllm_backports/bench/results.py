@@ -84,6 +84,7 @@ def summarise(meta: dict, lines: list[dict], resamples: int = 4000) -> dict:
     clocks = [x["sm_clock_mhz"] for x in lines if x.get("sm_clock_mhz")]
     sampled = any("gpu" in x for x in lines)  # runs from before the sampler have none
     stepped = any("pace" in lv for x in lines for lv in x["levels"].values())  # nor before pace
+    counted = any("cpus" in x for x in lines)  # nor before the CPU record
     return {
         "schema": SCHEMA,
         **meta,
@@ -103,7 +104,28 @@ def summarise(meta: dict, lines: list[dict], resamples: int = 4000) -> dict:
         "pace_during_decodes": (
             {arm: {lv: paced(rows, lv) for lv in levels} for arm, rows in by_arm.items()} if stepped else None
         ),
+        "cpus_during_rounds": {arm: cpus_during(rows) for arm, rows in by_arm.items()} if counted else None,
         "comparisons": comparisons,
+    }
+
+
+BUSY = 0.5  # a CPU busy at least this share of a round counts as a busy CPU of it
+
+
+def cpus_during(lines: list[dict]) -> dict:
+    """What the CPUs did over an arm's timed rounds (each round's `cpus`): how many rounds had
+    how many CPUs busy, and the most any CPU had stolen in a round. An arm whose rounds differ in
+    busy CPUs, or meet steal, ran beside something its code does not explain."""
+    seen = [x["cpus"] for x in lines if x.get("cpus")]
+    busy: dict[str, int] = {}
+    for c in seen:
+        n = str(sum(share >= BUSY for share in c["busy"].values()))
+        busy[n] = busy.get(n, 0) + 1
+    stolen = [share for c in seen for share in c["steal"].values()]
+    return {
+        "rounds": len(seen),
+        "busy_cpus": dict(sorted(busy.items(), key=lambda kv: int(kv[0]))),
+        "steal_max": max(stolen) if stolen else None,
     }
 
 
