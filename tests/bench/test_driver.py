@@ -537,6 +537,7 @@ def test_a_run_without_a_sampler_has_no_gpu_record(tmp_path, sites):
 STAT = """cpu  40 0 20 900 5 0 0 7 0 0
 cpu0 10 1 4 100 2 1 2 3 0 0
 cpu1 30 0 16 800 3 0 0 4 0 0
+
 intr 12345 0 0
 ctxt 999
 """
@@ -558,20 +559,29 @@ def test_cpu_times_is_none_where_proc_stat_is_missing_or_not_understood(tmp_path
 
 
 def test_cpu_use_gives_each_cpus_busy_and_stolen_share_between_two_readings():
-    before = {0: (100, 900, 0), 1: (50, 50, 10), 2: (0, 0, 0)}
-    after = {0: (150, 950, 0), 1: (60, 130, 20), 2: (0, 0, 0)}
+    before = {0: (100, 900, 0), 1: (50, 50, 10), 2: (0, 0, 0), 3: (10, 50, 0)}
+    after = {0: (150, 950, 0), 1: (60, 130, 20), 2: (0, 0, 0), 3: (20, 40, 0)}
+    # 3's idle went back (iowait may): counted as none, not as negative time
+    assert driver.cpu_use(before, after, [3]) == {"busy": {"3": 1.0}, "steal": {"3": 0.0}}
     got = driver.cpu_use(before, after, [0, 1, 2, 7])  # 2 did nothing, 7 was never read
     assert got == {"busy": {"0": 0.5, "1": 0.1, "2": 0.0}, "steal": {"0": 0.0, "1": 0.1, "2": 0.0}}
     assert driver.cpu_use(None, after, [0]) is None and driver.cpu_use(before, after, [7]) is None
 
 
 def test_each_timed_round_records_what_every_cpu_did_and_none_where_it_cannot_be_read(tmp_path, sites, monkeypatch):
-    reads = iter(range(1000))
+    rounds = [0]  # the ticks move only while an engine runs a round: a reading beside it reads nothing
+    ask = driver.Worker.ask
+
+    def counting(self, op, **kw):
+        reply = ask(self, op, **kw)
+        rounds[0] += op == "round"
+        return reply
 
     def ticks():
-        n = next(reads)
+        n = rounds[0]
         return {0: (10 * n, 10 * n, 0), 1: (0, 30 * n, 10 * n)}  # cpu 0 half busy, cpu 1 a quarter stolen
 
+    monkeypatch.setattr(driver.Worker, "ask", counting)
     monkeypatch.setattr(driver, "cpu_times", ticks)
     go(plan(tmp_path, sites, pairs=2, warmup=0))
     lines = [json.loads(x) for x in (tmp_path / "run" / "progress.jsonl").read_text().splitlines()]

@@ -131,9 +131,10 @@ def cpu_times(stat: Path | None = None) -> dict[int, tuple[int, int, int]] | Non
         lines = (stat or PROC_STAT).read_text().splitlines()
         out: dict[int, tuple[int, int, int]] = {}
         for line in lines:
-            name, *fields = line.split()
+            name, *fields = line.split() or [""]
             if not name.startswith("cpu") or name == "cpu":
                 continue
+            # guest and guest_nice (columns 9, 10) are counted in user and nice already
             user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in fields[:8])
             out[int(name[3:])] = (user + nice + system + irq + softirq, idle + iowait, steal)
         return out or None
@@ -151,7 +152,7 @@ def cpu_use(before: dict | None, after: dict | None, cpus: Sequence[int]) -> dic
     for c in cpus:
         if c not in before or c not in after:
             continue
-        d = [y - x for x, y in zip(before[c], after[c], strict=True)]
+        d = [max(y - x, 0) for x, y in zip(before[c], after[c], strict=True)]  # iowait can go back (proc(5))
         total = sum(d)
         busy[str(c)] = round(d[0] / total, 2) if total else 0.0
         steal[str(c)] = round(d[2] / total, 2) if total else 0.0
@@ -436,7 +437,8 @@ def _run(
             elif op == "stop":
                 workers.pop(arm).stop()
             elif op in ("warmup", "round"):
-                t0, ticks = time.time(), cpu_times()
+                ticks = cpu_times()
+                t0 = time.time()
                 reply = workers[arm].ask("round")
                 if op == "round":
                     t1 = time.time()
