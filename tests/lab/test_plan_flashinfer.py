@@ -130,14 +130,16 @@ def _bench_runs():
     return out
 
 
-def test_a_benchmark_is_estimated_within_25_percent_of_what_each_recorded_run_took():
-    # the releases differ by about that in what an engine takes to start (lab.owed)
+def test_a_benchmark_is_estimated_at_most_15_percent_short_of_each_recorded_run_and_35_long():
+    # the releases differ by about 15% in what an engine takes to start, and 0.29.0's start
+    # faster still (lab.owed): an estimate may run long, where device time is left over, but
+    # not short, where a machine ends before its results are collected
     from lab.owed import BenchOptions
 
     runs = _bench_runs()
     assert len(runs) >= 6 and sum("--pin-cores" in args for args, _, _ in runs) >= 3
     for args, pairs, took in runs:
-        assert abs(BenchOptions.parse(args).seconds(pairs) - took) <= 0.25 * took, (args, pairs, took)
+        assert -0.15 * took <= BenchOptions.parse(args).seconds(pairs) - took <= 0.35 * took, (args, pairs, took)
 
 
 def test_the_benchmark_options_are_read_as_bench_ab_py_reads_them():
@@ -146,7 +148,7 @@ def test_the_benchmark_options_are_read_as_bench_ab_py_reads_them():
     assert BenchOptions.parse(["--layout", "resident"]) == BenchOptions(restarts=1, levels=(1, 16, 64))
     both = BenchOptions.parse(["--levels=1,64", "--restarts", "4", "--pin-cores", "--pairs", "12"])
     assert both == BenchOptions(restarts=4, levels=(1, 64), pairs=12, pinned=True)
-    assert both.seconds(30) == round(4 * 200 + 12 * (2.5 + 10))  # --pairs overrides the job's 30
+    assert both.seconds(30) == round(4 * 220 + 12 * (2.5 + 10))  # --pairs overrides the job's 30
     # what bench_ab.py would refuse on the machine is refused before anything is staged
     for bad, says in (
         (["--restarts", "--pin-cores"], "take numbers"),
