@@ -437,7 +437,7 @@ def _run(
             elif op == "stop":
                 workers.pop(arm).stop()
             elif op in ("warmup", "round"):
-                ticks = cpu_times()
+                ticks = cpu_times() if op == "round" else None  # a warm-up's CPUs are not recorded
                 t0 = time.time()
                 reply = workers[arm].ask("round")
                 if op == "round":
