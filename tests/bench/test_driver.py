@@ -559,13 +559,13 @@ def test_cpu_times_is_none_where_proc_stat_is_missing_or_not_understood(tmp_path
 
 
 def test_cpu_use_gives_each_cpus_busy_and_stolen_share_between_two_readings():
-    before = {0: (100, 900, 0), 1: (50, 50, 10), 2: (0, 0, 0), 3: (10, 50, 0)}
-    after = {0: (150, 950, 0), 1: (60, 130, 20), 2: (0, 0, 0), 3: (20, 40, 0)}
-    # 3's idle went back (iowait may): counted as none, not as negative time
-    assert driver.cpu_use(before, after, [3]) == {"busy": {"3": 1.0}, "steal": {"3": 0.0}}
-    got = driver.cpu_use(before, after, [0, 1, 2, 7])  # 2 did nothing, 7 was never read
+    before = {0: (100, 900, 0), 1: (50, 50, 10), 2: (0, 0, 0), 7: (1, 1, 1)}
+    after = {0: (150, 950, 0), 1: (60, 130, 20), 2: (0, 0, 0), 8: (1, 1, 1)}
+    got = driver.cpu_use(before, after)  # 2 did nothing; 7 and 8 were read once only
     assert got == {"busy": {"0": 0.5, "1": 0.1, "2": 0.0}, "steal": {"0": 0.0, "1": 0.1, "2": 0.0}}
-    assert driver.cpu_use(None, after, [0]) is None and driver.cpu_use(before, after, [7]) is None
+    # 3's idle went back (iowait may): counted as none, not as negative time
+    assert driver.cpu_use({3: (10, 50, 0)}, {3: (20, 40, 0)}) == {"busy": {"3": 1.0}, "steal": {"3": 0.0}}
+    assert driver.cpu_use(None, after) is None and driver.cpu_use({7: (1, 1, 1)}, {8: (1, 1, 1)}) is None
 
 
 def test_each_timed_round_records_what_every_cpu_did_and_none_where_it_cannot_be_read(tmp_path, sites, monkeypatch):

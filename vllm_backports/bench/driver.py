@@ -142,16 +142,14 @@ def cpu_times(stat: Path | None = None) -> dict[int, tuple[int, int, int]] | Non
         return None
 
 
-def cpu_use(before: dict | None, after: dict | None, cpus: Sequence[int]) -> dict | None:
-    """What each of `cpus` did between two cpu_times() readings, as shares of its ticks: busy
+def cpu_use(before: dict | None, after: dict | None) -> dict | None:
+    """What each CPU of both cpu_times() readings did between them, as shares of its ticks: busy
     and stolen. A timed round's reading tells a round slowed by its own threads' placement (a
     second busy CPU, steal) from one whose code did more."""
     if not before or not after:
         return None
     busy, steal = {}, {}
-    for c in cpus:
-        if c not in before or c not in after:
-            continue
+    for c in sorted(before.keys() & after.keys()):
         d = [max(y - x, 0) for x, y in zip(before[c], after[c], strict=True)]  # iowait can go back (proc(5))
         total = sum(d)
         busy[str(c)] = round(d[0] / total, 2) if total else 0.0
@@ -442,7 +440,7 @@ def _run(
                 reply = workers[arm].ask("round")
                 if op == "round":
                     t1 = time.time()
-                    used = cpu_use(ticks, cpu_times(), sorted(ticks or ()))
+                    used = cpu_use(ticks, cpu_times())
                     if sampling is not None:  # the clock while each level decoded, apart
                         for level in reply["levels"].values():
                             if "decode_window" in level:
