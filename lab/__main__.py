@@ -31,14 +31,18 @@ from . import bundle, parts, stage
 from .machine import DEFAULT_BENCH_ARGS, parse_jobs
 from .owed import ESTIMATED_BY, MACHINE_S, BenchOptions, estimate, serial_flashinfer
 from .parts import LIMIT, tree_size
-from .proofs import core, takes_fi_site
+from .proofs import core, gpus, takes_fi_site
 
 ROOT = Path(__file__).resolve().parents[1]
 MARGIN = 2 << 20  # what the tree may grow by between planning and the calls
+# the device kind a plan's calls name when a proof runs at that tensor parallel size (the two-GPU
+# kind may come as H200s; lab.machine start refuses a machine with fewer GPUs)
+TP_KIND = {2: "nvidia-h100-x2"}
 
 
-def calls(part_dirs: list[str], jobs: list[str], wait: int = 540, bench_args: str = "") -> list[dict]:
-    """The device calls: one a part, the last also starting the jobs, then one collect."""
+def calls(part_dirs: list[str], jobs: list[str], wait: int = 540, bench_args: str = "", kind: str = "") -> list[dict]:
+    """The device calls: one a part, the last also starting the jobs, then one collect; each
+    names `kind` where one is given (a call of another kind would start another machine)."""
     out = [{"command": f"python3 -m lab.machine put {p}", "carry": [p]} for p in part_dirs]
     start = f"python3 -m lab.machine start {' '.join(jobs)}"
     if bench_args:
@@ -48,7 +52,12 @@ def calls(part_dirs: list[str], jobs: list[str], wait: int = 540, bench_args: st
     else:
         out.append({"command": start, "carry": [".lab/stage"]})
     out.append({"command": f"python3 -m lab.machine collect --wait {wait}", "carry": []})
-    return out
+    return [{**call, "kind": kind} for call in out] if kind else out
+
+
+def kind_for(jobs: list[dict]) -> str:
+    """The device kind the jobs' (parsed) calls must name; "" where any kind will do."""
+    return TP_KIND.get(max((gpus(p) for j in jobs for p in j["proofs"]), default=1), "")
 
 
 def with_flashinfer(stages: list[stage.Stage], jobs: list[dict]) -> list[stage.Stage]:
@@ -84,7 +93,7 @@ def core_cmd(releases: tuple[str, ...]) -> None:
 @main.command()
 @click.argument("jobs", nargs=-1, required=True)
 @click.option("--limit", type=int, default=LIMIT, show_default=True, help="Bytes one call carries, tree included.")
-@click.option("--json", "as_json", is_flag=True, help="One object a call: command, carry.")
+@click.option("--json", "as_json", is_flag=True, help="One object a call: command, carry (and kind, for TP=2).")
 @click.option("--bench-args", default="", help="bench_ab.py run's options for bench= items (else lab.machine's).")
 def plan(jobs: tuple[str, ...], limit: int, as_json: bool, bench_args: str) -> None:
     """Stage RELEASE[:PROOF,...] jobs and print the calls that prove them on a GPU machine."""
@@ -114,14 +123,15 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool, bench_args: str) -> N
     # travels with the stages in the last call: `start` names the parts a machine never got
     (lab / "stage" / "parts.json").write_text(json.dumps(parts.index(packed, ROOT)))
     part_dirs = [p.relative_to(ROOT).as_posix() for p in packed]
-    found = calls(part_dirs, list(jobs), bench_args=bench_args)
+    found = calls(part_dirs, list(jobs), bench_args=bench_args, kind=kind_for(parsed))
     if as_json:
         click.echo(json.dumps(found, indent=1))
         return
     total = sum(b.size for s in stages for b in {x.sha256: x for x in (*s.blobs, *s.flashinfer)}.values())
     log(f"{len(part_dirs)} parts of at most {room >> 20} MiB ({total >> 20} MiB before sharing), {len(found)} calls:")
     for call in found:
-        log(f"  run carry={json.dumps(call['carry'])} command: {call['command']}")
+        kind = f" kind={call['kind']}" if "kind" in call else ""
+        log(f"  run carry={json.dumps(call['carry'])}{kind} command: {call['command']}")
     fi = sum(serial_flashinfer(j["release"], j["proofs"], ROOT) for j in parsed)
     benches = sum(options.seconds(b["pairs"]) for j in parsed for b in j["benches"])
     # benches-only jobs install too

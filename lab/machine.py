@@ -848,7 +848,7 @@ def collect(home: Path, wait: float, out: Path) -> str:
 def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: str = "") -> None:
     from vllm_backports.catalogue import Catalogue
 
-    from .proofs import core
+    from .proofs import core, gpus
 
     home.mkdir(parents=True, exist_ok=True)
     # the last run's state goes first: a start that fails below must not leave it for collect
@@ -857,6 +857,12 @@ def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: st
     shutil.rmtree(home / "results", ignore_errors=True)
     catalogue = Catalogue(source)
     jobs = parse_jobs(specs, {r: core(catalogue, r) for r in catalogue.releases})
+    # a TP=2 verify on one GPU dies at its engine's start, minutes into the run: refuse it here
+    need = {f"{j['release']}:{p}": gpus(p) for j in jobs for p in j["proofs"] if gpus(p) > 1}
+    if need and (have := _gpu_count()) < max(need.values()):
+        raise SystemExit(
+            f"start: {', '.join(need)} need {max(need.values())} GPUs, this machine has {have} (ask for a two-GPU kind)"
+        )
     tool = home / "tool"
     shutil.rmtree(tool, ignore_errors=True)
     tool.mkdir()
@@ -897,6 +903,15 @@ def _unput(home: Path, releases: list[str]) -> list[str]:
     stages = [json.loads((home / "stage" / f"{r}.json").read_text()) for r in releases]
     digests = [b["sha256"] for s in stages for b in (*s.get("blobs", ()), *s.get("flashinfer", ()))]
     return parts.unput(json.loads(index.read_text()), home / "store", digests)
+
+
+def _gpu_count() -> int:
+    """The GPUs nvidia-smi lists; 0 where it cannot run."""
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+    except OSError:
+        return 0
+    return sum(1 for line in listed.splitlines() if line.startswith("GPU "))
 
 
 def _machine() -> dict:

@@ -88,6 +88,13 @@ def uses_flashinfer(item: str) -> bool:
     return name in PROOFS and option(PROOFS[name].options, "--prefill-backend") == "flashinfer"
 
 
+def gpus(item: str) -> int:
+    """The GPUs a job's proof (SITE@PROOF too) needs: its verify's tensor parallel size, 1 where
+    it names none (the served proofs run at TP=1)."""
+    name = proof_of(item)
+    return int(option(PROOFS[name].options, "--tp") or 1) if name in PROOFS else 1
+
+
 def takes_turns(item: str, prefill_prebuilt: bool) -> bool:
     """Whether a job's proof runs on the GPU machine only when no other such proof runs: one
     FlashInfer verify at a time where FlashInfer may build at engine start, since machines running

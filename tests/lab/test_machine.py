@@ -465,6 +465,45 @@ def test_start_names_the_parts_a_bare_machine_never_got_and_starts_nothing(tmp_p
     assert started and (home / "jobs.json").is_file()
 
 
+def test_start_refuses_a_tp2_proof_on_one_gpu_and_starts_nothing(tmp_path, monkeypatch):
+    """Its engine would die at start, minutes into the run, beside proofs that pass."""
+    source, home, started = start_here(tmp_path, monkeypatch)
+    (source / ".lab" / "stage" / "0.27.0.json").write_text("{}")
+    monkeypatch.setattr(machine, "_gpu_count", lambda: 1)
+    with pytest.raises(SystemExit) as exc:
+        machine.main(["start", "0.27.0:tq-mtp,tq-mtp-tp2"])
+    assert str(exc.value) == "start: 0.27.0:tq-mtp-tp2 need 2 GPUs, this machine has 1 (ask for a two-GPU kind)"
+    assert not started and not (home / "jobs.json").exists()
+    monkeypatch.setattr(machine, "_gpu_count", lambda: 2)
+    machine.main(["start", "0.27.0:tq-mtp,tq-mtp-tp2"])
+    assert started and (home / "jobs.json").is_file()
+
+
+def test_start_asks_nvidia_smi_nothing_for_tp1_proofs(tmp_path, monkeypatch):
+    source, home, started = start_here(tmp_path, monkeypatch)
+    (source / ".lab" / "stage" / "0.27.0.json").write_text("{}")
+    monkeypatch.setattr(machine, "_gpu_count", lambda: pytest.fail("counted GPUs for TP=1 proofs"))
+    machine.main(["start", "0.27.0:tq-mtp"])
+    assert started
+
+
+def test_gpu_count_reads_nvidia_smis_list(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(
+        "#!/bin/sh\n[ \"$1\" = -L ] || exit 9\n"
+        "echo 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-a)'\n"
+        "echo '  MIG 1g.10gb Device 0: (UUID: MIG-b)'\n"
+        "echo 'GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-c)'\n"
+    )
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    assert machine._gpu_count() == 2
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    assert machine._gpu_count() == 0
+
+
 def fi_staged(tmp_path, fi_wheels, release="0.26.0", module="gdn_prefill_sm90"):
     """staged(), and a FlashInfer set in the release's stage: `fi_wheels` and, unless `module` is
     None, that module pre-built."""

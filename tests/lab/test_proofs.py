@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.proofs import core, site_skips, takes_fi_site, uses_flashinfer
+from lab.proofs import core, gpus, site_skips, takes_fi_site, uses_flashinfer
 from vllm_backports.catalogue import Catalogue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,3 +118,10 @@ def test_every_control_site_is_a_selection_apply_py_accepts(release):
         skips = site_skips(site, carried)
         done = run("check", "--vllm", release, "--fetch", *skips)
         assert done.code == 0, (site, skips, done.err)
+
+
+def test_a_proof_needs_as_many_gpus_as_its_tensor_parallel_size():
+    assert gpus("tq-mtp-tp2") == gpus("qwen3_5-mtp-tp2") == 2
+    assert gpus("ctl@tq-mtp-tp2") == 2  # a SITE@PROOF item runs its proof's verify
+    assert gpus("tq-mtp") == gpus("gdn-ngram") == 1
+    assert gpus("server-ngram") == 1  # served proofs name no --tp

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lab import records
-from lab.__main__ import calls
+from lab.__main__ import calls, kind_for
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "docs" / "evidence" / "0.22.0" / "gdn-ngram.json"  # a real verify --json file
@@ -306,3 +306,17 @@ def test_device_time_ends_at_the_last_proof_that_ended_not_a_later_start():
         "0.28.0: install 40 s, install to last proof 6.7 min",
         "0.29.0: install 20 s, install to last proof no proof ended",
     ]
+
+
+def test_a_plan_with_a_kind_names_it_in_every_call():
+    """A call of another kind gives the held machine back: puts, start and collect must agree."""
+    got = calls([".lab/parts/p000", ".lab/parts/p001"], ["0.27.0:tq-mtp-tp2"], kind="nvidia-h100-x2")
+    assert [c["kind"] for c in got] == ["nvidia-h100-x2"] * 3
+    assert all("kind" not in c for c in calls([".lab/parts/p000"], ["0.27.0:tq-mtp"]))
+
+
+def test_the_plan_asks_for_two_gpus_where_any_proof_runs_at_tp2():
+    from lab.machine import parse_jobs
+
+    assert kind_for(parse_jobs(["0.26.0:tq-mtp", "0.27.0:gdn-ngram,tq-mtp-tp2"])) == "nvidia-h100-x2"
+    assert kind_for(parse_jobs(["0.26.0:tq-mtp", "0.27.0:bench=qwen3_5-9b/fixcost-ngram-sparse=8"])) == ""
