@@ -40,9 +40,10 @@ MARGIN = 2 << 20  # what the tree may grow by between planning and the calls
 TP_KIND = {2: "nvidia-h100-x2"}
 
 
-def calls(part_dirs: list[str], jobs: list[str], wait: int = 540, bench_args: str = "", kind: str = "") -> list[dict]:
-    """The device calls: one a part, the last also starting the jobs, then one collect; each
-    names `kind` where one is given (a call of another kind would start another machine)."""
+def calls(part_dirs: list[str], jobs: list[str], wait: int = 540, bench_args: str = "", gpus: int = 1) -> list[dict]:
+    """The device calls: one a part, the last also starting the jobs, then one collect. Jobs that
+    need `gpus` > 1 name the kind with that many in every call (a call of another kind would
+    start another machine), and the first call checks the machine has them before any put."""
     out = [{"command": f"python3 -m lab.machine put {p}", "carry": [p]} for p in part_dirs]
     start = f"python3 -m lab.machine start {' '.join(jobs)}"
     if bench_args:
@@ -52,12 +53,18 @@ def calls(part_dirs: list[str], jobs: list[str], wait: int = 540, bench_args: st
     else:
         out.append({"command": start, "carry": [".lab/stage"]})
     out.append({"command": f"python3 -m lab.machine collect --wait {wait}", "carry": []})
-    return [{**call, "kind": kind} for call in out] if kind else out
+    if gpus == 1:
+        return out
+    out[0] = {**out[0], "command": f"python3 -m lab.machine gpus {gpus} && {out[0]['command']}"}
+    return [{**call, "kind": TP_KIND[gpus]} for call in out]
 
 
-def kind_for(jobs: list[dict]) -> str:
-    """The device kind the jobs' (parsed) calls must name; "" where any kind will do."""
-    return TP_KIND.get(max((gpus(p) for j in jobs for p in j["proofs"]), default=1), "")
+def gpus_for(jobs: list[dict]) -> int:
+    """The GPUs the jobs' (parsed) machine needs: their proofs' largest tensor parallel size."""
+    need = max((gpus(p) for j in jobs for p in j["proofs"]), default=1)
+    if need > 1 and need not in TP_KIND:
+        raise click.UsageError(f"a proof runs at TP={need}, and no device kind with {need} GPUs is known to plan")
+    return need
 
 
 def with_flashinfer(stages: list[stage.Stage], jobs: list[dict]) -> list[stage.Stage]:
@@ -109,9 +116,10 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool, bench_args: str) -> N
     room = limit - tree_size(ROOT) - MARGIN
     if room < 1 << 20:
         raise click.ClickException(f"the working tree leaves {room} bytes of a {limit}-byte call for parts")
+    parsed = parse_jobs(list(jobs), {r: core(catalogue, r) for r in releases})
+    need_gpus = gpus_for(parsed)  # refused before anything is staged
     log = (lambda m: click.echo(m, err=True)) if as_json else click.echo
     stages = [stage.stage(r, ROOT, log) for r in releases]
-    parsed = parse_jobs(list(jobs), {r: core(catalogue, r) for r in releases})
     stages = [stage.packed(s, log) for s in with_flashinfer(stages, parsed)]
     lab = ROOT / ".lab"
     shutil.rmtree(lab / "stage", ignore_errors=True)
@@ -123,7 +131,7 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool, bench_args: str) -> N
     # travels with the stages in the last call: `start` names the parts a machine never got
     (lab / "stage" / "parts.json").write_text(json.dumps(parts.index(packed, ROOT)))
     part_dirs = [p.relative_to(ROOT).as_posix() for p in packed]
-    found = calls(part_dirs, list(jobs), bench_args=bench_args, kind=kind_for(parsed))
+    found = calls(part_dirs, list(jobs), bench_args=bench_args, gpus=need_gpus)
     if as_json:
         click.echo(json.dumps(found, indent=1))
         return

@@ -6,6 +6,7 @@ compare, run the proofs detached from the call, and collect what they wrote.
     python3 -m lab.machine start 0.26.0:bench=qwen3_5-9b/fixcost-ngram-sparse=30 \
         --bench-args "--layout resident --levels 1 --profile 1 --prefill-backend triton"
     python3 -m lab.machine collect [--wait 540]        # results under $OUT/results.tgz
+    python3 -m lab.machine gpus 2                      # exit 1 unless 2 GPUs are here (a TP=2 plan's first call)
 
 Everything lives under $VLLM_BACKPORTS_LAB_HOME (default ~/lab): the store of blobs, each wheel
 installed once (installed/<sha256>), each release's pristine install (those wheels' files
@@ -31,6 +32,7 @@ import filecmp
 import functools
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -859,10 +861,8 @@ def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: st
     jobs = parse_jobs(specs, {r: core(catalogue, r) for r in catalogue.releases})
     # a TP=2 verify on one GPU dies at its engine's start, minutes into the run: refuse it here
     need = {f"{j['release']}:{p}": gpus(p) for j in jobs for p in j["proofs"] if gpus(p) > 1}
-    if need and (have := _gpu_count()) < max(need.values()):
-        raise SystemExit(
-            f"start: {', '.join(need)} need {max(need.values())} GPUs, this machine has {have} (ask for a two-GPU kind)"
-        )
+    if need:
+        check_gpus(max(need.values()), f"start: {', '.join(need)}")
     tool = home / "tool"
     shutil.rmtree(tool, ignore_errors=True)
     tool.mkdir()
@@ -906,12 +906,24 @@ def _unput(home: Path, releases: list[str]) -> list[str]:
 
 
 def _gpu_count() -> int:
-    """The GPUs nvidia-smi lists; 0 where it cannot run."""
+    """The GPUs a verify started from here sees: those nvidia-smi lists (0 where it cannot run),
+    no more than CUDA_VISIBLE_DEVICES names where it is set (nvidia-smi does not read it). A GPU
+    split by MIG counts as one, as nvidia-smi lists it."""
     try:
-        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
-    except OSError:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
         return 0
-    return sum(1 for line in listed.splitlines() if line.startswith("GPU "))
+    count = sum(1 for line in listed.splitlines() if re.match(r"GPU \d+: ", line))
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        count = min(count, len([d for d in visible.split(",") if d.strip()]))
+    return count
+
+
+def check_gpus(need: int, what: str) -> None:
+    """Exit in one line unless this machine has `need` GPUs for `what`."""
+    if (have := _gpu_count()) < need:
+        raise SystemExit(f"{what}: needs {need} GPUs, this machine has {have} (ask for a kind with {need})")
 
 
 def _machine() -> dict:
@@ -933,6 +945,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("jobs", nargs="+", metavar="RELEASE[:PROOF,...]")
     s.add_argument("--slots", type=int, default=SLOTS)
     s.add_argument("--bench-args", default=DEFAULT_BENCH_ARGS, help="bench_ab.py run's options")
+    g = sub.add_parser("gpus", help="exit 1, in one line, unless this machine has N GPUs")
+    g.add_argument("need", type=int)
     sub.add_parser("run")
     c = sub.add_parser("collect")
     c.add_argument("--wait", type=float, default=0)
@@ -941,6 +955,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.step == "put":
         for part in args.parts:
             print(f"put {part}: {parts.put(part, home / 'store') >> 20} MiB")
+    elif args.step == "gpus":
+        check_gpus(args.need, "gpus")
     elif args.step == "start":
         start(args.jobs, args.slots, Path.cwd(), home, args.bench_args)
     elif args.step == "run":

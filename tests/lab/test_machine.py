@@ -469,11 +469,15 @@ def test_start_refuses_a_tp2_proof_on_one_gpu_and_starts_nothing(tmp_path, monke
     """Its engine would die at start, minutes into the run, beside proofs that pass."""
     source, home, started = start_here(tmp_path, monkeypatch)
     (source / ".lab" / "stage" / "0.27.0.json").write_text("{}")
+    home.mkdir()
+    for stale in ("done", "jobs.json", "timeline.jsonl"):  # the last run's
+        (home / stale).write_text("{}")
     monkeypatch.setattr(machine, "_gpu_count", lambda: 1)
     with pytest.raises(SystemExit) as exc:
         machine.main(["start", "0.27.0:tq-mtp,tq-mtp-tp2"])
-    assert str(exc.value) == "start: 0.27.0:tq-mtp-tp2 need 2 GPUs, this machine has 1 (ask for a two-GPU kind)"
-    assert not started and not (home / "jobs.json").exists()
+    assert str(exc.value) == "start: 0.27.0:tq-mtp-tp2: needs 2 GPUs, this machine has 1 (ask for a kind with 2)"
+    # nothing started, and collect does not report the last run as this one's
+    assert not started and not any((home / n).exists() for n in ("done", "jobs.json", "timeline.jsonl"))
     monkeypatch.setattr(machine, "_gpu_count", lambda: 2)
     machine.main(["start", "0.27.0:tq-mtp,tq-mtp-tp2"])
     assert started and (home / "jobs.json").is_file()
@@ -499,9 +503,26 @@ def test_gpu_count_reads_nvidia_smis_list(tmp_path, monkeypatch):
     )
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert machine._gpu_count() == 2
+    # nvidia-smi lists every GPU whatever CUDA_VISIBLE_DEVICES says; a verify sees only those named
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert machine._gpu_count() == 1
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert machine._gpu_count() == 0
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
     assert machine._gpu_count() == 2
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
     assert machine._gpu_count() == 0
+
+
+def test_the_gpus_step_exits_in_one_line_without_the_gpus(monkeypatch):
+    monkeypatch.setattr(machine, "_gpu_count", lambda: 1)
+    with pytest.raises(SystemExit) as exc:
+        machine.main(["gpus", "2"])
+    assert str(exc.value) == "gpus: needs 2 GPUs, this machine has 1 (ask for a kind with 2)"
+    monkeypatch.setattr(machine, "_gpu_count", lambda: 2)
+    assert not machine.main(["gpus", "2"])
 
 
 def fi_staged(tmp_path, fi_wheels, release="0.26.0", module="gdn_prefill_sm90"):

@@ -195,3 +195,13 @@ def test_plan_says_what_device_time_it_needs_and_when_it_will_not_fit(repo):
     done = plan(*(f"{r}:{many}" for r in ("0.20.0", "0.21.0", "0.22.0", "0.23.0", "0.24.0")), f"0.25.0:{many},gdn-ngram-b1,bench=x/y")
     assert done.exit_code == 0, done.output
     assert done.output.splitlines()[-1].endswith("more than one 30-minute machine holds: split the jobs")
+
+
+def test_a_tp2_plan_names_the_two_gpu_kind_in_every_call_it_prints(repo):
+    done = plan("0.25.0:tq-mtp-tp2")
+    assert done.exit_code == 0, done.output
+    runs = [line for line in done.output.splitlines() if line.lstrip().startswith("run ")]
+    assert runs and all(" kind=nvidia-h100-x2 " in line for line in runs)
+    assert "command: python3 -m lab.machine gpus 2 && " in runs[0]
+    done = plan("0.25.0:tq-mtp")
+    assert done.exit_code == 0 and "kind=" not in done.output

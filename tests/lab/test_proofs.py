@@ -121,6 +121,9 @@ def test_every_control_site_is_a_selection_apply_py_accepts(release):
 
 
 def test_a_proof_needs_as_many_gpus_as_its_tensor_parallel_size():
+    from vllm_backports.verify.proofs import PROOFS
+
+    assert {n for n in PROOFS if gpus(n) > 1} == {"tp2", "tq-mtp-tp2", "qwen3_5-mtp-tp2"}
     assert gpus("tq-mtp-tp2") == gpus("qwen3_5-mtp-tp2") == 2
     assert gpus("ctl@tq-mtp-tp2") == 2  # a SITE@PROOF item runs its proof's verify
     assert gpus("tq-mtp") == gpus("gdn-ngram") == 1

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lab import records
-from lab.__main__ import calls, kind_for
+from lab.__main__ import calls, gpus_for
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "docs" / "evidence" / "0.22.0" / "gdn-ngram.json"  # a real verify --json file
@@ -308,15 +308,25 @@ def test_device_time_ends_at_the_last_proof_that_ended_not_a_later_start():
     ]
 
 
-def test_a_plan_with_a_kind_names_it_in_every_call():
-    """A call of another kind gives the held machine back: puts, start and collect must agree."""
-    got = calls([".lab/parts/p000", ".lab/parts/p001"], ["0.27.0:tq-mtp-tp2"], kind="nvidia-h100-x2")
+def test_a_plan_needing_two_gpus_names_their_kind_in_every_call_and_checks_first():
+    """A call of another kind gives the held machine back: puts, start and collect must agree;
+    the first call refuses a machine without the GPUs before any part is put."""
+    got = calls([".lab/parts/p000", ".lab/parts/p001"], ["0.27.0:tq-mtp-tp2"], gpus=2)
     assert [c["kind"] for c in got] == ["nvidia-h100-x2"] * 3
-    assert all("kind" not in c for c in calls([".lab/parts/p000"], ["0.27.0:tq-mtp"]))
+    assert got[0]["command"] == "python3 -m lab.machine gpus 2 && python3 -m lab.machine put .lab/parts/p000"
+    assert got[1]["command"].startswith("python3 -m lab.machine put .lab/parts/p001 && ")
+    plain = calls([".lab/parts/p000"], ["0.27.0:tq-mtp"])
+    assert all("kind" not in c for c in plain) and "gpus" not in plain[0]["command"]
 
 
-def test_the_plan_asks_for_two_gpus_where_any_proof_runs_at_tp2():
+def test_the_plan_needs_the_largest_tensor_parallel_size_of_its_proofs(monkeypatch):
+    import click
+
+    import lab.__main__ as lab_main
     from lab.machine import parse_jobs
 
-    assert kind_for(parse_jobs(["0.26.0:tq-mtp", "0.27.0:gdn-ngram,tq-mtp-tp2"])) == "nvidia-h100-x2"
-    assert kind_for(parse_jobs(["0.26.0:tq-mtp", "0.27.0:bench=qwen3_5-9b/fixcost-ngram-sparse=8"])) == ""
+    assert gpus_for(parse_jobs(["0.26.0:tq-mtp", "0.27.0:gdn-ngram,tq-mtp-tp2"])) == 2
+    assert gpus_for(parse_jobs(["0.26.0:tq-mtp", "0.27.0:bench=qwen3_5-9b/fixcost-ngram-sparse=8"])) == 1
+    monkeypatch.setattr(lab_main, "gpus", lambda item: 4)  # a TP=4 proof: no kind known for it
+    with pytest.raises(click.UsageError, match="TP=4, and no device kind with 4 GPUs"):
+        gpus_for(parse_jobs(["0.27.0:tq-mtp"]))
