@@ -247,29 +247,38 @@ def minutes_cmd(write: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One object: each release's owed proofs, and the machines.")
 def owed_cmd(as_json: bool) -> None:
     """The core proofs no evidence of today's series shows, release by release, as the `lab plan`
-    lines that would make them (one a machine, releases of one torch together)."""
+    lines that would make them (one a machine, releases of one torch together); then the upstream
+    reports no GPU has run yet, with the proofs that would."""
     from . import owed
 
-    due = owed.owed(ROOT)
+    cat = Catalogue(ROOT)
+    due = owed.owed(ROOT, cat)
     cut = owed.machines(due)
+    unrun = owed.reports(cat)
     if as_json:
         click.echo(
             json.dumps(
                 {
                     "owed": {o.release: list(o.proofs) for o in due},
                     "machines": [owed.plan_line(m) for m in cut],
+                    "reports": {r.known: {"bug": r.bug, "present": r.present, "proofs": dict(r.proofs)} for r in unrun},
                 }
             )
         )
         return
     if not due:
         click.echo("every release has a proof of today's series for each of its core proofs")
-        return
-    click.echo(f"{sum(len(o.proofs) for o in due)} core proofs owed on {len(due)} releases, {len(cut)} machines:")
+    else:
+        click.echo(f"{sum(len(o.proofs) for o in due)} core proofs owed on {len(due)} releases, {len(cut)} machines:")
     for m in cut:
         # only a single proof longer than a machine can be left over by machines()
         over = "" if owed.fits(m) else f"   # more than one {MACHINE_S // 60}-minute machine by the estimate"
         click.echo("  " + owed.plan_line(m) + over)
+    if unrun:
+        click.echo(f'{len(unrun)} upstream reports no GPU has run yet ([known.*] status "not yet run"):')
+    for r in unrun:
+        named = ", ".join(n if g == 1 else f"{n} ({g} GPUs)" for n, g in r.proofs) or "no proof names it"
+        click.echo(f"  {r.bug} [known.{r.known}], present {r.present}: {named}")
 
 
 @main.command("libraries")

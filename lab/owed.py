@@ -4,6 +4,7 @@ today's series shows, as `lab plan` lines, one a machine.
 A proof counts as made once a file of it recorded today's patches (evidence.CURRENT), whatever
 its verdict: running a weak or not-exercised scenario again on the same bytes shows nothing new.
 Releases whose patched files are byte-identical (Catalogue.twins) are proven once, on the first.
+The upstream reports still "not yet run" (`reports`) are listed beside them, with their proofs.
 """
 
 from __future__ import annotations
@@ -152,6 +153,29 @@ def owed(root: Path, cat: Catalogue | None = None) -> list[Owed]:
             fi_prebuilt = prebuilt_prefill(version, root)
             out.append(Owed(version, release.torch, release.cuda != MACHINE_CUDA, due, fi_prebuilt))
     return out
+
+
+@dataclass(frozen=True)
+class Report:
+    known: str  # the [known.ID] entry still "not yet run"
+    bug: str  # "#53180"
+    present: str  # the releases whose code has it
+    proofs: tuple[tuple[str, int], ...]  # the proofs naming it (verify.proofs' `known`), with their GPUs
+
+
+def reports(cat: Catalogue) -> list[Report]:
+    """The upstream reports no GPU has run yet ([known.*] status "not yet run"), with the proofs
+    that would run them: which of the `present` releases to run them on is the report's to say
+    (docs/VERIFICATION.md names them), so these are no plan lines."""
+    from vllm_backports.verify.proofs import PROOFS
+
+    from .proofs import gpus
+
+    return [
+        Report(k.id, k.number, k.present, tuple((n, gpus(n)) for n, p in PROOFS.items() if k.id in p.known))
+        for k in cat.known.values()
+        if k.status == "not yet run"
+    ]
 
 
 def pieces(o: Owed) -> list[Owed]:

@@ -133,3 +133,36 @@ def test_a_release_that_fits_a_machine_alone_stays_whole():
     cut = owed.pieces(big)
     assert len(cut) > 1 and all(owed.fits([x]) for x in cut)
     assert [p for x in cut for p in x.proofs] == list(big.proofs)
+
+
+def test_the_reports_no_gpu_has_run_are_listed_with_the_proofs_that_name_them(tmp_path):
+    home = home_with(tmp_path)
+    got = {r.known: r for r in owed.reports(Catalogue(home))}
+    assert got["tq-mtp-repetition"].bug == "#53180"
+    assert got["tq-mtp-repetition"].proofs == (("tq-mtp-tp2", 2),)
+    # a report once run leaves the list
+    text = (REPO / "versions.toml").read_text()
+    entry = text.index("[known.tq-mtp-repetition]")
+    ran = text[:entry] + text[entry:].replace('status = "not yet run"', 'status = "not reproduced"', 1)
+    (home / "versions.toml").unlink()
+    (home / "versions.toml").write_text(ran)
+    assert "tq-mtp-repetition" not in {r.known for r in owed.reports(Catalogue(home))}
+
+
+def test_owed_prints_the_unrun_reports_after_the_plan_lines(tmp_path, monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from lab import __main__ as lab_main
+
+    monkeypatch.setattr(lab_main, "ROOT", home_with(tmp_path))
+    done = CliRunner().invoke(lab_main.main, ["owed"])
+    assert done.exit_code == 0, done.output
+    lines = done.output.splitlines()
+    head = lines.index('2 upstream reports no GPU has run yet ([known.*] status "not yet run"):')
+    assert all(line.startswith("  python -m lab plan ") for line in lines[1:head])
+    assert "  #53180 [known.tq-mtp-repetition], present >=0.21.0: tq-mtp-tp2 (2 GPUs)" in lines[head + 1 :]
+    done = CliRunner().invoke(lab_main.main, ["owed", "--json"])
+    got = json.loads(done.output)["reports"]["spec-tp2-illegal-address"]
+    assert got == {"bug": "#41190", "present": ">=0.18.0", "proofs": {"qwen3_5-mtp-tp2": 2}}
