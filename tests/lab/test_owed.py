@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from evidence_case import verify_json, write
@@ -135,17 +136,27 @@ def test_a_release_that_fits_a_machine_alone_stays_whole():
     assert [p for x in cut for p in x.proofs] == list(big.proofs)
 
 
+def with_status(home: Path, statuses: dict[str, str]) -> None:
+    """The home's versions.toml, a copy of the checkout's with these [known.ID] statuses."""
+    text = (REPO / "versions.toml").read_text()
+    for known, status in statuses.items():
+        at = text.index(f"[known.{known}]\n")
+        end = text.find("\n[", at + 1)
+        end = len(text) if end < 0 else end
+        text = text[:at] + re.sub(r'(?m)^status = ".*"$', f'status = "{status}"', text[at:end], count=1) + text[end:]
+    (home / "versions.toml").unlink()
+    (home / "versions.toml").write_text(text)
+
+
 def test_the_reports_no_gpu_has_run_are_listed_with_the_proofs_that_name_them(tmp_path):
     home = home_with(tmp_path)
+    with_status(home, {"tq-mtp-repetition": "not yet run", "align-shift-copy-race": "not yet run"})
     got = {r.known: r for r in owed.reports(Catalogue(home))}
     assert got["tq-mtp-repetition"].bug == "#53180"
     assert got["tq-mtp-repetition"].proofs == (("tq-mtp-tp2", 2),)
+    assert ("align-shift-ngram", 1) in got["align-shift-copy-race"].proofs
     # a report once run leaves the list
-    text = (REPO / "versions.toml").read_text()
-    entry = text.index("[known.tq-mtp-repetition]")
-    ran = text[:entry] + text[entry:].replace('status = "not yet run"', 'status = "not reproduced"', 1)
-    (home / "versions.toml").unlink()
-    (home / "versions.toml").write_text(ran)
+    with_status(home, {"tq-mtp-repetition": "not reproduced"})
     assert "tq-mtp-repetition" not in {r.known for r in owed.reports(Catalogue(home))}
 
 
@@ -156,12 +167,15 @@ def test_owed_prints_the_unrun_reports_after_the_plan_lines(tmp_path, monkeypatc
 
     from lab import __main__ as lab_main
 
-    monkeypatch.setattr(lab_main, "ROOT", home_with(tmp_path))
+    home = home_with(tmp_path)
+    with_status(home, {"tq-mtp-repetition": "not yet run", "spec-tp2-illegal-address": "not yet run"})
+    monkeypatch.setattr(lab_main, "ROOT", home)
     done = CliRunner().invoke(lab_main.main, ["owed"])
     assert done.exit_code == 0, done.output
     lines = done.output.splitlines()
-    head = lines.index('2 upstream reports no GPU has run yet ([known.*] status "not yet run"):')
-    assert all(line.startswith("  python -m lab plan ") for line in lines[1:head])
+    n = len(owed.reports(Catalogue(home)))
+    head = lines.index(f'{n} upstream reports no GPU has run yet ([known.*] status "not yet run"):')
+    assert head > 1 and all(line.startswith("  python -m lab plan ") for line in lines[1:head])
     assert "  #53180 [known.tq-mtp-repetition], present >=0.21.0: tq-mtp-tp2 (2 GPUs)" in lines[head + 1 :]
     done = CliRunner().invoke(lab_main.main, ["owed", "--json"])
     got = json.loads(done.output)["reports"]["spec-tp2-illegal-address"]
