@@ -35,11 +35,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: its .stage-* folders and its package
 sys.path.insert(0, str(ROOT))
 from lab.parts import LIMIT, tree_size  # noqa: E402  (one call's carry, and the tree in it)
+from lab.proofs import gpus  # noqa: E402
 from vllm_backports.bench.experiments import EXPERIMENTS  # noqa: E402  (after the path, as a script)
 from vllm_backports.bench.schedule import LAYOUTS  # noqa: E402
 from vllm_backports.bench.shapes import SHAPES  # noqa: E402
 from vllm_backports.catalogue import Catalogue  # noqa: E402
-from vllm_backports.verify.proofs import PROOFS, option  # noqa: E402
+from vllm_backports.verify.proofs import PROOFS  # noqa: E402
 
 # Not a proof: the release's own tests on the GPU (lab.chain upstream-gpu), run beside the proofs
 UPSTREAM = "upstream-gpu"
@@ -142,10 +143,10 @@ def check_site(token: str, release: str) -> None:
 
 
 def gpus_needed(proof: str) -> int:
-    """The GPUs a proof's engines take: its tensor-parallel size (tp2: two)."""
+    """The GPUs a proof's engines take: its tensor-parallel size (tp2: two), as lab.machine reads it."""
     if proof == UPSTREAM or proof.startswith(BENCH):
         return 1
-    return int(option(PROOFS[proof_of(proof)].options, "--tp") or 1)
+    return gpus(proof)
 
 
 def wants_flashinfer(proofs: list[str]) -> bool:
