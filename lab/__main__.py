@@ -244,7 +244,7 @@ def minutes_cmd(write: bool) -> None:
 
 
 @main.command("owed")
-@click.option("--json", "as_json", is_flag=True, help="One object: each release's owed proofs, and the machines.")
+@click.option("--json", "as_json", is_flag=True, help="One object: owed proofs, machines, unrun reports.")
 def owed_cmd(as_json: bool) -> None:
     """The core proofs no evidence of today's series shows, release by release, as the `lab plan`
     lines that would make them (one a machine, releases of one torch together); then the upstream
@@ -275,7 +275,8 @@ def owed_cmd(as_json: bool) -> None:
         over = "" if owed.fits(m) else f"   # more than one {MACHINE_S // 60}-minute machine by the estimate"
         click.echo("  " + owed.plan_line(m) + over)
     if unrun:
-        click.echo(f'{len(unrun)} upstream reports no GPU has run yet ([known.*] status "not yet run"):')
+        reports = "report" if len(unrun) == 1 else "reports"
+        click.echo(f'{len(unrun)} upstream {reports} no GPU has run yet ([known.*] status "not yet run"):')
     for r in unrun:
         named = ", ".join(n if g == 1 else f"{n} ({g} GPUs)" for n, g in r.proofs) or "no proof names it"
         click.echo(f"  {r.bug} [known.{r.known}], present {r.present}: {named}")

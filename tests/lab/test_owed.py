@@ -140,12 +140,16 @@ def with_status(home: Path, statuses: dict[str, str]) -> None:
     """The home's versions.toml, a copy of the checkout's with these [known.ID] statuses."""
     text = (REPO / "versions.toml").read_text()
     for known, status in statuses.items():
-        at = text.index(f"[known.{known}]\n")
+        at = re.search(rf"(?m)^\[known\.{re.escape(known)}\]$", text).start()
         end = text.find("\n[", at + 1)
         end = len(text) if end < 0 else end
-        text = text[:at] + re.sub(r'(?m)^status = ".*"$', f'status = "{status}"', text[at:end], count=1) + text[end:]
+        entry, n = re.subn(r'(?m)^status = ".*"$', f'status = "{status}"', text[at:end], count=1)
+        assert n == 1, known
+        text = text[:at] + entry + text[end:]
     (home / "versions.toml").unlink()
     (home / "versions.toml").write_text(text)
+    known = Catalogue(home).known
+    assert {k: known[k].status for k in statuses} == statuses
 
 
 def test_the_reports_no_gpu_has_run_are_listed_with_the_proofs_that_name_them(tmp_path):
@@ -160,23 +164,44 @@ def test_the_reports_no_gpu_has_run_are_listed_with_the_proofs_that_name_them(tm
     assert "tq-mtp-repetition" not in {r.known for r in owed.reports(Catalogue(home))}
 
 
-def test_owed_prints_the_unrun_reports_after_the_plan_lines(tmp_path, monkeypatch):
-    import json
-
+def owed_output(monkeypatch, home: Path, *args: str) -> list[str]:
     from click.testing import CliRunner
 
     from lab import __main__ as lab_main
 
+    monkeypatch.setattr(lab_main, "ROOT", home)
+    done = CliRunner().invoke(lab_main.main, ["owed", *args])
+    assert done.exit_code == 0, done.output
+    return done.output.splitlines()
+
+
+def test_owed_prints_the_unrun_reports_after_the_plan_lines(tmp_path, monkeypatch):
+    import json
+
     home = home_with(tmp_path)
     with_status(home, {"tq-mtp-repetition": "not yet run", "spec-tp2-illegal-address": "not yet run"})
-    monkeypatch.setattr(lab_main, "ROOT", home)
-    done = CliRunner().invoke(lab_main.main, ["owed"])
-    assert done.exit_code == 0, done.output
-    lines = done.output.splitlines()
-    n = len(owed.reports(Catalogue(home)))
+    cat = Catalogue(home)
+    lines = owed_output(monkeypatch, home)
+    n = len(owed.reports(cat))
     head = lines.index(f'{n} upstream reports no GPU has run yet ([known.*] status "not yet run"):')
     assert head > 1 and all(line.startswith("  python -m lab plan ") for line in lines[1:head])
-    assert "  #53180 [known.tq-mtp-repetition], present >=0.21.0: tq-mtp-tp2 (2 GPUs)" in lines[head + 1 :]
-    done = CliRunner().invoke(lab_main.main, ["owed", "--json"])
-    got = json.loads(done.output)["reports"]["spec-tp2-illegal-address"]
-    assert got == {"bug": "#41190", "present": ">=0.18.0", "proofs": {"qwen3_5-mtp-tp2": 2}}
+    tq = cat.known["tq-mtp-repetition"]
+    assert f"  {tq.number} [known.tq-mtp-repetition], present {tq.present}: tq-mtp-tp2 (2 GPUs)" in lines[head + 1 :]
+    got = json.loads("\n".join(owed_output(monkeypatch, home, "--json")))["reports"]["spec-tp2-illegal-address"]
+    tp2 = cat.known["spec-tp2-illegal-address"]
+    assert got == {"bug": tp2.number, "present": tp2.present, "proofs": {"qwen3_5-mtp-tp2": 2}}
+
+
+def test_owed_with_no_core_proof_owed_still_lists_the_reports(tmp_path, monkeypatch):
+    home = home_with(tmp_path)
+    unrun = {k for k, v in Catalogue(home).known.items() if v.status == "not yet run"}
+    with_status(home, {k: "not reproduced" for k in unrun} | {"tq-mtp-repetition": "not yet run"})
+    monkeypatch.setattr(owed, "owed", lambda root, cat=None: [])
+    lines = owed_output(monkeypatch, home)
+    assert lines[:2] == [
+        "every release has a proof of today's series for each of its core proofs",
+        '1 upstream report no GPU has run yet ([known.*] status "not yet run"):',
+    ]
+    assert lines[2].startswith("  #53180 [known.tq-mtp-repetition]") and len(lines) == 3
+    with_status(home, {k: "not reproduced" for k in unrun | {"tq-mtp-repetition"}})
+    assert owed_output(monkeypatch, home) == ["every release has a proof of today's series for each of its core proofs"]
