@@ -12,6 +12,8 @@ level's requests over TPOT.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from . import pace
 from .stats import bootstrap_ratio
 
@@ -117,10 +119,7 @@ def cpus_during(lines: list[dict]) -> dict:
     how many CPUs busy, and the most any CPU had stolen in a round. An arm whose rounds differ in
     busy CPUs, or meet steal, ran beside something its code does not explain."""
     seen = [x["cpus"] for x in lines if x.get("cpus")]
-    busy: dict[str, int] = {}
-    for c in seen:
-        n = str(sum(share >= BUSY for share in c["busy"].values()))
-        busy[n] = busy.get(n, 0) + 1
+    busy = Counter(str(sum(share >= BUSY for share in c["busy"].values())) for c in seen)
     stolen = [share for c in seen for share in c["steal"].values()]
     return {
         "rounds": len(seen),
