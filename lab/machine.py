@@ -860,7 +860,7 @@ def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: st
     catalogue = Catalogue(source)
     jobs = parse_jobs(specs, {r: core(catalogue, r) for r in catalogue.releases})
     # a TP=2 verify on one GPU dies at its engine's start, minutes into the run: refuse it here
-    need = {f"{j['release']}:{p}": gpus(p) for j in jobs for p in j["proofs"] if gpus(p) > 1}
+    need = {f"{j['release']}:{p}": n for j in jobs for p in j["proofs"] if (n := gpus(p)) > 1}
     if need:
         check_gpus(max(need.values()), f"start: {', '.join(need)}")
     tool = home / "tool"
