@@ -35,6 +35,16 @@ from .proofs import core, gpus, takes_fi_site
 
 ROOT = Path(__file__).resolve().parents[1]
 MARGIN = 2 << 20  # what the tree may grow by between planning and the calls
+
+
+def part_room(limit: int = LIMIT) -> int:
+    """Bytes a part may hold: what a call carries less the working tree that travels with it."""
+    room = limit - tree_size(ROOT) - MARGIN
+    if room < 1 << 20:
+        raise click.ClickException(f"the working tree leaves {room} bytes of a {limit}-byte call for parts")
+    return room
+
+
 # the device kind a plan's calls name when a proof runs at that tensor parallel size (the two-GPU
 # kind may come as H200s; lab.machine start refuses a machine with fewer GPUs)
 TP_KIND = {2: "nvidia-h100-x2"}
@@ -113,9 +123,7 @@ def plan(jobs: tuple[str, ...], limit: int, as_json: bool, bench_args: str) -> N
         options = BenchOptions.parse(shlex.split(bench_args or DEFAULT_BENCH_ARGS))
     except ValueError as e:
         raise click.UsageError(str(e)) from None
-    room = limit - tree_size(ROOT) - MARGIN
-    if room < 1 << 20:
-        raise click.ClickException(f"the working tree leaves {room} bytes of a {limit}-byte call for parts")
+    room = part_room(limit)
     parsed = parse_jobs(list(jobs), {r: core(catalogue, r) for r in releases})
     need_gpus = gpus_for(parsed)  # refused before anything is staged
     log = (lambda m: click.echo(m, err=True)) if as_json else click.echo
@@ -253,7 +261,8 @@ def owed_cmd(as_json: bool) -> None:
 
     cat = Catalogue(ROOT)
     due = owed.owed(ROOT, cat)
-    cut = owed.machines(due)
+    room = part_room()  # the parts `plan` would cut today: the tree that travels grows
+    cut = owed.machines(due, room)
     unrun = owed.reports(cat)
     if as_json:
         click.echo(
@@ -272,7 +281,7 @@ def owed_cmd(as_json: bool) -> None:
         click.echo(f"{sum(len(o.proofs) for o in due)} core proofs owed on {len(due)} releases, {len(cut)} machines:")
     for m in cut:
         # only a single proof longer than a machine can be left over by machines()
-        over = "" if owed.fits(m) else f"   # more than one {MACHINE_S // 60}-minute machine by the estimate"
+        over = "" if owed.fits(m, room) else f"   # more than one {MACHINE_S // 60}-minute machine by the estimate"
         click.echo("  " + owed.plan_line(m) + over)
     if unrun:
         reports = "report" if len(unrun) == 1 else "reports"

@@ -37,10 +37,14 @@ START_S, PUT_S, INSTALL_S, COLD_WAVE_S, WAVE_S = 210, 4.5, 55, 7 * 60, 4 * 60
 ESTIMATED_BY = "the H100 runs of 2026-12-06"
 MACHINE_S = 30 * 60  # a machine is given back after 30 minutes held
 ROOM_S = 28 * 60  # what `owed` fills a machine to: the last `collect` must come back before that
-# Parts (of about 51 MiB) before anything is staged: 27 for four releases of the machine's torch
-# (FlashInfer's set among them); 62 for three releases on torch 2.13 and 2.14; 88 for 0.19.0 with
-# torch 2.10 and its CUDA 12 libraries.
-RELEASE_PARTS, TORCH_PARTS, CUDA12_PARTS = 7, 20, 81
+# What a plan puts before anything is staged, counted in parts of 51 MiB on 2026-11-29: 27 for four
+# releases of the machine's torch (FlashInfer's set among them), 62 for three releases on torch 2.13
+# and 2.14, 88 for 0.19.0 with torch 2.10 and its CUDA 12 libraries; so 7 parts a release, 20 a
+# torch stack, 81 a CUDA 12 stack. Kept in bytes: the parts shrink as the tree that travels with each
+# call grows (34 MiB on 2026-12-07, when 0.27.0 and 0.29.0 took 49 parts, 0.28.0 alone 37, and these
+# figures say 51 and 41).
+RELEASE_BYTES, TORCH_BYTES, CUDA12_BYTES = (n * 51 << 20 for n in (7, 20, 81))
+PART_BYTES = 51 << 20  # the parts of the runs above; `owed` passes today's (lab part_room)
 # FlashInfer proofs of a release without a pre-built GDN prefill run one at a time
 # (lab.proofs.takes_turns): gdn-ngram-flashinfer took 308 and 374 s beside other verifies on an H200 (2026-11-29),
 # counted 6 min each. With the prefill pre-built they run in the waves like any other proof.
@@ -178,31 +182,32 @@ def reports(cat: Catalogue) -> list[Report]:
     ]
 
 
-def pieces(o: Owed) -> list[Owed]:
+def pieces(o: Owed, part: int = PART_BYTES) -> list[Owed]:
     """`o` whole where it fits a machine alone, else its proofs cut, in order, into runs that each
     fit one (each machine stages the release again); a proof that fits none alone goes alone."""
-    if fits([o]):
+    if fits([o], part):
         return [o]
     out: list[Owed] = []
     run: tuple[str, ...] = ()
     for proof in o.proofs:
-        if run and not fits([replace(o, proofs=(*run, proof))]):
+        if run and not fits([replace(o, proofs=(*run, proof))], part):
             out.append(replace(o, proofs=run))
             run = ()
         run += (proof,)
     return [*out, replace(o, proofs=run)]
 
 
-def machines(due: list[Owed]) -> list[list[Owed]]:
+def machines(due: list[Owed], part: int = PART_BYTES) -> list[list[Owed]]:
     """`due` cut into machines by `estimate`: releases by torch, newest first, then by version, each
     into the first machine it fits (a torch stack is put once a machine, whichever releases share
-    it); a release that fits no machine alone is cut into pieces that do (`pieces`)."""
+    it); a release that fits no machine alone is cut into pieces that do (`pieces`). `part`: the
+    bytes a part holds."""
     by_version = sorted(due, key=lambda o: Version(o.release))
     order = sorted(by_version, key=lambda o: Version(o.torch), reverse=True)  # stable: versions stay in order
     out: list[list[Owed]] = []
-    for o in (piece for whole in order for piece in pieces(whole)):
+    for o in (piece for whole in order for piece in pieces(whole, part)):
         # a release's pieces go to machines of their own: each is as much as one machine holds
-        host = next((m for m in out if o.release not in {x.release for x in m} and fits([*m, o])), None)
+        host = next((m for m in out if o.release not in {x.release for x in m} and fits([*m, o], part)), None)
         if host is None:
             out.append([o])
         else:
@@ -210,16 +215,17 @@ def machines(due: list[Owed]) -> list[list[Owed]]:
     return out
 
 
-def parts_of(machine: list[Owed]) -> int:
-    """The parts a machine's releases take before staging, each torch stack other than the
-    machine's once."""
+def parts_of(machine: list[Owed], part: int = PART_BYTES) -> int:
+    """The parts of `part` bytes a machine's releases take before staging, each torch stack other
+    than the machine's once (parts are cut end to end, whatever blob they hold)."""
     stacks = {(o.torch, o.own_cuda) for o in machine if o.torch != MACHINE_TORCH or o.own_cuda}
-    return len(machine) * RELEASE_PARTS + sum(CUDA12_PARTS if own_cuda else TORCH_PARTS for _, own_cuda in stacks)
+    total = len(machine) * RELEASE_BYTES + sum(CUDA12_BYTES if own_cuda else TORCH_BYTES for _, own_cuda in stacks)
+    return -(-total // part)
 
 
-def fits(machine: list[Owed]) -> bool:
+def fits(machine: list[Owed], part: int = PART_BYTES) -> bool:
     fi = sum(serial(o.proofs, o.fi_prebuilt) for o in machine)
-    return estimate(parts_of(machine), {o.release: len(o.proofs) for o in machine}, fi) <= ROOM_S
+    return estimate(parts_of(machine, part), {o.release: len(o.proofs) for o in machine}, fi) <= ROOM_S
 
 
 def plan_line(machine: list[Owed]) -> str:

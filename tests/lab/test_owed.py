@@ -164,15 +164,64 @@ def test_the_reports_no_gpu_has_run_are_listed_with_the_proofs_that_name_them(tm
     assert "tq-mtp-repetition" not in {r.known for r in owed.reports(Catalogue(home))}
 
 
-def owed_output(monkeypatch, home: Path, *args: str) -> list[str]:
+def owed_output(monkeypatch, home: Path, *args: str, tree: int = 0, code: int = 0) -> list[str]:
+    """`python -m lab owed ARGS` on `home`, whose working tree (what travels with each part) is
+    `tree` bytes."""
     from click.testing import CliRunner
 
     from lab import __main__ as lab_main
 
     monkeypatch.setattr(lab_main, "ROOT", home)
+    monkeypatch.setattr(lab_main, "tree_size", lambda root: tree)
     done = CliRunner().invoke(lab_main.main, ["owed", *args])
-    assert done.exit_code == 0, done.output
+    assert done.exit_code == code, done.output
     return done.output.splitlines()
+
+
+# The one machine `owed` offered on 2026-12-07 before it counted parts by today's tree: 0.27.0's
+# four proofs, 0.28.0's one and 0.29.0's two, three of them on FlashInfer (taking turns)
+FI = "gdn-ngram-flashinfer"
+DEC_07 = [
+    owed.Owed("0.27.0", "2.13.0", False, ("mtp", "tq-mtp", "tq-continuation", FI)),
+    owed.Owed("0.28.0", "2.13.0", False, (FI,)),
+    owed.Owed("0.29.0", "2.13.0", False, ("tq-continuation", FI)),
+]
+
+
+def test_parts_are_counted_by_the_bytes_a_part_holds_today():
+    mib = 1 << 20
+    # parts of 51 MiB, the figures' own: 41 parts, and the estimate fits 28 minutes
+    assert owed.parts_of(DEC_07) == 3 * 7 + 20 and owed.fits(DEC_07)
+    # parts of 34 MiB, as `plan` cut them that day: more parts, and the machine is too full (`plan`
+    # said 29 min); the counts stay at or above the parts `plan` cut (58, 49 and 37)
+    assert owed.parts_of(DEC_07, 34 * mib) == 62 >= 58 and not owed.fits(DEC_07, 34 * mib)
+    assert owed.parts_of([DEC_07[0], DEC_07[2]], 34 * mib) == 51 >= 49
+    assert owed.parts_of([DEC_07[1]], 34 * mib) == 41 >= 37
+    cut = owed.machines(DEC_07, 34 * mib)
+    assert len(cut) == 2 and all(owed.fits(m, 34 * mib) for m in cut)
+    assert sorted(p for m in cut for x in m for p in x.proofs) == sorted(p for x in DEC_07 for p in x.proofs)
+
+
+def test_owed_cuts_machines_by_the_parts_todays_tree_leaves(tmp_path, monkeypatch):
+    import json
+
+    from lab import __main__ as lab_main
+
+    home = home_with(tmp_path)
+    due = owed.owed(home)
+    for tree in (0, 28 << 20):
+        room = lab_main.LIMIT - tree - lab_main.MARGIN
+        got = json.loads("\n".join(owed_output(monkeypatch, home, "--json", tree=tree)))["machines"]
+        assert got == [owed.plan_line(m) for m in owed.machines(due, room)]
+    # with no evidence every release owes its core set: smaller parts, more machines
+    assert len(owed.machines(due, 34 << 20)) > len(owed.machines(due, 62 << 20))
+
+
+def test_owed_refuses_in_one_line_a_tree_that_leaves_no_room_for_parts(tmp_path, monkeypatch):
+    from lab.parts import LIMIT
+
+    lines = owed_output(monkeypatch, home_with(tmp_path), tree=LIMIT, code=1)
+    assert len(lines) == 1 and lines[0].startswith("Error: the working tree leaves ") and "for parts" in lines[0]
 
 
 def test_owed_prints_the_unrun_reports_after_the_plan_lines(tmp_path, monkeypatch):
