@@ -261,7 +261,8 @@ def owed_cmd(as_json: bool) -> None:
 
     cat = Catalogue(ROOT)
     due = owed.owed(ROOT, cat)
-    room = part_room()  # the parts `plan` would cut today: the tree that travels grows
+    # the parts `plan` would cut today (the tree that travels grows); nothing owed needs none
+    room = part_room() if due else LIMIT
     cut = owed.machines(due, room)
     unrun = owed.reports(cat)
     if as_json:
