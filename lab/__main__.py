@@ -261,7 +261,7 @@ def owed_cmd(as_json: bool) -> None:
 
     cat = Catalogue(ROOT)
     due = owed.owed(ROOT, cat)
-    # the parts `plan` would cut today (the tree that travels grows); nothing owed needs none
+    # the parts `plan` would cut today (the tree that travels grows); with nothing owed, none
     room = part_room() if due else LIMIT
     cut = owed.machines(due, room)
     unrun = owed.reports(cat)
