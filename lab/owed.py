@@ -43,8 +43,8 @@ ROOM_S = 28 * 60  # what `owed` fills a machine to: the last `collect` must come
 # torch stack, 81 a CUDA 12 stack. Kept in bytes: the parts shrink as the tree that travels with each
 # call grows (34 MiB on 2026-12-07, when 0.27.0 and 0.29.0 took 49 parts, 0.28.0 alone 37, and these
 # figures say 51 and 41).
-RELEASE_BYTES, TORCH_BYTES, CUDA12_BYTES = (n * 51 << 20 for n in (7, 20, 81))
 PART_BYTES = 51 << 20  # the parts of the runs above; `owed` passes today's (lab part_room)
+RELEASE_BYTES, TORCH_BYTES, CUDA12_BYTES = (n * PART_BYTES for n in (7, 20, 81))
 # FlashInfer proofs of a release without a pre-built GDN prefill run one at a time
 # (lab.proofs.takes_turns): gdn-ngram-flashinfer took 308 and 374 s beside other verifies on an H200 (2026-11-29),
 # counted 6 min each. With the prefill pre-built they run in the waves like any other proof.
