@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: its .stage-* folders and its package
 sys.path.insert(0, str(ROOT))
 from lab.parts import LIMIT, tree_size  # noqa: E402  (one call's carry, and the tree in it)
-from lab.proofs import gpus as proof_gpus  # noqa: E402  (main's `gpus` is a count)
+from lab.proofs import gpus as gpus_needed  # noqa: E402  (as lab.machine reads them; main's `gpus` is a count)
 from vllm_backports.bench.experiments import EXPERIMENTS  # noqa: E402  (after the path, as a script)
 from vllm_backports.bench.schedule import LAYOUTS  # noqa: E402
 from vllm_backports.bench.shapes import SHAPES  # noqa: E402
@@ -140,12 +140,6 @@ def check_site(token: str, release: str) -> None:
         raise SystemExit(f"plan: {token}: {site} is no alternative's site ({', '.join(ALTERNATIVE_SITES)})")
     if not alternative_patch(ports, release).is_file():
         raise SystemExit(f"plan: {token}: {ports.relative_to(ROOT)} has no port for {release}")
-
-
-def gpus_needed(proof: str) -> int:
-    """The GPUs a proof's engines take: its tensor-parallel size (tp2: two), as lab.machine reads
-    it; one for `upstream-gpu` and `bench=` items, which are no proofs."""
-    return proof_gpus(proof)
 
 
 def wants_flashinfer(proofs: list[str]) -> bool:
