@@ -31,7 +31,7 @@ from . import bundle, parts, stage
 from .machine import DEFAULT_BENCH_ARGS, parse_jobs
 from .owed import ESTIMATED_BY, MACHINE_S, BenchOptions, estimate, serial_flashinfer
 from .parts import LIMIT, tree_size
-from .proofs import core, gpus, takes_fi_site
+from .proofs import core, multi_gpu, takes_fi_site
 
 ROOT = Path(__file__).resolve().parents[1]
 MARGIN = 2 << 20  # what the tree may grow by between planning and the calls
@@ -71,7 +71,7 @@ def calls(part_dirs: list[str], jobs: list[str], wait: int = 540, bench_args: st
 
 def gpus_for(jobs: list[dict]) -> int:
     """The GPUs the jobs' (parsed) machine needs: their proofs' largest tensor parallel size."""
-    need = max((gpus(p) for j in jobs for p in j["proofs"]), default=1)
+    need = max(multi_gpu(jobs).values(), default=1)
     if need > 1 and need not in TP_KIND:
         raise click.UsageError(f"a proof runs at TP={need}, and no device kind with {need} GPUs is known to plan")
     return need

@@ -850,7 +850,7 @@ def collect(home: Path, wait: float, out: Path) -> str:
 def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: str = "") -> None:
     from vllm_backports.catalogue import Catalogue
 
-    from .proofs import core, gpus
+    from .proofs import core, multi_gpu
 
     home.mkdir(parents=True, exist_ok=True)
     # the last run's state goes first: a start that fails below must not leave it for collect
@@ -860,8 +860,7 @@ def start(specs: list[str], slots: int, source: Path, home: Path, bench_args: st
     catalogue = Catalogue(source)
     jobs = parse_jobs(specs, {r: core(catalogue, r) for r in catalogue.releases})
     # a TP=2 verify on one GPU dies at its engine's start, minutes into the run: refuse it here
-    need = {f"{j['release']}:{p}": n for j in jobs for p in j["proofs"] if (n := gpus(p)) > 1}
-    if need:
+    if need := multi_gpu(jobs):
         check_gpus(max(need.values()), f"start: {', '.join(need)}")
     tool = home / "tool"
     shutil.rmtree(tool, ignore_errors=True)

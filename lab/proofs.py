@@ -95,6 +95,12 @@ def gpus(item: str) -> int:
     return int(option(PROOFS[name].options, "--tp") or 1) if name in PROOFS else 1
 
 
+def multi_gpu(jobs: list[dict]) -> dict[str, int]:
+    """Each RELEASE:PROOF of the (parsed) jobs that needs more than one GPU, with how many: `plan`
+    names a device kind from it and `lab.machine start` refuses a machine with fewer."""
+    return {f"{j['release']}:{p}": n for j in jobs for p in j["proofs"] if (n := gpus(p)) > 1}
+
+
 def takes_turns(item: str, prefill_prebuilt: bool) -> bool:
     """Whether a job's proof runs on the GPU machine only when no other such proof runs: one
     FlashInfer verify at a time where FlashInfer may build at engine start, since machines running

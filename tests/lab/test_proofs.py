@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.proofs import core, gpus, site_skips, takes_fi_site, uses_flashinfer
+from lab.proofs import core, gpus, multi_gpu, site_skips, takes_fi_site, uses_flashinfer
 from vllm_backports.catalogue import Catalogue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,3 +128,11 @@ def test_a_proof_needs_as_many_gpus_as_its_tensor_parallel_size():
     assert gpus("ctl@tq-mtp-tp2") == 2  # a SITE@PROOF item runs its proof's verify
     assert gpus("tq-mtp") == gpus("gdn-ngram") == 1
     assert gpus("server-ngram") == 1  # served proofs name no --tp
+
+
+def test_multi_gpu_names_each_job_item_that_needs_more_than_one_gpu():
+    from lab.machine import parse_jobs
+
+    jobs = parse_jobs(["0.27.1:tq-mtp,tq-mtp-tp2", "0.28.0:ctl@qwen3_5-mtp-tp2,bench=qwen3_5-9b/mtp", "0.26.0:gdn-ngram"])
+    assert multi_gpu(jobs) == {"0.27.1:tq-mtp-tp2": 2, "0.28.0:ctl@qwen3_5-mtp-tp2": 2}
+    assert multi_gpu(parse_jobs(["0.26.0:gdn-ngram,tq-mtp"])) == {}

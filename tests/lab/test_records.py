@@ -322,11 +322,11 @@ def test_a_plan_needing_two_gpus_names_their_kind_in_every_call_and_checks_first
 def test_the_plan_needs_the_largest_tensor_parallel_size_of_its_proofs(monkeypatch):
     import click
 
-    import lab.__main__ as lab_main
+    import lab.proofs as lab_proofs
     from lab.machine import parse_jobs
 
     assert gpus_for(parse_jobs(["0.26.0:tq-mtp", "0.27.0:gdn-ngram,tq-mtp-tp2"])) == 2
     assert gpus_for(parse_jobs(["0.26.0:tq-mtp", "0.27.0:bench=qwen3_5-9b/fixcost-ngram-sparse=8"])) == 1
-    monkeypatch.setattr(lab_main, "gpus", lambda item: 4)  # a TP=4 proof: no kind known for it
+    monkeypatch.setattr(lab_proofs, "gpus", lambda item: 4)  # a TP=4 proof: no kind known for it
     with pytest.raises(click.UsageError, match="TP=4, and no device kind with 4 GPUs"):
         gpus_for(parse_jobs(["0.27.0:tq-mtp"]))
