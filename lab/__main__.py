@@ -219,15 +219,29 @@ def flashinfer_jit_cmd(release: str, module: str, same_as: str) -> None:
 @main.command()
 @click.argument("results", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--write", is_flag=True, help="Write docs/evidence/<release>/<proof>.json (else only report).")
-def evidence(results: Path, write: bool) -> None:
+@click.option(
+    "--record",
+    type=click.Path(path_type=Path),
+    help="With --write, keep the run as records/runs/NAME/run: its files less the evidence, and summary.txt.",
+)
+def evidence(results: Path, write: bool, record: Path | None) -> None:
     """Check a results.tgz from `lab.machine collect` and keep its verify JSON as evidence."""
-    from .records import read_results, summary_lines
+    from .records import read_results, summary_lines, write_record
 
+    if record is not None:
+        # refused before any evidence is written: the record drops the JSON docs/evidence keeps
+        if not write:
+            raise click.UsageError("--record needs --write: the record leaves out the JSON --write keeps")
+        if record.exists():
+            raise click.UsageError(f"--record {record}: exists (a record is written once; name another)")
     found = read_results(results, ROOT, write=write)
     for line in summary_lines(found):
         click.echo(line)
     if not write:
         click.echo("(not written: --write keeps them under docs/evidence/)")
+    if record is not None:
+        write_record(results, found, record)
+        click.echo(f"record: {record} (summary.txt; the README is yours to write)")
     if any(r.problem for r in found.proofs):
         sys.exit(1)
 

@@ -841,7 +841,7 @@ def collect(home: Path, wait: float, out: Path) -> str:
         return None if in_bench and info.name.endswith(BENCH_LEFT_OUT) else info
 
     with tarfile.open(out / "results.tgz", "w:gz") as tar:
-        for name in ("results", "timeline.jsonl", "run.log", "machine.json", "jobs.json"):
+        for name in ("results", "timeline.jsonl", "run.log", "machine.json", "jobs.json", "done"):
             if (home / name).exists():
                 tar.add(home / name, arcname=name, filter=keep)
     return state

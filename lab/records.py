@@ -5,7 +5,9 @@ timeline read as device time per release."""
 from __future__ import annotations
 
 import json
+import shutil
 import tarfile
+import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -154,6 +156,49 @@ def summary_lines(found: Found) -> list[str]:
     for release, t in times.items():
         span = f"{t['span_s'] / 60:.1f} min" if t["span_s"] is not None else "no proof ended"
         lines.append(f"{release}: install {t['install_s']:.0f} s, install to last proof {span}")
+    return lines
+
+
+# what a record leaves out of results.tgz: the detached run's own log (its lines are the proofs'
+# stderr again) and `done`, whose line summary.txt carries
+NOT_RECORDED = ("run.log", "done")
+
+
+def write_record(tgz: Path, found: Found, dest: Path) -> list[str]:
+    """Keep a lab run's results.tgz as its record at `dest` (records/runs/NAME/run): its files as
+    the machine wrote them, less NOT_RECORDED and, for each proof `found` kept as evidence, the
+    verify JSON docs/evidence holds and its stderr; with summary.txt, the lines `collect` printed
+    for the run. Written beside `dest` and renamed into place, so a failure leaves no part of it.
+    Returns the summary's lines."""
+    from .machine import status_lines
+
+    if dest.exists():
+        raise FileExistsError(f"{dest}: exists (a record is written once; name another)")
+    with tarfile.open(tgz) as tar:
+        files = _members(tar)
+    made = next((p for p in reversed([dest, *dest.parents]) if not p.exists()), dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        for name, data in files.items():
+            if name in NOT_RECORDED:
+                continue
+            (work / name).parent.mkdir(parents=True, exist_ok=True)
+            (work / name).write_bytes(data)
+        lines = status_lines(work)
+        if "done" in files:
+            lines.append("done: " + files["done"].decode().strip())
+        for p in found.proofs:
+            if p.written is not None:
+                for suffix in (".json", ".err"):
+                    (work / "results" / p.release / f"{p.name}{suffix}").unlink(missing_ok=True)
+        (work / "summary.txt").write_text("".join(line + "\n" for line in lines))
+        work.rename(dest)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        if made != dest:
+            shutil.rmtree(made, ignore_errors=True)
+        raise
     return lines
 
 

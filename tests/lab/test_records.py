@@ -330,3 +330,91 @@ def test_the_plan_needs_the_largest_tensor_parallel_size_of_its_proofs(monkeypat
     monkeypatch.setattr(lab_proofs, "gpus", lambda item: 4)  # a TP=4 proof: no kind known for it
     with pytest.raises(click.UsageError, match="TP=4, and no device kind with 4 GPUs"):
         gpus_for(parse_jobs(["0.27.0:tq-mtp"]))
+
+
+def _run_tgz(path: Path) -> Path:
+    """A results.tgz of one release: a proof kept as evidence, one whose engine died, the run's log."""
+    return tgz(
+        path,
+        {
+            "results/0.22.0/gdn-ngram.json": REAL.read_bytes(),
+            "results/0.22.0/gdn-ngram.err": b"verify's stderr\n",
+            "results/0.22.0/gdn-ngram.rc": b"0\n",
+            "results/0.22.0/mtp.json": b"",
+            "results/0.22.0/mtp.err": b"RuntimeError: CUDA error: illegal memory access\n",
+            "results/0.22.0/mtp.rc": b"1\n",
+            "results/0.22.0/engines/gdn-ngram.txt": b"b16-graphs-ngram: init engine took 20 s\n",
+            "timeline.jsonl": timeline({"t": 0, "release": "0.22.0", "what": "install", "event": "start"}),
+            "machine.json": b'{"gpu": "H100"}',
+            "jobs.json": b'{"jobs": []}',
+            "run.log": b"the detached run's log\n",
+            "done": b"2 proofs, 1 exited non-zero\n",
+        },
+    )
+
+
+def test_a_record_keeps_the_run_less_its_log_and_the_evidence_it_wrote(tmp_path):
+    results = _run_tgz(tmp_path / "r.tgz")
+    found = records.read_results(results, tmp_path, write=True)
+    dest = tmp_path / "records" / "runs" / "2026-12-07-h100-lab-0.22.0" / "run"
+    lines = records.write_record(results, found, dest)
+    kept = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
+    assert kept == [
+        "jobs.json",
+        "machine.json",
+        "results/0.22.0/engines/gdn-ngram.txt",
+        "results/0.22.0/gdn-ngram.rc",
+        # the proof that left no evidence keeps its stderr and JSON: the record is all there is of it
+        "results/0.22.0/mtp.err",
+        "results/0.22.0/mtp.json",
+        "results/0.22.0/mtp.rc",
+        "summary.txt",
+        "timeline.jsonl",
+    ]
+    # collect's line, read from the verify JSON before the record drops it
+    assert lines[0].startswith("0.22.0/gdn-ngram: exit 0, control fails, target passes: ngram/target:0/")
+    assert lines[1].startswith("0.22.0/mtp: exit 1, no verdict: RuntimeError: CUDA error")
+    assert lines[-1] == "done: 2 proofs, 1 exited non-zero"
+    assert (dest / "summary.txt").read_text() == "".join(line + "\n" for line in lines)
+    assert [p.name for p in dest.parent.iterdir()] == ["run"]  # no work folder left beside it
+    with pytest.raises(FileExistsError, match="a record is written once"):
+        records.write_record(results, found, dest)
+
+
+def test_a_record_that_fails_midway_leaves_no_part_of_it(tmp_path, monkeypatch):
+    import lab.machine
+
+    results = _run_tgz(tmp_path / "r.tgz")
+    found = records.read_results(results, tmp_path, write=True)
+    (tmp_path / "records").mkdir()
+
+    def broken(home):
+        assert (home / "results" / "0.22.0" / "gdn-ngram.json").is_file()  # written before it failed
+        raise OSError("disk full")
+
+    monkeypatch.setattr(lab.machine, "status_lines", broken)
+    with pytest.raises(OSError, match="disk full"):
+        records.write_record(results, found, tmp_path / "records" / "runs" / "NAME" / "run")
+    assert list((tmp_path / "records").iterdir()) == []  # the folders it made went with it
+
+
+def test_lab_evidence_refuses_a_record_it_cannot_write_before_writing_evidence(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    import lab.__main__ as lab_main
+
+    results = _run_tgz(tmp_path / "r.tgz")
+    monkeypatch.setattr(lab_main, "ROOT", tmp_path)
+    dest = tmp_path / "run"
+    done = CliRunner().invoke(lab_main.main, ["evidence", str(results), "--record", str(dest)])
+    assert done.exit_code == 2 and "--record needs --write" in done.output
+    dest.mkdir()
+    done = CliRunner().invoke(lab_main.main, ["evidence", str(results), "--write", "--record", str(dest)])
+    assert done.exit_code == 2 and f"--record {dest}: exists" in done.output
+    assert not (tmp_path / "docs").exists() and list(dest.iterdir()) == []
+    dest.rmdir()
+    done = CliRunner().invoke(lab_main.main, ["evidence", str(results), "--write", "--record", str(dest)])
+    # the dead proof is no evidence (exit 1), and the run is recorded all the same
+    assert done.exit_code == 1 and f"record: {dest}" in done.output
+    assert (tmp_path / "docs" / "evidence" / "0.22.0" / "gdn-ngram.json").is_file()
+    assert (dest / "summary.txt").read_text().endswith("done: 2 proofs, 1 exited non-zero\n")
