@@ -96,7 +96,7 @@ def test_a_dest_holding_another_release_is_refused_untouched(tmp_path, fetches):
 def test_without_dest_a_fresh_tree_in_the_cache_replaces_the_last(tmp_path, monkeypatch, fetches):
     monkeypatch.setenv("VLLM_BACKPORTS_CACHE", str(tmp_path / "cache"))
     tree, _ = materialize.materialize(FakeCatalogue(), _release(), None, lambda _m: None)
-    assert tree.root == (tmp_path / "cache/trees/0.20.0").resolve()
+    assert tree.root == (tmp_path / f"cache/trees/0.20.0.{os.getpid()}").resolve()
     (tree.root / "vllm/a.py").write_bytes(b"applied\n")
     again, fetched = materialize.materialize(FakeCatalogue(), _release(), None, lambda _m: None)
     assert fetched is not None and len(fetches) == 2  # never reused: the cache's tree starts pristine
@@ -127,3 +127,52 @@ def test_layouts_of_killed_runs_are_swept_and_a_live_runs_kept(tmp_path, fetches
         (d / "vllm").mkdir(parents=True)
     materialize.materialize(FakeCatalogue(), _release(), tmp_path / "tree", lambda _m: None)
     assert not dead.exists() and live.is_dir() and other.is_dir()
+
+
+def test_runs_side_by_side_each_get_a_tree_of_their_own_and_ended_runs_trees_go(tmp_path, monkeypatch, fetches):
+    """Six runs of one release in one CI job once shared trees/0.20.0: each removed or patched
+    the others' (one reported the series as already applied, from another run's patched copy)."""
+    monkeypatch.setenv("VLLM_BACKPORTS_CACHE", str(tmp_path / "cache"))
+    trees = tmp_path / "cache" / "trees"
+    live = trees / f"0.20.0.{os.getppid()}"  # a run still under way (our parent: alive while we run)
+    ended = trees / f"0.20.0.{_dead_pid()}"
+    other = trees / f"0.21.0.{_dead_pid()}"  # another release's: swept by a run of that release
+    for d in (live, ended, other):
+        (d / "vllm").mkdir(parents=True)
+    (live / "vllm" / "a.py").write_bytes(b"applied\n")
+    tree, fetched = materialize.materialize(FakeCatalogue(), _release(), None, lambda _m: None)
+    assert fetched is not None and tree.root not in (live.resolve(), ended.resolve())
+    assert (tree.root / "vllm/a.py").read_bytes() == FILES["vllm/a.py"]
+    assert (live / "vllm" / "a.py").read_bytes() == b"applied\n" and not ended.exists() and other.is_dir()
+
+
+def _laid_out_by_another_run(dest: Path, version: str) -> None:
+    dist_info = dest / f"vllm-{version}.dist-info"
+    dist_info.mkdir(parents=True)
+    fetched = _fetched(version)
+    (dist_info / "RECORD").write_bytes(fetched.record)
+    (dist_info / "METADATA").write_bytes(fetched.metadata)
+    (dest / "vllm" / "sub").mkdir(parents=True)
+    (dest / "vllm" / "a.py").write_bytes(b"applied\n")  # and patched since
+    (dest / "vllm" / "sub" / "b.py").write_bytes(FILES["vllm/sub/b.py"])
+
+
+@pytest.mark.parametrize("theirs", ["0.20.0", "0.21.0"])
+def test_a_target_another_run_lays_out_meanwhile_is_taken_as_it_is(tmp_path, monkeypatch, theirs):
+    """Two runs given one empty --target: the one that renames its layout in second finds the
+    target full; it takes that tree as it would have at its start, and leaves no layout behind."""
+    dest = tmp_path / "tree"
+
+    def fetch(release, paths, progress):
+        _laid_out_by_another_run(dest, theirs)  # while this run downloads
+        return _fetched(release.version)
+
+    monkeypatch.setattr(materialize, "fetch", fetch)
+    if theirs == "0.20.0":
+        tree, fetched = materialize.materialize(FakeCatalogue(), _release(), dest, lambda _m: None)
+        assert fetched is None and tree.root == dest.resolve() and tree.version == "0.20.0"
+    else:
+        with pytest.raises(UsageError, match="holds vLLM 0.21.0, not 0.20.0"):
+            materialize.materialize(FakeCatalogue(), _release(), dest, lambda _m: None)
+    assert (dest / "vllm" / "a.py").read_bytes() == b"applied\n"  # the other run's tree, untouched
+    assert [p.name for p in tmp_path.iterdir()] == ["tree"]  # no layout of this run's left beside it

@@ -31,15 +31,15 @@ def materialize(
     and revert can be run against it in turn.
     """
     if dest is None:
-        dest = cache_root() / "trees" / release.version
+        # each run its own copy, VERSION.PID: runs side by side (a CI matrix) must neither remove
+        # nor patch each other's; the copies of runs that have ended go when the next run starts
+        trees = cache_root() / "trees"
+        for old in left_by_dead_processes(trees, release.version) if trees.is_dir() else ():
+            shutil.rmtree(old, ignore_errors=True)
+        dest = trees / f"{release.version}.{os.getpid()}"
         shutil.rmtree(dest, ignore_errors=True)
-    elif dest.exists() and any(dest.iterdir()):
-        tree = open_tree(dest)
-        if tree.version != release.version:
-            raise UsageError(
-                f"{dest} holds vLLM {tree.version}, not {release.version}; use an empty directory with --fetch"
-            )
-        return tree, None
+    elif _holds_files(dest):
+        return _reused(dest, release), None
     fetched = fetch_release(cat, release, progress)
     # Laid out beside dest and renamed into place: a run killed half way leaves dest as it was
     # (absent or empty), so the next --fetch starts over instead of finding a damaged tree.
@@ -47,17 +47,43 @@ def materialize(
     _sweep_staging(dest)
     staging = dest.parent / f"{STAGING_PREFIX}{dest.name}.{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
-    dist_info = staging / f"vllm-{release.version}.dist-info"
-    dist_info.mkdir(parents=True)
-    (staging / "vllm").mkdir()
-    (dist_info / "RECORD").write_bytes(fetched.record)
-    (dist_info / "METADATA").write_bytes(fetched.metadata)
-    for rel, data in fetched.files.items():
-        path = staging / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    os.rename(staging, dest)  # replaces an empty dest directory, never a full one
+    try:
+        dist_info = staging / f"vllm-{release.version}.dist-info"
+        dist_info.mkdir(parents=True)
+        (staging / "vllm").mkdir()
+        (dist_info / "RECORD").write_bytes(fetched.record)
+        (dist_info / "METADATA").write_bytes(fetched.metadata)
+        for rel, data in fetched.files.items():
+            path = staging / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        try:
+            os.rename(staging, dest)  # replaces an empty dest directory, never a full one
+        except OSError:
+            if not _holds_files(dest):
+                raise
+            # another run given the same --target laid it out after this one found it empty:
+            # take its tree as an existing dest is taken (its lock orders what runs on it next)
+            shutil.rmtree(staging, ignore_errors=True)
+            return _reused(dest, release), None
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return open_tree(dest), fetched
+
+
+def _holds_files(dest: Path) -> bool:
+    return dest.is_dir() and any(dest.iterdir())
+
+
+def _reused(dest: Path, release: Release) -> Tree:
+    """The tree an existing dest holds, refused unless it is `release`."""
+    tree = open_tree(dest)
+    if tree.version != release.version:
+        raise UsageError(
+            f"{dest} holds vLLM {tree.version}, not {release.version}; use an empty directory with --fetch"
+        )
+    return tree
 
 
 STAGING_PREFIX = ".vllm-backports-fetching."
