@@ -576,6 +576,21 @@ def test_a_patch_that_fits_neither_way_stays_a_drift(home, site):
     assert outcomes == {"fix-thing": "skipped", "add-kernel": "drift"}
 
 
+def test_a_backport_given_to_both_only_and_skip_is_refused(home, tmp_path):
+    site = home.tree("0.20.0")
+    for command in ([], ["revert"], ["check"]):
+        refused(tmp_path, [*command, "--vllm", "0.20.0", "--target", str(site), "--only", "add-kernel",
+                           "--skip", "fix-thing", "--skip", "add-kernel"], 2,
+                "--only and --skip both name add-kernel: give each backport to one of them")
+
+
+def test_skipping_every_backport_says_nothing_was_selected(home):
+    site = home.tree("0.20.0")
+    done = run("--vllm", "0.20.0", "--target", str(site), "--skip", "add-kernel", "--skip", "fix-thing")
+    assert done.code == 0 and "nothing selected: --skip leaves out every backport" in done.out
+    assert "already carries" not in done.out and not (site / "vllm/.backports").exists()
+
+
 # --------------------------------------------------------------------------------------------
 # --fetch
 

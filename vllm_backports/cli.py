@@ -201,7 +201,9 @@ def _run(cat: Catalogue, request: Request, reporter: Reporter) -> int:
     for note in plan.notes:
         reporter.note(note)
     lines = [f"[bold]vLLM {res.version}[/bold], series {res.series.name}, {escape(str(tree.root))}"]
-    if not plan.failed and not dry and not plan.changes:
+    if plan.outcomes and all(o.state == "skipped" for o in plan.outcomes):
+        lines.append("nothing selected: --skip leaves out every backport of the series")
+    elif not plan.failed and not dry and not plan.changes:
         lines.append(
             "nothing to revert"
             if command is Command.REVERT

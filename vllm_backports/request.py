@@ -79,6 +79,8 @@ def parse_request(
         # status reports the whole tree; a selection it would ignore is refused instead
         flag = "--only" if only else "--skip"
         raise UsageError(f"{flag} goes with apply, revert and check, not status")
+    if both := [b for b in only if b in skip]:
+        raise UsageError(f"--only and --skip both name {', '.join(both)}: give each backport to one of them")
     if fetch and target is None and command in (Command.REVERT, Command.STATUS):
         raise UsageError(
             f"{command.value} --fetch needs --target DIR: without it every run lays out a fresh pristine copy "
