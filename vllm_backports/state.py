@@ -200,8 +200,10 @@ def lock_holder(fh) -> str:
     return f"PID {pid}" if pid.isdigit() else "another run"
 
 
-def _wait_for(fh, how: int, tree: Tree, timeout: float, notify: Callable[[str], None]) -> None:
-    """Take flock `how` on fh, waiting at most `timeout` seconds and saying who holds it."""
+def _wait_for(fh, how: int, tree: Tree, deadline: float, timeout: float, notify: Callable[[str], None]) -> None:
+    """Take flock `how` on fh, waiting until the monotonic `deadline` and saying who holds it;
+    `timeout` is the whole wait the run was given (a run may wait on more than one lock file),
+    the figure the refusal names."""
     try:
         fcntl.flock(fh, how | fcntl.LOCK_NB)
         return
@@ -209,7 +211,6 @@ def _wait_for(fh, how: int, tree: Tree, timeout: float, notify: Callable[[str], 
         pass
     holder = lock_holder(fh)
     notify(f"waiting for another vllm-backports run ({holder}) on {tree.root}")
-    deadline = time.monotonic() + timeout
     while True:
         time.sleep(0.05)
         try:
@@ -251,7 +252,7 @@ def locked(
         except FileNotFoundError:
             continue  # a holder finishing just now removed the directory: make it again
         try:
-            _wait_for(fh, fcntl.LOCK_EX, tree, max(0.0, deadline - time.monotonic()), notify)
+            _wait_for(fh, fcntl.LOCK_EX, tree, deadline, timeout, notify)
         except BaseException:
             fh.close()
             raise
@@ -312,7 +313,7 @@ def reading(
             yield
             return
         with fh:
-            _wait_for(fh, fcntl.LOCK_SH, tree, max(0.0, deadline - time.monotonic()), notify)
+            _wait_for(fh, fcntl.LOCK_SH, tree, deadline, timeout, notify)
             if _same_file(fh, tree.state_path(LOCK)):
                 yield
                 return
