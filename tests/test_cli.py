@@ -82,6 +82,27 @@ def test_status_reports_a_file_changed_after_apply(home):
     assert {f["path"]: f["state"] for f in status.json["files"]}["vllm/mod.py"] == "pristine"
 
 
+def test_status_reads_a_manifest_left_on_pristine_files_as_none(home):
+    """pip install --force-reinstall vllm puts the files back and leaves vllm/.backports/: status
+    said the backports were applied, and the image banner with it; apply starts fresh there."""
+    from vllm_backports.catalogue import Catalogue
+    from vllm_backports.entrypoint import describe
+
+    site = home.tree("0.20.0")
+    assert run("--vllm", "0.20.0", "--target", str(site), "--only", "fix-thing").code == 0
+    (site / "vllm/mod.py").write_bytes(MOD)  # reinstalled
+    assert (site / "vllm/.backports/manifest.json").is_file()
+    status = run("status", "--target", str(site), "--json")
+    assert status.code == 0 and status.json["stale_manifest"] is True and status.json["consistent"] is True
+    assert status.json["applied"] == [] and status.json["not_applied"] == ["fix-thing", "add-kernel"]
+    human = run("status", "--target", str(site))
+    assert "the manifest is stale" in human.err and "no backports applied" in human.out
+    _, lines, problems = describe(Catalogue(home.root), site)
+    assert lines[0] == "vLLM 0.20.0; backports applied: none" and problems == []
+    (site / "vllm/mod.py").write_bytes(MOD + b"# mine\n")  # not pristine: the manifest stands
+    assert run("status", "--target", str(site), "--json").json["stale_manifest"] is False
+
+
 def test_release_without_backports_says_so(home):
     site = home.tree("0.19.1")
     result = run("--vllm", "0.19.1", "--target", str(site))

@@ -52,6 +52,7 @@ class Status:
     files: tuple[FileState, ...]  # each recorded file's state; without a manifest, the series' modified ones
     journal: Path | None  # an interrupted run's journal
     leftovers: tuple[Path, ...]  # what killed runs left that no run needs
+    stale_manifest: bool = False  # a manifest was left, and every file is pristine again: read as none
 
     @property
     def not_applied(self) -> list[str]:
@@ -102,9 +103,20 @@ def status(cat: Catalogue, request: Request, progress: Say, note: Say) -> Status
     with state.reading(tree, note, request.lock_timeout):
         journal = state.pending_journal(tree)
         manifest = manifests.read(tree)
+        stale = manifest is not None and _all_pristine(tree, res)
+        if stale:
+            # as apply reads it: typically `pip install --force-reinstall vllm`, which puts the
+            # files back and leaves vllm/.backports/ as it was
+            note("the manifest is stale: every file is pristine again; the next apply starts fresh")
+            manifest = None
         files = _file_states(tree, res, manifest)
         left = state.leftovers(tree)  # under the shared lock no run is under way
-    return Status(tree, res, manifest, files, journal, tuple(left))
+    return Status(tree, res, manifest, files, journal, tuple(left), stale)
+
+
+def _all_pristine(tree: Tree, res: Resolution) -> bool:
+    """Whether every file the release's series touches is as the release ships it."""
+    return res.series is not None and all(sha256_of(tree.read(p)) == res.shipped(p) for p in res.series.paths)
 
 
 def _open(cat: Catalogue, request: Request, progress: Say, note: Say) -> tuple[Tree, Resolution, Fetched | None]:
