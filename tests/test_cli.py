@@ -103,6 +103,19 @@ def test_status_reads_a_manifest_left_on_pristine_files_as_none(home):
     assert run("status", "--target", str(site), "--json").json["stale_manifest"] is False
 
 
+def test_status_rebuilds_a_missing_manifest_from_files_the_series_wrote(home):
+    site = home.tree("0.20.0")
+    assert run("--vllm", "0.20.0", "--target", str(site), "--only", "fix-thing").code == 0
+    import shutil
+
+    shutil.rmtree(site / "vllm/.backports")  # a copy that dropped dot-folders
+    status = run("status", "--target", str(site), "--json")
+    assert status.code == 0 and status.json["rebuilt_manifest"] is True and status.json["consistent"] is True
+    assert [a["id"] for a in status.json["applied"]] == ["fix-thing"]
+    assert not (site / "vllm/.backports").exists()  # status reads; apply writes it again
+    assert run("revert", "--target", str(site)).code == 0 and (site / "vllm/mod.py").read_bytes() == MOD
+
+
 def test_release_without_backports_says_so(home):
     site = home.tree("0.19.1")
     result = run("--vllm", "0.19.1", "--target", str(site))

@@ -697,16 +697,29 @@ def test_manifest_entry_without_an_id_is_a_corrupted_manifest(home, site, tmp_pa
         refused(tmp_path, [*command, *apply_args(site)], 1, "corrupted manifest")
 
 
-def test_patched_files_without_a_manifest_are_not_reported_clean(home, site, tmp_path):
-    """The manifest deleted (by hand, or a backup restore) while the files stay patched: revert
-    must not say "nothing to revert" and status must not say consistent."""
+def test_patched_files_without_a_manifest_are_read_as_the_series_not_as_clean(home, site, tmp_path):
+    """The manifest deleted (by hand, a backup restore, a copy that drops dot-folders) while the
+    files stay patched: revert must not say "nothing to revert", nor refuse what the series wrote
+    as a local edit; status must not say the tree is pristine."""
     assert run(*apply_args(site)).code == 0
     (site / "vllm/.backports/manifest.json").unlink()
+    status = run("status", *apply_args(site), "--json")
+    assert status.code == 0 and status.json["rebuilt_manifest"] is True
+    assert [a["id"] for a in status.json["applied"]] == ["fix-thing", "add-kernel"]
+    assert {f["path"]: f["state"] for f in status.json["files"]} == {"vllm/mod.py": "patched",
+                                                                     "vllm/kernels/new_kernel.py": "patched"}
+    done = run("revert", *apply_args(site), "--json")
+    assert done.code == 0 and [b["state"] for b in done.json["backports"]] == ["reverted", "reverted"]
+    assert (site / "vllm/mod.py").read_bytes() == MOD and not (site / "vllm/kernels").exists()
+
+
+def test_a_file_the_series_does_not_explain_without_a_manifest_is_refused_as_an_edit(home, site, tmp_path):
+    assert run(*apply_args(site)).code == 0
+    (site / "vllm/.backports/manifest.json").unlink()
+    (site / "vllm/mod.py").write_bytes((site / "vllm/mod.py").read_bytes() + b"# mine\n")
     refused(tmp_path, ["revert", *apply_args(site)], 1, "vllm/mod.py", "edited locally", "no vllm-backports manifest")
     status = run("status", *apply_args(site), "--json")
-    assert status.code == 1 and status.json["consistent"] is False
-    assert {f["path"]: f["state"] for f in status.json["files"]} == {"vllm/mod.py": "modified",
-                                                                     "vllm/kernels/new_kernel.py": "modified"}
+    assert status.code == 1 and status.json["consistent"] is False and status.json["rebuilt_manifest"] is False
 
 
 def test_status_of_a_pristine_tree_without_a_manifest_is_consistent(home, site):

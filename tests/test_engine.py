@@ -131,6 +131,29 @@ def test_a_local_edit_is_refused_before_anything_is_planned(home):
         engine.plan_apply(tree, res, None, BOTH, view={"vllm/mod.py": MOD + b"# mine\n"})
 
 
+@pytest.mark.parametrize("applied", [{"fix-thing"}, BOTH])
+def test_files_the_series_wrote_with_no_manifest_beside_them_are_read_as_its_own(home, applied):
+    """A copy that left out vllm/.backports/ (dot-folders dropped): its files were refused as
+    edited locally, and revert could not take them back."""
+    _, tree, res = _setup(home)
+    view = _patched(engine.plan_apply(tree, res, None, applied))
+    plan = engine.plan_revert(tree, res, None, BOTH, view=view)
+    assert plan.notes[0].startswith("no manifest here, and the files are what the series writes (")
+    assert {o.id for o in plan.outcomes if o.state == engine.REVERTED} == applied
+    assert _patched(plan) == {p: None if p == KERNEL_PATH else MOD for p in view}  # pristine again
+    assert _states(engine.plan_apply(tree, res, None, applied, view=view)) == [
+        (b, engine.ALREADY if b in applied else engine.SKIPPED) for b in ("fix-thing", "add-kernel")
+    ]
+
+
+def test_with_no_manifest_a_file_the_series_does_not_explain_is_still_an_edit(home):
+    _, tree, res = _setup(home)
+    view = _patched(engine.plan_apply(tree, res, None, BOTH))
+    view["vllm/mod.py"] = view["vllm/mod.py"] + b"# mine\n"
+    with pytest.raises(TargetError, match=r"vllm/mod.py: edited locally .*\(no vllm-backports manifest here"):
+        engine.plan_revert(tree, res, None, BOTH, view=view)
+
+
 def test_another_builds_record_is_refused(home):
     _, tree, res = _setup(home)
     res = dataclasses.replace(res, pristine={"vllm/mod.py": sha(b"another build")})

@@ -287,6 +287,7 @@ def status_cmd(cat: Catalogue, request: Request, reporter: Reporter) -> int:
         "consistent": ok,
         "updated": manifest.updated if manifest else None,
         "stale_manifest": seen.stale_manifest,
+        "rebuilt_manifest": seen.rebuilt_manifest,
     }
     table = Table(title=f"vLLM {res.version} at {tree.root}", title_justify="left", show_edge=False)
     table.add_column("backport")

@@ -53,6 +53,7 @@ class Status:
     journal: Path | None  # an interrupted run's journal
     leftovers: tuple[Path, ...]  # what killed runs left that no run needs
     stale_manifest: bool = False  # a manifest was left, and every file is pristine again: read as none
+    rebuilt_manifest: bool = False  # none was there, and the files are what the series writes: rebuilt
 
     @property
     def not_applied(self) -> list[str]:
@@ -109,9 +110,17 @@ def status(cat: Catalogue, request: Request, progress: Say, note: Say) -> Status
             # files back and leaves vllm/.backports/ as it was
             note("the manifest is stale: every file is pristine again; the next apply starts fresh")
             manifest = None
+        rebuilt = manifest is None and not stale and res.series is not None and not _all_pristine(tree, res)
+        if rebuilt:
+            # as apply, check and revert read it: a copy that left out vllm/.backports/
+            assert res.series is not None
+            manifest = engine.rebuilt(res, {p: tree.read(p) for p in res.series.paths})
+            rebuilt = manifest is not None
+            if rebuilt:
+                note("no manifest here, and the files are what the series writes: read as applied (apply writes it)")
         files = _file_states(tree, res, manifest)
         left = state.leftovers(tree)  # under the shared lock no run is under way
-    return Status(tree, res, manifest, files, journal, tuple(left), stale)
+    return Status(tree, res, manifest, files, journal, tuple(left), stale, rebuilt)
 
 
 def _all_pristine(tree: Tree, res: Resolution) -> bool:

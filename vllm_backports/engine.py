@@ -75,11 +75,14 @@ def _contents(
     """Current bytes of every series file, each proven to be pristine or our own patched state."""
     assert res.series is not None
     created = res.series.created
+    contents = {p: view[p] if view is not None and p in view else tree.read(p) for p in res.series.paths}
+    if manifest is None and any(sha256_of(contents[p]) != res.shipped(p) for p in res.series.paths):
+        manifest = rebuilt(res, contents)
+        if manifest is not None:
+            ids = ", ".join(a.id for a in manifest.applied)
+            notes.append(f"no manifest here, and the files are what the series writes ({ids}): rebuilt from them")
     recorded = manifest.files if manifest else {}
-    contents: dict[str, bytes | None] = {}
-    for path in res.series.paths:
-        data = view[path] if view is not None and path in view else tree.read(path)
-        contents[path] = data
+    for path, data in contents.items():
         if data is None:
             if path in created and path not in recorded:
                 continue
@@ -102,6 +105,22 @@ def _contents(
         notes.append("the manifest was stale (every file is pristine again); starting fresh")
         manifest = None
     return contents, manifest
+
+
+def rebuilt(res: Resolution, contents: dict[str, bytes | None]) -> Manifest | None:
+    """With no manifest beside the files (a copy that left out vllm/.backports/): the manifest a
+    run applying the series' patches would have written, where reversing some of them, last
+    first, takes every file back to the bytes the release ships; else None."""
+    assert res.series is not None
+    now = dict(contents)
+    found: list[Patch] = []
+    for patch in reversed(res.series.patches):
+        back = apply_patches(now, patch.reversed().files)
+        if not isinstance(back, Mismatch):
+            now, found = back, [patch, *found]
+    if not found or any(sha256_of(now[p]) != res.shipped(p) for p in res.series.paths):
+        return None
+    return _manifest(res, contents, found)
 
 
 def plan_apply(
