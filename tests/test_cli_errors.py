@@ -807,6 +807,32 @@ def test_revert_or_status_on_a_fresh_fetched_copy_is_refused(home, tmp_path, com
     refused(tmp_path, [command, "--vllm", "0.20.0", "--fetch"], 2, f"{command} --fetch needs --target DIR")
 
 
+@pytest.mark.parametrize("command", ["revert", "status"])
+def test_revert_or_status_with_fetch_read_the_copy_at_target_and_lay_out_none(home, tmp_path, command):
+    empty = tmp_path / "empty"
+    for target in (tmp_path / "none", empty):
+        if target == empty:
+            empty.mkdir()
+        refused(tmp_path, [command, "--vllm", "0.20.0", "--fetch", "--target", str(target)], 2,
+                f"{command} --fetch reads the copy `apply --fetch --target {target}` laid out")
+    assert not (tmp_path / "none").exists() and list(empty.iterdir()) == []
+    site = home.tree("0.20.0")  # as apply --fetch --target laid it out
+    assert run("--vllm", "0.20.0", "--target", str(site)).code == 0
+    done = run(command, "--fetch", "--target", str(site), "--json")  # --vllm auto: the copy says which
+    assert done.code == 0, done.err
+    assert done.json["vllm"] == "0.20.0"
+
+
+def test_revert_without_a_vllm_does_not_advise_fetch(home, tmp_path, monkeypatch):
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", missing)
+    for command in ("revert", "status"):
+        message = refused(tmp_path, [command], 2, "no vLLM is installed", "--target DIR holding a vLLM")
+        assert "--fetch" not in message
+
+
 # --------------------------------------------------------------------------------------------
 # a Python without the dependencies
 

@@ -41,6 +41,9 @@ def test_a_request_is_frozen_data_naming_its_release(cat, tmp_path):
     (dict(vllm="0.20.0+cu129", fetch=True), "--fetch needs --vllm with a published release"),
     (dict(vllm="auto", fetch=True), "--fetch needs --vllm with a published release"),
     (dict(only=("fix-thin",)), "no backport 'fix-thin' in series s1 (did you mean fix-thing?)"),
+    # not "did you mean 0.20.1?": a pre-release is found from its files, by auto
+    (dict(vllm="0.20.0rc1"), "vLLM 0.20.0rc1 is a pre-release, which versions.toml does not list"),
+    (dict(vllm="0.21.1.dev5"), "with it installed, --vllm auto finds the series its files match"),
 ])
 def test_bad_words_are_one_usage_error(cat, words, message):
     with pytest.raises(UsageError) as caught:

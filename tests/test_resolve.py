@@ -147,7 +147,8 @@ def test_unpublished_version_on_a_nightly_of_another_line(home):
 def test_release_request_on_a_nightly_tree(home, nightly):
     result = run("--vllm", "0.20.0", "--target", str(nightly))
     assert result.code == 2
-    assert f"the vLLM here is {NIGHTLY}, not 0.20.0" in result.err
+    assert f"the vLLM here is {NIGHTLY}, not 0.20.0; pass --vllm auto" in result.err
+    assert f"--vllm {NIGHTLY}" not in result.err  # which --vllm would refuse: no entry names it
 
 
 def test_auto_on_an_unknown_release(home):
@@ -205,3 +206,11 @@ def test_unparsable_installed_version_with_unpublished_request(home):
     result = run("--vllm", "0.19.2", "--target", str(site))
     assert result.code == 2
     assert "never published" in result.err
+
+
+def test_a_nightly_matching_no_series_names_the_series_of_the_releases_nearest_it(home):
+    site = home.tree("0.21.1.dev3", files={"vllm/mod.py": b"".join(b"other %d\n" % i for i in range(20))})
+    result = run("--vllm", "auto", "--target", str(site))
+    assert result.code == 2
+    # s2 serves 0.21.0, s1 0.20.0: name order would give s1 first
+    assert "exactly (s2: " in result.err and result.err.index("s2: ") < result.err.index("; s1: ")

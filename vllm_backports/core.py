@@ -135,7 +135,8 @@ def _open(cat: Catalogue, request: Request, progress: Say, note: Say) -> tuple[T
         assert release is not None  # parse_request refuses --fetch without one
         tree, fetched = materialize(cat, release, request.target, progress)
     else:
-        tree = open_tree(request.target) if request.target else installed_tree()
+        can_fetch = request.command in (Command.APPLY, Command.CHECK)
+        tree = open_tree(request.target) if request.target else installed_tree(can_fetch)
     res = resolve(cat, tree, request.vllm)
     if res.note:
         note(res.note)

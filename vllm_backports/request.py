@@ -81,11 +81,19 @@ def parse_request(
         raise UsageError(f"{flag} goes with apply, revert and check, not status")
     if both := [b for b in only if b in skip]:
         raise UsageError(f"--only and --skip both name {', '.join(both)}: give each backport to one of them")
-    if fetch and target is None and command in (Command.REVERT, Command.STATUS):
-        raise UsageError(
-            f"{command.value} --fetch needs --target DIR: without it every run lays out a fresh pristine copy "
-            "(apply --fetch --target DIR keeps one to come back to)"
-        )
+    if fetch and command in (Command.REVERT, Command.STATUS):
+        if target is None:
+            raise UsageError(
+                f"{command.value} --fetch needs --target DIR: without it every run lays out a fresh pristine copy "
+                "(apply --fetch --target DIR keeps one to come back to)"
+            )
+        if not _has_vllm(target):
+            # they read a tree that is there: laying one out would be a write they were not asked for
+            raise UsageError(
+                f"{command.value} --fetch reads the copy `apply --fetch --target {target}` laid out, "
+                f"and {target} holds none"
+            )
+        fetch = False  # the copy is there: read it as any --target, its release from its own files
     if lock_timeout is not None and not 0 <= lock_timeout <= 86400:
         raise UsageError("--lock-timeout takes seconds from 0 to 86400")
     if vllm is not None and not vllm.strip():

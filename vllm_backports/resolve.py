@@ -77,6 +77,12 @@ def parse_vllm(cat: Catalogue, text: str) -> Requested:
         raise UsageError(f"--vllm {text!r} is not a version (use e.g. 0.20.0, or auto)") from None
     if text != text.strip() or not text.isprintable():  # packaging reads "0.20.0\n" as 0.20.0
         raise UsageError(f"--vllm {text!r} is not a version (use e.g. 0.20.0, or auto)")
+    if typed.is_devrelease or typed.is_prerelease:
+        # a nightly or release candidate has no entry: its series is found from its files
+        raise UsageError(
+            f"vLLM {text} is a pre-release, which versions.toml does not list ({_known(cat)}); "
+            "with it installed, --vllm auto finds the series its files match"
+        )
     # Only a release of the same major.minor is a likely meaning: a release named short (0.20)
     # means its first patch release, a wrong patch number (0.21.1) the closest one; 0.16.0, 0.2
     # or 1.0 mean none of them, and the supported range says so.
@@ -101,9 +107,9 @@ def resolve(cat: Catalogue, tree: Tree, requested: Requested) -> Resolution:
         raise UsageError(unpublished.message + f" (installed here: {installed})")
     base = installed if installed in cat.releases else local_build_of(cat, installed)
     if requested.text not in ("auto", installed, base) and not unpublished:
-        raise UsageError(
-            f"the vLLM here is {installed}, not {requested.text}; pass --vllm {base or installed} or --vllm auto"
-        )
+        # a nightly is named by auto alone: --vllm refuses what versions.toml does not list
+        named = f"--vllm {base} or --vllm auto" if base is not None else "--vllm auto"
+        raise UsageError(f"the vLLM here is {installed}, not {requested.text}; pass {named}")
     if base is not None:
         release = cat.releases[base]
         series = cat.series(release.series) if release.series else None
@@ -134,6 +140,14 @@ def _recorded_nightly(cat: Catalogue, tree: Tree) -> Resolution | None:
     return Resolution(tree.version, None, series, pristine, note)
 
 
+def _distance(series: Series, version: Version) -> tuple[int, ...]:
+    """How far `series` is from a nightly `version`: from the series' first release, in minor
+    then micro releases; of two as far, the one ahead (the release a nightly heads to) first."""
+    first = min((Version(r) for r in series.releases), default=Version("0"))
+    apart = (abs(a - b) for a, b in zip((first.release + (0, 0))[:3], (version.release + (0, 0))[:3], strict=True))
+    return (*apart, first < version)
+
+
 def _match_nightly(cat: Catalogue, tree: Tree) -> Resolution:
     """A nightly has no entry of its own: take the series whose every hunk matches exactly."""
     installed = Version(tree.version)
@@ -160,6 +174,9 @@ def _match_nightly(cat: Catalogue, tree: Tree) -> Resolution:
         else:
             matches.append(series)
     if not matches:
+        # name the series of the releases closest to the nightly: the first in name order are
+        # the oldest, the least likely to be near
+        nearest.sort(key=lambda item: _distance(cat.series(item[0]), installed))
         detail = "; ".join(f"{n}: {m}" for n, m in nearest[:2])
         raise UsageError(
             f"no series matches the files of vLLM {tree.version} exactly ({detail}); nothing was changed: "

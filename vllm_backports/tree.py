@@ -136,11 +136,12 @@ def open_tree(root: Path) -> Tree:
     return Tree(root=root, version=_version_of(dist_info), record=record)
 
 
-def installed_tree() -> Tree:
+def installed_tree(can_fetch: bool = True) -> Tree:
+    """This Python's vLLM. `can_fetch`: whether the command could work on PyPI's files instead
+    (apply and check can; status and revert read a tree that is there)."""
     try:
         dist = importlib.metadata.distribution("vllm")
     except importlib.metadata.PackageNotFoundError:
-        raise UsageError(
-            "no vLLM is installed in this Python; pass --target DIR, or --fetch to work on PyPI's files"
-        ) from None
+        instead = ", or --fetch to work on PyPI's files" if can_fetch else " holding a vLLM"
+        raise UsageError(f"no vLLM is installed in this Python; pass --target DIR{instead}") from None
     return open_tree(Path(str(dist.locate_file(""))))
