@@ -96,7 +96,7 @@ def test_a_dest_holding_another_release_is_refused_untouched(tmp_path, fetches):
 def test_without_dest_a_fresh_tree_in_the_cache_replaces_the_last(tmp_path, monkeypatch, fetches):
     monkeypatch.setenv("VLLM_BACKPORTS_CACHE", str(tmp_path / "cache"))
     tree, _ = materialize.materialize(FakeCatalogue(), _release(), None, lambda _m: None)
-    assert tree.root == (tmp_path / f"cache/trees/0.20.0.{os.getpid()}").resolve()
+    assert tree.root.parent == (tmp_path / "cache/trees").resolve() and tree.root.name.startswith("0.20.0.")
     (tree.root / "vllm/a.py").write_bytes(b"applied\n")
     again, fetched = materialize.materialize(FakeCatalogue(), _release(), None, lambda _m: None)
     assert fetched is not None and len(fetches) == 2  # never reused: the cache's tree starts pristine
@@ -131,19 +131,31 @@ def test_layouts_of_killed_runs_are_swept_and_a_live_runs_kept(tmp_path, fetches
 
 def test_runs_side_by_side_each_get_a_tree_of_their_own_and_ended_runs_trees_go(tmp_path, monkeypatch, fetches):
     """Six runs of one release in one CI job once shared trees/0.20.0: each removed or patched
-    the others' (one reported the series as already applied, from another run's patched copy)."""
+    the others' (one reported the series as already applied, from another run's patched copy).
+    A copy is a live run's while its lock is held, whatever process-id space that run is in."""
+    import fcntl
+
     monkeypatch.setenv("VLLM_BACKPORTS_CACHE", str(tmp_path / "cache"))
     trees = tmp_path / "cache" / "trees"
-    live = trees / f"0.20.0.{os.getppid()}"  # a run still under way (our parent: alive while we run)
-    ended = trees / f"0.20.0.{_dead_pid()}"
-    other = trees / f"0.21.0.{_dead_pid()}"  # another release's: swept by a run of that release
-    for d in (live, ended, other):
+    copies = {n: trees / n for n in ("0.20.0.live", "0.20.0.ended", "0.21.0.ended", "0.20.0")}  # last: old layout
+    for d in copies.values():
         (d / "vllm").mkdir(parents=True)
-    (live / "vllm" / "a.py").write_bytes(b"applied\n")
-    tree, fetched = materialize.materialize(FakeCatalogue(), _release(), None, lambda _m: None)
-    assert fetched is not None and tree.root not in (live.resolve(), ended.resolve())
-    assert (tree.root / "vllm/a.py").read_bytes() == FILES["vllm/a.py"]
-    assert (live / "vllm" / "a.py").read_bytes() == b"applied\n" and not ended.exists() and other.is_dir()
+    for n in ("0.20.0.live", "0.20.0.ended", "0.21.0.ended"):
+        (trees / f"{n}.lock").write_text("")
+    ended_layout = trees / f"{STAGING_PREFIX}0.20.0.ended.{os.getpid()}"
+    ended_layout.mkdir()
+    (copies["0.20.0.live"] / "vllm" / "a.py").write_bytes(b"applied\n")
+    with open(trees / "0.20.0.live.lock") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # the live run's
+        tree, fetched = materialize.materialize(FakeCatalogue(), _release(), None, lambda _m: None)
+        again, _ = materialize.materialize(FakeCatalogue(), _release(), None, lambda _m: None)
+    assert fetched is not None and tree.root != again.root  # this process's first copy is live too
+    assert (tree.root / "vllm/a.py").read_bytes() == FILES["vllm/a.py"] and tree.root.is_dir()
+    assert (copies["0.20.0.live"] / "vllm" / "a.py").read_bytes() == b"applied\n"
+    assert not copies["0.20.0.ended"].exists() and not (trees / "0.20.0.ended.lock").exists()
+    assert not ended_layout.exists() and not copies["0.20.0"].exists()
+    assert copies["0.21.0.ended"].is_dir()  # another release's: its next run sweeps it
+    assert sorted(p.name for p in trees.iterdir() if p.name.startswith(".")) == []  # locks renamed into place
 
 
 def _laid_out_by_another_run(dest: Path, version: str) -> None:

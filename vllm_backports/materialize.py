@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+import tempfile
+import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from .catalogue import Catalogue, Release
 from .errors import UsageError
@@ -31,13 +35,7 @@ def materialize(
     and revert can be run against it in turn.
     """
     if dest is None:
-        # each run its own copy, VERSION.PID: runs side by side (a CI matrix) must neither remove
-        # nor patch each other's; the copies of runs that have ended go when the next run starts
-        trees = cache_root() / "trees"
-        for old in left_by_dead_processes(trees, release.version) if trees.is_dir() else ():
-            shutil.rmtree(old, ignore_errors=True)
-        dest = trees / f"{release.version}.{os.getpid()}"
-        shutil.rmtree(dest, ignore_errors=True)
+        dest = _own_copy(cache_root() / "trees", release.version)
     elif _holds_files(dest):
         return _reused(dest, release), None
     fetched = fetch_release(cat, release, progress)
@@ -87,6 +85,37 @@ def _reused(dest: Path, release: Release) -> Tree:
 
 
 STAGING_PREFIX = ".vllm-backports-fetching."
+
+# the lock of each copy this process laid out in the cache, held until the process ends
+_HELD: list[IO[str]] = []
+
+
+def _own_copy(trees: Path, version: str) -> Path:
+    """A copy of its own for this run, trees/VERSION.ID, held by an flock on trees/VERSION.ID.lock
+    until the process ends. Runs side by side (a CI matrix; containers or hosts sharing the cache,
+    where process ids tell nothing) must neither remove nor patch each other's copies. The copies
+    of runs that have ended, whose locks nobody holds, go first, with what they were laying out
+    and the folder of the layout before copies of their own (trees/VERSION)."""
+    trees.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(trees / version, ignore_errors=True)
+    for lock in trees.glob(f"{version}.*.lock"):
+        with open(lock) as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a run under way holds it
+            name = lock.name.removesuffix(".lock")
+            for ended in (trees / name, *trees.glob(f"{STAGING_PREFIX}{name}.*")):
+                shutil.rmtree(ended, ignore_errors=True)
+            lock.unlink(missing_ok=True)
+    name = f"{version}.{uuid.uuid4().hex[:12]}"
+    # locked under a name no other run looks at, then renamed: a lock file sweepers can see is held
+    fd, held = tempfile.mkstemp(dir=trees, prefix=f".{name}.")
+    fh = os.fdopen(fd, "w")
+    fcntl.flock(fh, fcntl.LOCK_EX)
+    os.rename(held, trees / f"{name}.lock")
+    _HELD.append(fh)
+    return trees / name
 
 
 def _sweep_staging(dest: Path) -> None:
