@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from cli_runner import Result, run
-from conftest import FIX, HEADER, MOD, build_home, sha
+from conftest import FIX, HEADER, MOD, build_home, record_line, sha
 from tree_snapshot import assert_unchanged, snapshot
 
 REPO = Path(__file__).resolve().parent.parent
@@ -711,6 +711,34 @@ def test_patched_files_without_a_manifest_are_read_as_the_series_not_as_clean(ho
     done = run("revert", *apply_args(site), "--json")
     assert done.code == 0 and [b["state"] for b in done.json["backports"]] == ["reverted", "reverted"]
     assert (site / "vllm/mod.py").read_bytes() == MOD and not (site / "vllm/kernels").exists()
+
+
+def test_with_another_builds_record_no_manifest_is_rebuilt(home, site, tmp_path):
+    """status read such a tree as the series applied, while apply and revert refuse it."""
+    assert run(*apply_args(site)).code == 0
+    (site / "vllm/.backports/manifest.json").unlink()
+    record = site / "vllm-0.20.0.dist-info" / "RECORD"
+    record.write_text(record.read_text().replace(record_line("vllm/mod.py", MOD), record_line("vllm/mod.py", b"x")))
+    status = run("status", *apply_args(site), "--json")
+    assert status.code == 1 and status.json["rebuilt_manifest"] is False and status.json["applied"] == []
+    refused(tmp_path, ["revert", *apply_args(site)], 1, "RECORD does not match PyPI's vLLM 0.20.0")
+
+
+def test_reverting_under_a_kept_patch_is_refused_with_the_manifest_gone_too(home, site, tmp_path):
+    repin(home, "s1", "0002-add-kernel.patch", STACKED)
+    assert run(*apply_args(site)).code == 0
+    (site / "vllm/.backports/manifest.json").unlink()
+    refused(tmp_path, ["revert", *apply_args(site), "--only", "fix-thing"], 2,
+            "fix-thing cannot be reverted in series s1 while add-kernel stays applied on its lines")
+
+
+def test_an_empty_selection_writes_nothing_where_a_manifest_would_be_rebuilt(home, site):
+    assert run(*apply_args(site)).code == 0
+    (site / "vllm/.backports/manifest.json").unlink()
+    before = snapshot(site)
+    done = run(*apply_args(site), "--skip", "fix-thing", "--skip", "add-kernel")
+    assert done.code == 0 and "nothing selected" in done.out
+    assert_unchanged(site, before)
 
 
 def test_a_file_the_series_does_not_explain_without_a_manifest_is_refused_as_an_edit(home, site, tmp_path):

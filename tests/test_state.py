@@ -574,3 +574,15 @@ def test_a_lock_file_alone_left_by_a_killed_run_goes_with_the_next_run_as_status
     assert "left by a killed run" in run("status", "--target", str(site)).out
     assert run("--vllm", "0.20.0", "--target", str(site)).code == 0  # nothing else to do
     assert not lock.exists()
+
+
+@pytest.mark.parametrize(("first", "after"), [("revert", 2), ("apply", 1)])
+def test_status_mid_run_reads_neither_a_stale_nor_a_rebuilt_manifest(home, site, first, after):
+    """A run killed mid-commit leaves the files part-way, which the next run rolls back first:
+    status must not call a manifest stale, nor rebuild one, from files about to be put back."""
+    if first == "revert":
+        assert run("--vllm", "0.20.0", "--target", str(site)).code == 0
+    killed(home, site, first, after)
+    status = run("status", "--target", str(site), "--json")
+    assert status.json["interrupted_run"] and status.code == 1
+    assert status.json["stale_manifest"] is False and status.json["rebuilt_manifest"] is False

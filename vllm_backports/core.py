@@ -91,7 +91,8 @@ def _run(cat: Catalogue, request: Request, note: Say, tree: Tree, res: Resolutio
                 _refuse_unstacking(tree, res, chosen)
             else:
                 _refuse_unstacked(tree, res, chosen)
-        dry = _dry_run(request.command, tree, res, chosen) if request.command is Command.CHECK else None
+        # a check, or a selection of nothing (every backport skipped), writes nothing
+        dry = _dry_run(request.command, tree, res, chosen) if request.command is Command.CHECK or not chosen else None
     plan = dry if dry is not None else _write(request.command, tree, res, chosen, note, request.lock_timeout)
     if request.fresh_copy and request.command is Command.APPLY:
         plan.notes.append(f"patched files in {tree.root} (a fresh copy each run; --target DIR keeps one)")
@@ -104,17 +105,18 @@ def status(cat: Catalogue, request: Request, progress: Say, note: Say) -> Status
     with state.reading(tree, note, request.lock_timeout):
         journal = state.pending_journal(tree)
         manifest = manifests.read(tree)
-        stale = manifest is not None and _all_pristine(tree, res)
+        # Both read the files as the next run does, which an interrupted run's journal would roll
+        # back first: with one pending, the files are mid-run and the status says so instead.
+        stale = journal is None and manifest is not None and _all_pristine(tree, res)
         if stale:
             # as apply reads it: typically `pip install --force-reinstall vllm`, which puts the
             # files back and leaves vllm/.backports/ as it was
             note("the manifest is stale: every file is pristine again; the next apply starts fresh")
             manifest = None
-        rebuilt = manifest is None and not stale and res.series is not None and not _all_pristine(tree, res)
-        if rebuilt:
+        rebuilt = False
+        if journal is None and manifest is None and res.series is not None and not _all_pristine(tree, res):
             # as apply, check and revert read it: a copy that left out vllm/.backports/
-            assert res.series is not None
-            manifest = engine.rebuilt(res, {p: tree.read(p) for p in res.series.paths})
+            manifest = engine.rebuilt(tree, res, {p: tree.read(p) for p in res.series.paths})
             rebuilt = manifest is not None
             if rebuilt:
                 note("no manifest here, and the files are what the series writes: read as applied (apply writes it)")
@@ -239,6 +241,8 @@ def _refuse_unstacking(tree: Tree, res: Resolution, chosen: set[str]) -> None:
         if _plan(Command.REVERT, tree, res, manifest, set(ids), view).failed:
             return
         drifted = [o.id for o in partial.outcomes if o.state == engine.DRIFT]
+        if manifest is None:  # the files the series wrote, with no manifest: as the revert reads them
+            manifest = engine.rebuilt(tree, res, {p: (view or {}).get(p, tree.read(p)) for p in res.series.paths})
         applied = {a.id for a in manifest.applied} if manifest else set()
         kept = [b for b in ids[ids.index(drifted[-1]) + 1 :] if b not in chosen and b in applied]
         if not kept:

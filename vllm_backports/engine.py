@@ -77,7 +77,7 @@ def _contents(
     created = res.series.created
     contents = {p: view[p] if view is not None and p in view else tree.read(p) for p in res.series.paths}
     if manifest is None and any(sha256_of(contents[p]) != res.shipped(p) for p in res.series.paths):
-        manifest = rebuilt(res, contents)
+        manifest = rebuilt(tree, res, contents)
         if manifest is not None:
             ids = ", ".join(a.id for a in manifest.applied)
             notes.append(f"no manifest here, and the files are what the series writes ({ids}): rebuilt from them")
@@ -107,11 +107,14 @@ def _contents(
     return contents, manifest
 
 
-def rebuilt(res: Resolution, contents: dict[str, bytes | None]) -> Manifest | None:
+def rebuilt(tree: Tree, res: Resolution, contents: dict[str, bytes | None]) -> Manifest | None:
     """With no manifest beside the files (a copy that left out vllm/.backports/): the manifest a
     run applying the series' patches would have written, where reversing some of them, last
-    first, takes every file back to the bytes the release ships; else None."""
+    first, takes every file back to the bytes the release ships; else None. None as well where
+    the install's RECORD is not the release's (another build, which every command refuses)."""
     assert res.series is not None
+    if any(p not in res.series.created and tree.record.get(p) != res.pristine.get(p) for p in res.series.paths):
+        return None
     now = dict(contents)
     found: list[Patch] = []
     for patch in reversed(res.series.patches):
