@@ -214,3 +214,11 @@ def test_a_nightly_matching_no_series_names_the_series_of_the_releases_nearest_i
     assert result.code == 2
     # s2 serves 0.21.0, s1 0.20.0: name order would give s1 first
     assert "exactly (s2: " in result.err and result.err.index("s2: ") < result.err.index("; s1: ")
+
+
+def test_a_release_request_on_an_unlisted_release_gives_no_advice_auto_would_refuse(home):
+    site = home.tree("0.34.0", files={"vllm/mod.py": MOD})
+    result = run("--vllm", "0.20.0", "--target", str(site))
+    assert result.code == 2
+    assert "the vLLM here is 0.34.0, which versions.toml does not list (supported:" in result.err
+    assert "--vllm auto" not in result.err

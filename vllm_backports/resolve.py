@@ -107,6 +107,9 @@ def resolve(cat: Catalogue, tree: Tree, requested: Requested) -> Resolution:
         raise UsageError(unpublished.message + f" (installed here: {installed})")
     base = installed if installed in cat.releases else local_build_of(cat, installed)
     if requested.text not in ("auto", installed, base) and not unpublished:
+        if base is None and not _is_nightly(installed):
+            # no advice to give: auto would refuse the release here too
+            raise UsageError(f"the vLLM here is {installed}, which versions.toml does not list ({_known(cat)})")
         # a nightly is named by auto alone: --vllm refuses what versions.toml does not list
         named = f"--vllm {base} or --vllm auto" if base is not None else "--vllm auto"
         raise UsageError(f"the vLLM here is {installed}, not {requested.text}; pass {named}")
