@@ -214,6 +214,19 @@ def render_notes(cat: Catalogue, evidence: dict | None = None) -> str:
         "release's evidence, and what it owes, hold for it too, beside its own. What is owed, and the",
         "notes, are `owed` and `notes` in `versions.toml`.",
         "",
+        "What a status counts. A **proof** is a run whose target (the series) is clean and whose control",
+        "(the release without the fix) failed: **control wrong**, errors in every control run, or",
+        "**control crashed**, every control run failed and one engine died; it counts only when the",
+        "target recorded the patches shipped today (each patch's sha256 as pinned in `versions.toml`).",
+        "**Earlier revision**: a proof of other patches, or from before verify recorded them; run it",
+        "again to count. **Weak**: the control passes though the run reached the bug's path; **not",
+        "exercised**: the control passes and the bug's path never ran (no accepted draft then a step",
+        'without drafts, no draft accepted, or no prefix-cache hit); neither proves anything. "no proof',
+        'of today\'s series": the release has no current proof. "same patched files as X": the same',
+        'series on the same pristine files as X, whose evidence holds. "known bugs, no backport yet":',
+        'the table below. "owed: N runs": scenarios not yet run on a GPU there, every release\'s in the',
+        "[table of runs still owed](VERIFICATION.md#runs-still-owed).",
+        "",
     ]
     if cat.known:
         lines += render_known(cat)
