@@ -107,27 +107,24 @@ def status(cat: Catalogue, request: Request, progress: Say, note: Say) -> Status
         manifest = manifests.read(tree)
         # Both read the files as the next run does, which an interrupted run's journal would roll
         # back first: with one pending, the files are mid-run and the status says so instead.
-        stale = journal is None and manifest is not None and _all_pristine(tree, res)
+        contents = {p: tree.read(p) for p in res.series.paths} if res.series is not None else None
+        clean = contents is not None and engine.shipped(res, contents)
+        stale = journal is None and manifest is not None and clean
         if stale:
             # as apply reads it: typically `pip install --force-reinstall vllm`, which puts the
             # files back and leaves vllm/.backports/ as it was
             note("the manifest is stale: every file is pristine again; the next apply starts fresh")
             manifest = None
         rebuilt = False
-        if journal is None and manifest is None and res.series is not None and not _all_pristine(tree, res):
+        if journal is None and manifest is None and contents is not None and not clean:
             # as apply, check and revert read it: a copy that left out vllm/.backports/
-            manifest = engine.rebuilt(tree, res, {p: tree.read(p) for p in res.series.paths})
+            manifest = engine.rebuilt(tree, res, contents)
             rebuilt = manifest is not None
             if rebuilt:
                 note("no manifest here, and the files are what the series writes: read as applied (apply writes it)")
         files = _file_states(tree, res, manifest)
         left = state.leftovers(tree)  # under the shared lock no run is under way
     return Status(tree, res, manifest, files, journal, tuple(left), stale, rebuilt)
-
-
-def _all_pristine(tree: Tree, res: Resolution) -> bool:
-    """Whether every file the release's series touches is as the release ships it."""
-    return res.series is not None and all(sha256_of(tree.read(p)) == res.shipped(p) for p in res.series.paths)
 
 
 def _open(cat: Catalogue, request: Request, progress: Say, note: Say) -> tuple[Tree, Resolution, Fetched | None]:

@@ -76,7 +76,8 @@ def _contents(
     assert res.series is not None
     created = res.series.created
     contents = {p: view[p] if view is not None and p in view else tree.read(p) for p in res.series.paths}
-    if manifest is None and any(sha256_of(contents[p]) != res.shipped(p) for p in res.series.paths):
+    clean = shipped(res, contents)
+    if manifest is None and not clean:
         manifest = rebuilt(tree, res, contents)
         if manifest is not None:
             ids = ", ".join(a.id for a in manifest.applied)
@@ -99,7 +100,7 @@ def _contents(
                 f"{path}: edited locally (sha256 {now[:12]} is neither pristine nor what vllm-backports "
                 f"wrote{unrecorded}); undo the edit or reinstall vllm=={res.version}"
             )
-    if manifest and all(sha256_of(contents[p]) == res.shipped(p) for p in res.series.paths):
+    if manifest and clean:
         # Typically `pip install --force-reinstall vllm`: files are back to pristine and the
         # manifest left behind no longer describes them.
         notes.append("the manifest was stale (every file is pristine again); starting fresh")
@@ -121,9 +122,15 @@ def rebuilt(tree: Tree, res: Resolution, contents: dict[str, bytes | None]) -> M
         back = apply_patches(now, patch.reversed().files)
         if not isinstance(back, Mismatch):
             now, found = back, [patch, *found]
-    if not found or any(sha256_of(now[p]) != res.shipped(p) for p in res.series.paths):
+    if not found or not shipped(res, now):
         return None
     return _manifest(res, contents, found)
+
+
+def shipped(res: Resolution, contents: dict[str, bytes | None]) -> bool:
+    """Whether every file of the series is, in `contents`, as the release ships it."""
+    assert res.series is not None
+    return all(sha256_of(contents[p]) == res.shipped(p) for p in res.series.paths)
 
 
 def plan_apply(
