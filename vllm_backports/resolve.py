@@ -143,10 +143,14 @@ def _recorded_nightly(cat: Catalogue, tree: Tree) -> Resolution | None:
     return Resolution(tree.version, None, series, pristine, note)
 
 
+def _first_release(series: Series) -> Version:
+    return min((Version(r) for r in series.releases), default=Version("0"))
+
+
 def _distance(series: Series, version: Version) -> tuple[int, ...]:
     """How far `series` is from a nightly `version`: from the series' first release, in minor
     then micro releases; of two as far, the one ahead (the release a nightly heads to) first."""
-    first = min((Version(r) for r in series.releases), default=Version("0"))
+    first = _first_release(series)
     apart = (abs(a - b) for a, b in zip((first.release + (0, 0))[:3], (version.release + (0, 0))[:3], strict=True))
     return (*apart, first < version)
 
@@ -188,11 +192,8 @@ def _match_nightly(cat: Catalogue, tree: Tree) -> Resolution:
 
     # Several can match when the hunks' surroundings did not change: prefer the release the
     # nightly was heading to, i.e. the first release at or after it.
-    def first(s: Series) -> Version:
-        return min((Version(r) for r in s.releases), default=Version("0"))
-
-    ahead = sorted((s for s in matches if first(s) >= installed), key=first)
-    chosen = ahead[0] if ahead else max(matches, key=first)
+    ahead = sorted((s for s in matches if _first_release(s) >= installed), key=_first_release)
+    chosen = ahead[0] if ahead else max(matches, key=_first_release)
     pristine = {p: tree.record[p] for p in chosen.paths if p in tree.record}
     others = [s.name for s in matches if s is not chosen]
     also = f" (also matching: {', '.join(others)})" if others else ""
