@@ -35,14 +35,16 @@ def materialize(
     and revert can be run against it in turn.
     """
     if dest is None:
+        # a fresh name: the layouts of killed runs go with their copies' locks (_own_copy)
         dest = _own_copy(cache_root() / "trees", release.version)
     elif _holds_files(dest):
         return _reused(dest, release), None
+    else:
+        _sweep_staging(dest)
     fetched = fetch_release(cat, release, progress)
     # Laid out beside dest and renamed into place: a run killed half way leaves dest as it was
     # (absent or empty), so the next --fetch starts over instead of finding a damaged tree.
     dest.parent.mkdir(parents=True, exist_ok=True)
-    _sweep_staging(dest)
     staging = dest.parent / f"{STAGING_PREFIX}{dest.name}.{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     try:
