@@ -151,6 +151,35 @@ def test_list_names_every_backport(home):
     assert known["fixed_on"] == [] and known["fixed_by"] == []
 
 
+def test_json_before_the_command_counts_for_list_and_verify(home):
+    assert run("--json", "list").json["backports"] == run("list", "--json").json["backports"]
+    # verify refuses before it looks for vLLM: the refusal is the JSON object --json promises
+    result = run("--json", "verify", "--server", "not a url")
+    assert result.code == 2 and result.json["exit_code"] == 2 and "--server" in result.json["error"]
+
+
+def test_tree_options_before_list_or_verify_are_refused_not_ignored(home, tmp_path):
+    target = tmp_path / "site"
+    target.mkdir()
+    for words in (
+        ("--fetch", "list"),
+        ("--vllm", "0.20.0", "list"),
+        ("--only", "fix-thing", "verify"),
+        ("--target", str(target), "--lock-timeout", "1", "verify"),
+    ):
+        result = run(*words)
+        assert result.code == 2, words
+        (line,) = result.err.strip().splitlines()
+        assert f"{words[-1]} reads no vLLM tree" in line and line.startswith(f"error: {words[0]}"), line
+        assert result.out == ""
+    result = run("--json", "--skip", "x", "list")
+    assert result.json == {
+        "error": "--skip: for apply, check, revert and status; list reads no vLLM tree",
+        "exit_code": 2,
+    }
+    assert list(target.iterdir()) == []
+
+
 def test_list_says_where_a_backport_fixes_a_known_bug_and_where_it_is_left_alone(home, monkeypatch):
     toml = home.root / "versions.toml"
     text = toml.read_text().replace('present = "<0.20.0"', 'present = "<0.21.0"')

@@ -81,3 +81,13 @@ def test_verify_hidden_options_still_parse():
     assert ctx.params["model_class"] == "qwen3_5"
     assert ctx.params["rounds"] == 2
     assert CliRunner().invoke(main, ["verify", "--help"]).exit_code == 0
+
+
+def test_verify_help_all_names_every_prompt_set():
+    from vllm_backports.verify.scenarios import PROMPT_SETS
+
+    text = " ".join(run("verify", "--help-all").out.split())
+    for name in PROMPT_SETS:
+        assert f" {name} (" in text or f" {name};" in text, name
+    # the short help says a prompts file goes with --server too, and in what shapes
+    assert "--model or --server" in " ".join(run("verify", "--help").out.split())

@@ -88,13 +88,30 @@ def shared_options(fn=None, *, helps: dict[str, str] = PATCH_HELP, selection: bo
     return wrapper
 
 
+# the top-level options that choose a tree and a selection: list and verify read no tree
+TREE_OPTIONS = ("vllm", "target", "fetch", "only", "skip", "lock_timeout")
+
+
 def guarded(fn):
-    """Turn our errors into one line and the documented exit code."""
+    """Turn our errors into one line and the documented exit code; --json given before the
+    command counts, and the tree options given there are refused rather than ignored."""
 
     @functools.wraps(fn)
     def wrapper(**kwargs):
-        reporter = Reporter(bool(kwargs.get("as_json")))
-        run_guarded(reporter, lambda: fn(reporter=reporter, **kwargs))
+        ctx = click.get_current_context()
+        top = ctx.find_root().params
+        kwargs["as_json"] = bool(kwargs.get("as_json") or top.get("as_json"))
+        reporter = Reporter(kwargs["as_json"])
+
+        def body() -> int | None:
+            given = [f"--{k.replace('_', '-')}" for k in TREE_OPTIONS if top.get(k) not in (None, ())]
+            if given:
+                raise click.UsageError(
+                    f"{', '.join(given)}: for apply, check, revert and status; {ctx.info_name} reads no vLLM tree"
+                )
+            return fn(reporter=reporter, **kwargs)
+
+        run_guarded(reporter, body)
 
     return wrapper
 
@@ -405,9 +422,10 @@ def _span(versions: list[str], order: list[str]) -> str:
 
 
 PROMPTS_HELP_ALL = (
-    'With --model: a JSONL file, one {"messages": [...]} or {"prompt": "..."} a line [default: the built-in '
-    "set of code edits, tool calls and a shared system prompt]. Without it, the tiny model's prompt set "
-    "[default: random]: random; shared-prefix (one long prefix, so prefix caching hits); k-plus-1 (half the prompts "
+    'With --model or --server: a JSONL file, one {"messages": [...]}, {"prompt": "..."} or '
+    '{"prompt_token_ids": [...]} a line [default: the built-in set of code edits, tool calls and a shared '
+    "system prompt]. Without them, the tiny model's prompt set [default: random]: random; shared-prefix "
+    "(one long prefix, so prefix caching hits); k-plus-1 (half the prompts "
     "exactly k+1 tokens, a verify row's size); tq-continuation (prefix-cache continuations beside longer first "
     "chunks, TurboQuant's prefill fast path: needs --prefix-caching on); producer-consumer (one 480-token "
     "producer, then 342-token consumers of its first 330 tokens: needs --prefix-caching on); churn (64 short "
@@ -415,7 +433,8 @@ PROMPTS_HELP_ALL = (
     "then 321-token consumers of its first 320 tokens, whose hits leave one token: needs --prefix-caching on); "
     "long-chunked (16 prompts of 2,000 to 3,936 tokens, prefilled in chunks of a 512-token budget); one-token (churn "
     "with every fourth prompt one token long); tool-calls (repeated tool-call-shaped token patterns, for vLLM's own "
-    "ngram presets)."
+    "ngram presets); align-shifts (158-token prompts whose scripted drafts end rows one token short of each "
+    "160-token align block: needs --prefix-caching on)."
 )
 
 # verify's options a user sets; the rest (scenarios, batches, calibration, lab switches) keep
@@ -548,9 +567,9 @@ def _help_all(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     "prompt_set",
     metavar="SET|FILE",
     default=None,
-    help='With --model: a JSONL file, one {"messages": [...]} or {"prompt": "..."} a line [default: the built-in '
-    "set of code edits, tool calls and a shared system prompt]. Without it, the tiny model's prompt set "
-    "[default: random] (--help-all lists them).",
+    help='With --model or --server: a JSONL file, one {"messages": [...]}, {"prompt": "..."} or '
+    '{"prompt_token_ids": [...]} a line [default: the built-in set of code edits, tool calls and a shared '
+    "system prompt]. Without them, the tiny model's prompt set [default: random] (--help-all lists them).",
 )
 @click.option(
     "--calibrate-kv",

@@ -66,7 +66,7 @@ def test_an_assistant_message_of_tool_calls_alone_needs_no_content():
 
 def test_a_file_of_no_prompts_or_no_file_is_refused(tmp_path):
     assert refused("\n \n") == "p.jsonl: no prompts"
-    with pytest.raises(UsageError, match=r"--prompts .*missing.jsonl: no such file \(with --model, --prompts is"):
+    with pytest.raises(UsageError, match=r"--prompts .*missing.jsonl: no such file \(with --model or --server, --prompts is"):
         prompts.load(tmp_path / "missing.jsonl")
 
 

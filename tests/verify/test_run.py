@@ -626,7 +626,7 @@ def test_the_tiny_model_takes_its_prompt_sets_random_by_default():
     (dict(prompt_set="prompts.jsonl"), "--prompts prompts.jsonl: not one of the tiny model's prompt sets (align-shifts, churn, "
                                        "k-plus-1, long-chunked, one-token, producer-consumer, prompt-tail, random, "
                                        "shared-prefix, tool-calls, tq-continuation); a JSONL file of prompts goes "
-                                       "with --model"),
+                                       "with --model or --server"),
     # the first refusal wins: a --model option before the prompt set
     (dict(max_tokens=64, prompt_set="prompts.jsonl"), "--max-tokens goes with --model"),
 ])

@@ -17,7 +17,8 @@ def test_without_vllm_verify_refuses_in_one_line(tmp_path):
     r = run("verify", "--work-dir", str(work))
     assert r.code == 2
     assert r.err.strip().splitlines() == [
-        "error: verify needs vLLM installed in this Python (run it in the image or after apply.py)"
+        "error: verify needs vLLM installed in this Python (run it in the image), "
+        "or --server URL to check a running vLLM server"
     ]
     assert not work.exists()
 

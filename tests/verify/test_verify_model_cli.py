@@ -33,7 +33,7 @@ def one_line_error(r, work) -> str:
     (["--prompts", "prompts.jsonl"], "--prompts prompts.jsonl: not one of the tiny model's prompt sets (align-shifts, churn, "
                                      "k-plus-1, long-chunked, one-token, producer-consumer, prompt-tail, random, "
                                      "shared-prefix, tool-calls, tq-continuation); a JSONL file of prompts goes "
-                                     "with --model"),
+                                     "with --model or --server"),
 ])
 def test_options_of_model_runs_are_refused_without_model(tmp_path, args, message):
     work = tmp_path / "w"

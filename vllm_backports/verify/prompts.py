@@ -111,7 +111,7 @@ def load(path: Path | None) -> tuple[str, list[Record]]:
         return BUILTIN, parse(builtin_text(), f"{BUILTIN} prompts")
     where = f"--prompts {path}"
     if not path.is_file():
-        raise UsageError(f"{where}: no such file (with --model, --prompts is a JSONL file of prompts)")
+        raise UsageError(f"{where}: no such file (with --model or --server, --prompts is a JSONL file of prompts)")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -146,7 +146,7 @@ def check_tiny_model_options(
     if prompt_set not in scenarios.PROMPT_SETS:
         raise UsageError(
             f"--prompts {prompt_set}: not one of the tiny model's prompt sets "
-            f"({', '.join(sorted(scenarios.PROMPT_SETS))}); a JSONL file of prompts goes with --model"
+            f"({', '.join(sorted(scenarios.PROMPT_SETS))}); a JSONL file of prompts goes with --model or --server"
         )
     return prompt_set
 
@@ -202,7 +202,10 @@ def preflight(model_class: str | None = model.MODEL_CLASS) -> str:
     try:
         vllm_version = version("vllm")
     except PackageNotFoundError:
-        raise UsageError("verify needs vLLM installed in this Python (run it in the image or after apply.py)") from None
+        raise UsageError(
+            "verify needs vLLM installed in this Python (run it in the image), "
+            "or --server URL to check a running vLLM server"
+        ) from None
     try:
         import torch
         import transformers
