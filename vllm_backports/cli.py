@@ -891,6 +891,7 @@ def _verify_server(
 ) -> int:
     """verify --server: every option that sets up a local engine refused, then the run (server.py)."""
     from .verify import server
+    from .verify.run import work_dir_for
 
     ctx = click.get_current_context()
     for p in ctx.command.params:
@@ -910,8 +911,8 @@ def _verify_server(
         timeout=server.TIMEOUT_S if timeout is None else timeout,
         batch=int(batches[0]) if batches else server.BATCH,
     )
-    result = server.execute(plan, reporter.progress)
-    work_dir.mkdir(parents=True, exist_ok=True)
+    with work_dir_for(work_dir):  # made first: a finished run is not lost to a --work-dir it cannot have
+        result = server.execute(plan, reporter.progress)
     (work_dir / "verify.json").write_text(json.dumps(result))
     line, code = server.verdict(result)
     payload = _verify_payload(result, verdict=line)

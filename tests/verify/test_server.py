@@ -38,6 +38,7 @@ class Fake:
     def __init__(self, **kw):
         self.wrong_at: int | None = kw.get("wrong_at")
         self.refuse_logprobs = kw.get("refuse_logprobs", False)
+        self.odd_logprobs = kw.get("odd_logprobs")  # an entry of another shape than vLLM's
         self.busy = kw.get("busy", 0)
         self.vllm = kw.get("vllm", True)
         self.models = kw.get("models", [MODEL])
@@ -60,7 +61,7 @@ class Fake:
                 best = best_next(prompt[:t])
                 entry = {str(best): {"logprob": BEST, "rank": 1, "decoded_token": "x"}}
                 entry.setdefault(str(prompt[t]), {"logprob": OTHER, "rank": 7, "decoded_token": "y"})
-                entries.append(entry)
+                entries.append(self.odd_logprobs or entry)
             return 200, {"choices": [{"index": 0, "text": "", "prompt_logprobs": entries, "finish_reason": "length"}]}
         out: list[int] = []
         for i in range(body["max_tokens"]):
@@ -328,6 +329,34 @@ def test_cli_exit_codes(fake_server, prompts_file, tmp_path):
     _, no_vllm = fake_server(vllm=False)
     r = cli("--server", no_vllm, "--work-dir", str(tmp_path / "w"), "--json")
     assert r.code == 2 and "no vLLM /version" in r.json["error"]
+
+
+@pytest.mark.parametrize("odd", [{"x": 1}, {"5": {"rank": 1}}, {"5": "high"}, {"5": [1]}])
+def test_prompt_logprobs_of_another_shape_are_one_line_not_a_traceback(fake_server, prompts_file, tmp_path, odd):
+    _, url = fake_server(odd_logprobs=odd)
+    r = cli("--server", url, "--prompts", str(prompts_file), "--max-tokens", "4", "--work-dir", str(tmp_path / "w"))
+    assert r.code == 2, r.err
+    *progress, line = r.err.strip().splitlines()
+    assert all(p.startswith(("decoded ", url)) for p in progress), progress  # before it, only progress
+    assert line.startswith(f"error: --server {url}: a prompt_logprobs request answered an entry that is not token id")
+    assert not (tmp_path / "w").exists()  # refused: the folder made for the run is gone again
+
+
+def test_a_work_dir_it_cannot_have_is_refused_before_anything_is_asked(fake_server, prompts_file, tmp_path):
+    fake, url = fake_server()
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    r = cli("--server", url, "--prompts", str(prompts_file), "--work-dir", str(blocker / "w"), "--json")
+    assert r.code == 2 and r.json["error"].startswith(f"--work-dir {blocker / 'w'}: "), r.json
+    assert fake.requests == []  # no decoding thrown away
+    # a run that fails after decoding keeps the folder it wrote in
+    _, bad = fake_server(wrong_at=0)
+    r = cli("--server", bad, "--prompts", str(prompts_file), "--max-tokens", "4", "--work-dir", str(tmp_path / "a" / "b"))
+    assert r.code == 1 and (tmp_path / "a" / "b" / "verify.json").is_file()
+    # a refusal leaves an existing --work-dir as it was
+    _, no_vllm = fake_server(vllm=False)
+    r = cli("--server", no_vllm, "--work-dir", str(tmp_path / "a"))
+    assert r.code == 2 and (tmp_path / "a" / "b" / "verify.json").is_file()
 
 
 def test_cli_the_built_in_prompts_by_default(fake_server, tmp_path):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
@@ -260,6 +261,36 @@ def check_control(control: Path | None, vllm_version: str) -> None:
         )
 
 
+def make_work_dir(work: Path) -> None:
+    """The run's --work-dir, made before any engine starts: one it cannot have is this machine's
+    to fix (exit 2), not tokens found wrong (exit 1)."""
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--work-dir {work}: {exc.strerror or exc}") from None
+
+
+@contextlib.contextmanager
+def work_dir_for(work: Path) -> Iterator[None]:
+    """The --work-dir made before a run, and the folders made for it removed again if the run
+    fails or is refused before writing there."""
+    made = []  # innermost first
+    at = work
+    while not at.exists() and at != at.parent:
+        made.append(at)
+        at = at.parent
+    make_work_dir(work)
+    try:
+        yield
+    except BaseException:
+        for folder in made:
+            try:
+                folder.rmdir()
+            except OSError:  # something was written there: it stays
+                break
+        raise
+
+
 def machine() -> dict:
     """The GPU, driver and libraries a verify ran on, for its evidence."""
     import platform
@@ -389,7 +420,7 @@ def execute(plan: Plan, progress: Callable[[str], None]) -> dict:
     backend = str(plan.additional_config.get("gdn_prefill_backend", "default"))
     check_prefill(vllm_version, cls.config["linear_key_head_dim"], backend)
     ran_on = machine()
-    plan.work.mkdir(parents=True, exist_ok=True)
+    make_work_dir(plan.work)
     # only a class with a multimodal twin has a layout to choose (Qwen3.5 before vLLM 0.27.0)
     registered = registry_architectures() if cls.multimodal_architecture else set()
     architecture = model.architecture_for(plan.model_class, registered)

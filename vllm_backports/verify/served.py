@@ -288,7 +288,7 @@ def execute(plan: ModelPlan, progress: Callable[[str], None]) -> dict:
     run.check_prefill(vllm_version, None, str(plan.additional_config.get("gdn_prefill_backend", "default")))
     run.check_control(plan.control, vllm_version)
     ran_on = run.machine()
-    plan.work.mkdir(parents=True, exist_ok=True)
+    run.make_work_dir(plan.work)
     sites: list[tuple[str, Path | None]] = [("target", None)] + ([("control", plan.control)] if plan.control else [])
     clock = run.EngineClock(engine_count(plan, prep.presets))
     runs: list[dict] = []

@@ -366,7 +366,13 @@ def prompt_logprobs(client: Client, model: str, sequence: list[int]) -> list[dic
             out.append(None)
             continue
         # Logprob objects, JSON {"logprob": x, "rank": r, "decoded_token": s}, keyed by token id text
-        out.append({int(k): float(v["logprob"] if isinstance(v, dict) else v) for k, v in entry.items()})
+        try:
+            out.append({int(k): float(v["logprob"] if isinstance(v, dict) else v) for k, v in entry.items()})
+        except (KeyError, TypeError, ValueError):  # not vLLM's shape: nothing can be judged from it
+            raise ServerError(
+                f"--server {client.url}: {PROMPT_LOGPROBS} answered an entry that is not token id -> logprob: "
+                f"{json.dumps(entry)[:80]}"
+            ) from None
     return out
 
 
