@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from pathlib import Path
 
 import click
@@ -735,6 +736,8 @@ def verify_cmd(
     from .verify.report import judged_lines, output_logprob_cell, prompt_logprob_cell, verdict
     from .verify.run import Plan, check_tiny_model_options, execute
 
+    if as_json:  # vLLM logs to stdout unless told; under --json stdout holds the one object alone
+        os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
     if server is not None:
         return _verify_server(reporter, server, model, prompt_set, max_tokens, threshold, batches, timeout, work_dir)
     if timeout is not None:

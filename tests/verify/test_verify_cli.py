@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import pytest
 
@@ -178,3 +179,15 @@ def test_a_release_without_the_prefill_choice_is_refused_what_hopper_would_run()
     check_prefill("0.18.0", 64, "triton", lambda: pytest.fail("asked"))
     check_prefill("0.18.0rc1", 64, "triton", lambda: pytest.fail("asked"))
     check_prefill("0.18", 64, "triton", lambda: pytest.fail("asked"))
+
+
+def test_json_sends_vllms_own_logs_to_stderr(monkeypatch, tmp_path):
+    # vLLM logs to stdout by default: under --json that would break the one object there
+    monkeypatch.delenv("VLLM_LOGGING_STREAM", raising=False)
+    run("verify", "--work-dir", str(tmp_path / "w"))
+    assert "VLLM_LOGGING_STREAM" not in os.environ
+    run("verify", "--json", "--work-dir", str(tmp_path / "w"))
+    assert os.environ["VLLM_LOGGING_STREAM"] == "ext://sys.stderr"
+    monkeypatch.setenv("VLLM_LOGGING_STREAM", "ext://sys.stdout")  # a user's own choice stands
+    run("--json", "verify", "--work-dir", str(tmp_path / "w"))
+    assert os.environ["VLLM_LOGGING_STREAM"] == "ext://sys.stdout"
