@@ -33,7 +33,7 @@ def _timed(args: list[str]) -> tuple[float, dict]:
 
 @click.command()
 @click.option("--site", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True)
-@click.option("--repeat", default=10)
+@click.option("--repeat", type=click.IntRange(min=1), default=10)
 def main(site: Path, repeat: int) -> None:
     applies, reverts, noops = [], [], []
     version = None

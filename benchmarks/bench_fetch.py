@@ -25,14 +25,17 @@ REPO = Path(__file__).resolve().parent.parent
 
 @click.command()
 @click.option("--vllm", "version", default="0.20.0")
-@click.option("--repeat", default=5)
+@click.option("--repeat", type=click.IntRange(min=1), default=5)
 @click.option("--download", is_flag=True, help="Also time downloading the whole wheel once.")
 def main(version: str, repeat: int, download: bool) -> None:
     sys.path.insert(0, str(REPO))
     from vllm_backports.catalogue import Catalogue
     from vllm_backports.pypi import release_files
 
-    release = Catalogue(REPO).releases[version]
+    releases = Catalogue(REPO).releases
+    if version not in releases:
+        raise click.BadParameter(f"{version}: not a release versions.toml lists", param_hint="--vllm")
+    release = releases[version]
     wheel = next(w for w in release_files(requests.Session(), version) if w.filename == release.wheel)
     times, fetched = [], []
     for _ in range(repeat):
