@@ -97,8 +97,9 @@ def test_status_reads_a_manifest_left_on_pristine_files_as_none(home):
     assert status.json["applied"] == [] and status.json["not_applied"] == ["fix-thing", "add-kernel"]
     human = run("status", "--target", str(site))
     assert "the manifest is stale" in human.err and "no backports applied" in human.out
-    _, lines, problems = describe(Catalogue(home.root), site)
-    assert lines[0] == "vLLM 0.20.0; backports applied: none" and problems == []
+    _, fixing, lines, problems = describe(Catalogue(home.root), site)
+    assert lines[0] == "vLLM 0.20.0; backports applied: none" and fixing == ()
+    assert problems == ["backports of this release's series not applied: fix-thing, add-kernel"]
     (site / "vllm/mod.py").write_bytes(MOD + b"# mine\n")  # not pristine: the manifest stands
     assert run("status", "--target", str(site), "--json").json["stale_manifest"] is False
 

@@ -165,6 +165,46 @@ def test_a_bug_the_shipped_series_fixes_is_silent(site):
     assert not any("kernel-mtp" in p for p in problems)
 
 
+def test_a_local_build_is_judged_by_the_backports_its_files_carry(home, site):
+    # 0.20.0+cu129 (vLLM's CUDA 12.9 wheel) has no entry of its own in versions.toml: the series
+    # applied to it still fixes kernel-mtp, so only mtp-prefix is warned of
+    cu129 = home.tree("0.20.0+cu129", files=home.pristine["0.20.0"])
+    assert run("--target", str(cu129)).code == 0
+    lines, problems = guard(Catalogue(home.root), MTP, target=cu129)
+    assert lines[0] == "vLLM 0.20.0+cu129; backports applied: fix-thing, add-kernel"
+    assert [p.split(" applies")[0] for p in problems] == ["known bug #10 (mtp-prefix, not yet run)"]
+
+
+def test_a_reinstalled_vllm_is_not_read_as_patched(home, site):
+    # `pip install --force-reinstall vllm` in a derived image puts back the files RECORD lists and
+    # leaves the manifest, and the file add-kernel created, behind: the bugs the series fixed are
+    # back, and STRICT must see them
+    for rel, data in home.pristine["0.20.0"].items():
+        (site / rel).write_bytes(data)
+    lines, problems = guard(Catalogue(home.root), MTP, target=site)
+    assert problems[0] == "vllm/mod.py is pristine, not as the manifest records it"
+    assert [p.split(" applies")[0] for p in problems[1:]] == [
+        "known bug #10 (mtp-prefix, not yet run)",
+        "known bug #12 (kernel-mtp, reproduced)",
+    ]
+    # with the created file gone too, the manifest is stale: read as none
+    (site / "vllm/kernels/new_kernel.py").unlink()
+    lines, problems = guard(Catalogue(home.root), MTP, target=site)
+    assert lines[0] == "vLLM 0.20.0; backports applied: none"
+    assert problems[0] == "backports of this release's series not applied: fix-thing, add-kernel"
+    assert [p.split(" applies")[0] for p in problems[1:]] == [
+        "known bug #10 (mtp-prefix, not yet run)",
+        "known bug #12 (kernel-mtp, reproduced)",
+    ]
+
+
+def test_part_of_the_series_applied_is_a_problem(home):
+    tree = home.tree("0.20.0")
+    assert run("--target", str(tree), "--only", "fix-thing").code == 0
+    problems = guard(Catalogue(home.root), ["m"], target=tree)[1]
+    assert problems == ["backports of this release's series not applied: add-kernel"]
+
+
 def test_files_modified_after_apply_are_reported(site):
     (site / "vllm/mod.py").write_bytes(MOD + b"# edited\n")
     problems = guard(Catalogue(Path(os.environ["VLLM_BACKPORTS_HOME"])), ["m"], target=site)[1]

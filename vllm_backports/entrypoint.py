@@ -204,29 +204,34 @@ def applying(cat: Catalogue, version: str, shipped: tuple[str, ...], flags: Flag
     return [k for k in cat.known.values() if k.unfixed(version, shipped) and matches(k.when, flags)]
 
 
-def describe(cat: Catalogue, target: Path | None) -> tuple[str, list[str], list[str]]:
-    """The installed vLLM's release, the lines saying what it carries, and its problems (files not
-    as the manifest records them, an interrupted run), read as `apply.py status` reads them."""
+def describe(cat: Catalogue, target: Path | None) -> tuple[str, tuple[str, ...], list[str], list[str]]:
+    """The installed vLLM's version, the backports its files carry, the lines saying so, and its
+    problems (backports of its series not applied, files not as the manifest records them, an
+    interrupted run), read as `apply.py status` reads them: a manifest left beside files that a
+    reinstall made pristine again counts for nothing."""
     request = parse_request(cat, Command.STATUS, vllm=None, target=target, fetch=False)
     seen = core.status(cat, request, lambda _msg: None, lambda _msg: None)
-    applied = [a.id for a in seen.manifest.applied] if seen.manifest else []
+    applied = tuple(a.id for a in seen.manifest.applied) if seen.manifest else ()
     lines = [f"vLLM {seen.resolution.version}; backports applied: {', '.join(applied) or 'none'}"]
-    if seen.not_applied:
-        lines.append(f"not applied: {', '.join(seen.not_applied)}")
-    problems = [f"{f.path} is {f.state}, not as the manifest records it" for f in seen.files if f.state != "patched"]
+    damaged = [f"{f.path} is {f.state}, not as the manifest records it" for f in seen.files if f.state != "patched"]
     if seen.journal:
-        problems.append(f"an interrupted run left {seen.journal}")
-    return seen.resolution.version, lines, problems
+        damaged.append(f"an interrupted run left {seen.journal}")
+    problems = damaged
+    if seen.not_applied:  # an image applies its whole series: a part missing is vLLM as released
+        problems = [f"backports of this release's series not applied: {', '.join(seen.not_applied)}", *damaged]
+    # with files not as recorded (a reinstall that left the series' new files behind, an edit),
+    # which fixes still hold is unknown: none is counted
+    return seen.resolution.version, () if damaged else applied, lines, problems
 
 
 def guard(cat: Catalogue, argv: list[str], target: Path | None = None) -> tuple[list[str], list[str]]:
     """What to print before vLLM starts, and the problems VLLM_BACKPORTS_STRICT refuses."""
     try:
-        version, lines, problems = describe(cat, target)
+        version, shipped, lines, problems = describe(cat, target)
     except BackportError as exc:
         return [], [f"cannot read what this vLLM carries: {exc}"]
-    release = cat.releases.get(version)
-    shipped = release.backports if release else ()
+    # the bugs the files' own backports fix, whatever versions.toml ships for the version's name
+    # (a local build such as 0.20.0+cu129 has no entry of its own)
     flags = parse_flags(argv, version)
     bugs = applying(cat, version, shipped, flags)
     for bug in bugs:
@@ -347,7 +352,7 @@ def main(argv: list[str] | None = None, target: Path | None = None) -> int:
         return run.code
     if not header:  # the guard skipped or unable: say what is installed all the same
         try:
-            header = describe(Catalogue(data_home()), target)[1]
+            header = describe(Catalogue(data_home()), target)[2]
         except BackportError as exc:
             header = [f"cannot read what this vLLM carries: {exc}"]
         except Exception as exc:  # the report matters more than what it says of the install
