@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import fnmatch
 import json
 import re
 import subprocess
@@ -224,6 +225,14 @@ def test_publish_builds_each_platform_natively_and_joins_them_per_image():
     by_name = {i["name"]: i for i in images}
     assert by_name["v0-28-0-hopper"]["platforms"] == 2 and by_name["v0-28-0-ampere"]["platforms"] == 1
     assert sum(i["platforms"] for i in images) == len(builds)
+    # publish downloads the digests its pattern matches: exactly its own platforms' (the plain
+    # image's must not take its -cu129 twin's, or a platform missing goes unseen)
+    for image in images:
+        own = {b["digest"] for b in builds if b["name"] == image["name"]}
+        assert {b["digest"] for b in builds if fnmatch.fnmatchcase(b["digest"], image["digests"])} == own
+        assert len(own) == image["platforms"]
+    jobs = _workflow_jobs()
+    assert "name: ${{ matrix.digest }}" in jobs["build"] and "pattern: ${{ matrix.digests }}" in jobs["publish"]
     rev = backport_revision(CAT, "0.28.0")
     assert by_name["v0-28-0-hopper-cu129"]["pinned"].endswith(f":v0.28.0-hopper-cu129-bp{rev}")
     assert by_name["v0-28-0-hopper-cu129"]["moving"].endswith(":v0.28.0-hopper-cu129")

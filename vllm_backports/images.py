@@ -129,6 +129,8 @@ def publish_matrices(cat: Catalogue) -> dict[str, dict]:
                 "pinned": pinned,
                 "moving": moving,
                 "platforms": len(t["platforms"]),
+                # "--" is in no image name: v0-20-0-ampere's pattern must not take -ampere-cu129's
+                "digests": f"digest-{t['name']}--*",
             }
         )
         for platform in t["platforms"]:
@@ -138,6 +140,7 @@ def publish_matrices(cat: Catalogue) -> dict[str, dict]:
                     "platform": platform,
                     "runner": HOSTED_RUNNER[platform],
                     "job": f"{t['name']}-{platform.split('/')[1]}",
+                    "digest": f"digest-{t['name']}--{platform.split('/')[1]}",
                     "pinned": pinned,
                 }
             )
