@@ -3,8 +3,9 @@
 # `python -m vllm_backports.maint bake --write`) crossed with each arch there (ARCHES).
 #   docker buildx bake -f images/docker-bake.hcl -f images/bake-data.json v0-20-0-ampere
 #   docker buildx bake -f images/docker-bake.hcl -f images/bake-data.json hopper   # a group
-# Tags: vX.Y.Z-ARCH[-VARIANT]-bpREVISION (one build of one series revision, never moved) and
-# vX.Y.Z-ARCH[-VARIANT] (the newest revision of that release).
+# Tags: vX.Y.Z-ARCH[-VARIANT]-bpREVISION and vX.Y.Z-ARCH[-VARIANT]. Built here, REVISION is the
+# series' alone; the publish workflow sets the image's (series, base and tool: `maint matrix-json
+# builds`), which its never-moved -bp tag names.
 
 target "image" {
   name       = "v${replace(img.vllm, ".", "-")}-${arch}${img.suffix}"

@@ -8,13 +8,22 @@ import dataclasses
 import fnmatch
 import json
 import re
+import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from vllm_backports.catalogue import Catalogue
-from vllm_backports.images import BAKE_DATA, backport_revision, bake_data, image_targets, render_bake_data
+from vllm_backports.images import (
+    BAKE_DATA,
+    backport_revision,
+    bake_data,
+    image_revision,
+    image_targets,
+    render_bake_data,
+    tooling_digest,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 CAT = Catalogue(REPO)
@@ -31,8 +40,37 @@ def test_every_served_release_gets_every_arch():
 def test_tags_name_release_arch_and_revision():
     t = next(t for t in image_targets(CAT) if t["vllm"] == "0.20.0" and t["arch"] == "ampere")
     rev = backport_revision(CAT, "0.20.0")
-    assert re.fullmatch(r"[0-9a-f]{8}", rev)
-    assert t["tags"][0].endswith(f":v0.20.0-ampere-bp{rev}")
+    assert re.fullmatch(r"[0-9a-f]{8}", rev) and t["series_revision"] == rev
+    assert t["revision"] == image_revision(rev, t["base"], tooling_digest())
+    assert re.fullmatch(r"[0-9a-f]{8}", t["revision"]) and t["revision"] != rev
+    assert t["tags"][0].endswith(f":v0.20.0-ampere-bp{t['revision']}")
+
+
+def test_an_images_revision_changes_with_what_it_carries_of_this_project(tmp_path):
+    # what images/Dockerfile copies (less backports/, the series' own revision), and the base
+    repo = tmp_path / "repo"
+    for rel in ("apply.py", "versions.toml", "pyproject.toml", "images", "vllm_backports", "lab/__init__.py"):
+        src, dst = REPO / rel, repo / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(src, dst)
+    before = tooling_digest(repo)
+    assert before == tooling_digest(REPO)
+    (repo / "lab/__init__.py").write_text("# the lab is not in the image\n")
+    (repo / "images/README.txt").write_text("not copied\n")
+    assert tooling_digest(repo) == before
+    for rel in ("images/entrypoint.py", "vllm_backports/entrypoint.py", "versions.toml", "images/Dockerfile"):
+        path = repo / rel
+        kept = path.read_bytes()
+        path.write_bytes(kept + b"\n# changed\n")
+        assert tooling_digest(repo) != before, rel
+        path.write_bytes(kept)
+    assert tooling_digest(repo) == before
+    assert image_revision("0" * 8, "vllm/vllm-openai:v0.20.0", before) != image_revision(
+        "0" * 8, "vllm/vllm-openai:v0.20.0@sha256:" + "1" * 64, before
+    )
 
 
 def test_revision_changes_with_the_backports(tmp_path):
@@ -111,14 +149,17 @@ def test_bake_matrix_expands_to_every_image_target():
     assert sorted(expanded) == sorted(t["name"] for t in targets)
     for t in targets:
         got = expanded[t["name"]]
-        assert got["platforms"] == t["platforms"] and got["tags"] == t["tags"]
+        # built locally, an image is labelled and tagged with its series' revision alone (the
+        # publish workflow sets the image's)
+        local = [t["tags"][0].replace(f"-bp{t['revision']}", f"-bp{t['series_revision']}"), t["tags"][1]]
+        assert got["platforms"] == t["platforms"] and got["tags"] == local
         assert got["args"] == {
             "BASE_IMAGE": t["base"],
             "VLLM_VERSION": t["vllm"],
-            "BACKPORT_REVISION": t["revision"],
+            "BACKPORT_REVISION": t["series_revision"],
             "GPU_ARCH": t["arch"],
         }
-        assert got["labels"]["org.opencontainers.image.version"] == f"{t['vllm']}-bp{t['revision']}"
+        assert got["labels"]["org.opencontainers.image.version"] == f"{t['vllm']}-bp{t['series_revision']}"
         assert got["labels"]["io.vllm-backports.series"] == t["series"]
         assert got["context"] == "." and got["dockerfile"] == "images/Dockerfile"
 
@@ -195,7 +236,8 @@ def test_gpu_smoke_runs_each_platform_of_an_image_on_its_own_runner():
     ampere = [j for j in jobs if j["vllm"] == "0.20.0" and j["arch"] == "ampere" and "cu129" not in j["name"]]
     assert [j["runs_on"][-2:] for j in ampere] == [["X64", "gpu-ampere"]]
     # The smoke test runs the pinned build, not the moving tag, and the arch's own prefill path.
-    assert all(j["image"].endswith(f"-bp{backport_revision(CAT, CAT.releases['0.20.0'].series)}") for j in hopper)
+    pinned = {t["name"]: t["tags"][0] for t in image_targets(CAT)}
+    assert all(j["image"] == pinned["v0-20-0-hopper"] and j["image"].endswith(f"-bp{j['revision']}") for j in hopper)
     assert {j["gdn_prefill_backend"] for j in hopper} == {"flashinfer"}
     assert len({j["name"] for j in jobs}) == len(jobs)
 
@@ -233,8 +275,9 @@ def test_publish_builds_each_platform_natively_and_joins_them_per_image():
         assert len(own) == image["platforms"]
     jobs = _workflow_jobs()
     assert "name: ${{ matrix.digest }}" in jobs["build"] and "pattern: ${{ matrix.digests }}" in jobs["publish"]
-    rev = backport_revision(CAT, "0.28.0")
+    rev = next(t["revision"] for t in image_targets(CAT) if t["name"] == "v0-28-0-hopper-cu129")
     assert by_name["v0-28-0-hopper-cu129"]["pinned"].endswith(f":v0.28.0-hopper-cu129-bp{rev}")
+    assert {b["revision"] for b in builds if b["name"] == "v0-28-0-hopper-cu129"} == {rev}
     assert by_name["v0-28-0-hopper-cu129"]["moving"].endswith(":v0.28.0-hopper-cu129")
     # GitHub refuses a matrix of more than 256 jobs.
     assert max(len(builds), len(images), len(_matrix_json("smoke"))) <= 256
@@ -247,6 +290,9 @@ def test_workflow_publishes_attested_signed_images_and_never_moves_a_pinned_tag(
     assert "docker buildx bake -f images/docker-bake.hcl -f images/bake-data.json" in build
     assert "--provenance=mode=max --sbom=true" in build and "push-by-digest=true" in build
     assert "*.labels.org.opencontainers.image.revision=${{ github.sha }}" in build
+    # the image's revision (series, base, tooling) is what its label and -bp tag carry
+    assert '"*.args.BACKPORT_REVISION=${{ matrix.revision }}"' in build
+    assert '"*.labels.org.opencontainers.image.version=${{ matrix.vllm }}-bp${{ matrix.revision }}"' in build
     # A published -bp tag is neither rebuilt nor re-pointed.
     assert 'imagetools inspect "${{ matrix.pinned }}"' in build and "steps.exists.outputs.skip != 'true'" in build
     publish = jobs["publish"]
@@ -313,8 +359,11 @@ def test_tag_variants_are_built_from_their_first_release_with_their_own_base_and
     assert "v0-19-1-ampere-cu129" not in targets and since == "0.20.0"
     t = targets["v0-20-0-ampere-cu129"]
     assert t["base"] == "vllm/vllm-openai:v0.20.0-cu129" and t["variant"] == "cu129"
-    assert t["tags"] == [targets["v0-20-0-ampere"]["tags"][0].replace("-ampere-", "-ampere-cu129-"),
-                         targets["v0-20-0-ampere"]["tags"][1] + "-cu129"]
+    plain_tags = targets["v0-20-0-ampere"]["tags"]
+    assert t["tags"] == [plain_tags[1] + f"-cu129-bp{t['revision']}", plain_tags[1] + "-cu129"]
+    # one series, two bases: two image revisions
+    assert t["series_revision"] == targets["v0-20-0-ampere"]["series_revision"]
+    assert t["revision"] != targets["v0-20-0-ampere"]["revision"]
     from packaging.version import Version
 
     plain = {n for n, t in targets.items() if not t["variant"] and Version(t["vllm"]) >= Version(since)}

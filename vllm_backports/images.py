@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 from datetime import datetime
+from pathlib import Path
 
 from .catalogue import CHECKOUT, RUNNER_ARCH, Catalogue
 
@@ -19,20 +20,55 @@ def backport_revision(cat: Catalogue, series: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:8]
 
 
-def image_targets(cat: Catalogue) -> list[dict]:
-    """One target per release that has a series, per arch, per official tag variant."""
+DOCKERFILE = "images/Dockerfile"
+_COPY = re.compile(r"^COPY\s+(.+)\s+\S+$", re.M)
+
+
+def tooling_digest(root: Path = CHECKOUT) -> str:
+    """A hash of what an image carries of this project besides its series: the files and folders
+    images/Dockerfile copies (backports/ left out: each image's own series is its backport
+    revision) and the Dockerfile. A fix to the tool, its known bugs or the image's scripts
+    changes it, and with it every image's revision."""
+    dockerfile = (root / DOCKERFILE).read_text()
+    sources = [src for line in _COPY.findall(dockerfile) for src in line.split() if not src.startswith("--")]
+    files = {DOCKERFILE: root / DOCKERFILE}
+    for src in sources:
+        if src == "backports":
+            continue
+        top = root / src
+        found = sorted(top.rglob("*")) if top.is_dir() else [top]
+        for f in found:
+            if f.is_file() and "__pycache__" not in f.parts and f.suffix != ".pyc":
+                files[f.relative_to(root).as_posix()] = f
+    blob = "".join(f"{rel} {hashlib.sha256(f.read_bytes()).hexdigest()}\n" for rel, f in sorted(files.items()))
+    return hashlib.sha256(blob.encode()).hexdigest()[:8]
+
+
+def image_revision(series_revision: str, base: str, tooling: str) -> str:
+    """An image's revision: its series, its base image (by digest once pinned) and the tooling."""
+    return hashlib.sha256(f"{series_revision} {base} {tooling}".encode()).hexdigest()[:8]
+
+
+def image_targets(cat: Catalogue, tooling: str | None = None) -> list[dict]:
+    """One target per release that has a series, per arch, per official tag variant. `revision`
+    is the image's (image_revision, which its -bp tag names); `series_revision` the series' alone,
+    which local bake builds are labelled with (images/bake-data.json stays put while the tool
+    changes). `tooling`: tooling_digest of this checkout unless given."""
+    tooling = tooling_digest() if tooling is None else tooling
     out = []
     for version in cat.versions:
         release = cat.releases[version]
         if not release.series:
             continue
-        rev = backport_revision(cat, release.series)
+        series_rev = backport_revision(cat, release.series)
         for variant in cat.variants_of(version):
             suffix = f"-{variant.name}" if variant else ""
             base = release.image + (variant.tag_suffix if variant else "")
             for arch in cat.arches.values():
                 # Pin by digest where one is known (`maint digests`); a tag otherwise.
                 digest = release.image_digests.get(arch.name + suffix, "")
+                pinned_base = f"{base}@{digest}" if digest else base
+                rev = image_revision(series_rev, pinned_base, tooling)
                 out.append(
                     {
                         "name": f"v{version.replace('.', '-')}-{arch.name}{suffix}",
@@ -41,9 +77,10 @@ def image_targets(cat: Catalogue) -> list[dict]:
                         "variant": variant.name if variant else "",
                         "series": release.series,
                         "revision": rev,
+                        "series_revision": series_rev,
                         "base_tag": base,
                         "digest_key": arch.name + suffix,
-                        "base": f"{base}@{digest}" if digest else base,
+                        "base": pinned_base,
                         "platforms": list(arch.platforms),
                         "gdn_prefill_backend": arch.gdn_prefill_backend,
                         "tags": [
@@ -70,7 +107,7 @@ def bake_data(cat: Catalogue) -> dict:
                 "vllm": t["vllm"],
                 "suffix": f"-{t['variant']}" if t["variant"] else "",
                 "series": t["series"],
-                "revision": t["revision"],
+                "revision": t["series_revision"],
                 "bases": {},
             },
         )
@@ -142,6 +179,8 @@ def publish_matrices(cat: Catalogue) -> dict[str, dict]:
                     "job": f"{t['name']}-{platform.split('/')[1]}",
                     "digest": f"digest-{t['name']}--{platform.split('/')[1]}",
                     "pinned": pinned,
+                    "vllm": t["vllm"],
+                    "revision": t["revision"],  # the bake file's labels carry the series' alone
                 }
             )
     return {"builds": {"include": builds}, "images": {"include": images}}
