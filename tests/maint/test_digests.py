@@ -112,3 +112,29 @@ def test_digests_read_a_single_platform_image_from_its_config(tmp_path, monkeypa
     assert result.exit_code == 1
     assert "vllm/vllm-openai:v0.20.0 has no linux/arm64 image (v0-20-0-hopper builds it)" in result.output
     assert "v0.20.0 has no linux/amd64" not in result.output
+
+
+def test_digests_pin_a_release_whose_stanza_has_no_image_digests_line(tmp_path, monkeypatch):
+    # image_digests is optional: a release without it must be pinned too, not left by tag
+    home = copy_checkout(tmp_path, monkeypatch)
+    toml = home / "versions.toml"
+    last = _served_tags()[-1].removeprefix("v").removesuffix("-cu129")
+    text = toml.read_text()
+    header = f'[releases."{last}"]\n'
+    start = text.index(header)
+    end = text.find("\n[", start + 1)
+    end = len(text) if end == -1 else end
+    stanza = text[start:end]
+    line = next(ln for ln in stanza.splitlines(keepends=True) if ln.startswith("image_digests ="))
+    toml.write_text(text[:start] + stanza.replace(line, "") + text[end:])
+    fake = FakeRegistry(dict.fromkeys(_served_tags(), ["linux/amd64", "linux/arm64"]))
+    monkeypatch.setattr("requests.Session.get", lambda self, *a, **k: fake.get(*a, **k))
+    assert CliRunner().invoke(maint.main, ["digests"]).exit_code == 1  # drift: the line is owed
+    assert CliRunner().invoke(maint.main, ["digests", "--write"]).exit_code == 0
+    from vllm_backports.catalogue import Catalogue
+    from vllm_backports.images import image_targets
+
+    targets = [t for t in image_targets(Catalogue(home)) if t["vllm"] == last]
+    assert targets and all("@sha256:" in t["base"] for t in targets)
+    assert CliRunner().invoke(maint.main, ["digests"]).exit_code == 0
+    assert toml.read_text().count(header) == 1

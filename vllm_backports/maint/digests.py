@@ -44,11 +44,18 @@ def digests(home: Path, write: bool) -> None:
     }
     path = home / "versions.toml"
     text = path.read_text()
-    new = _edit_tables(
-        text,
-        r'^\[releases\."([^"]+)"\]',
-        lambda version, line: pins[version] if version in pins and line.startswith("image_digests =") else line,
-    )
+    unpinned = set(pins)
+
+    def pin(version: str, line: str) -> str:
+        if version in pins and line.startswith("image_digests ="):
+            unpinned.discard(version)
+            return pins[version]
+        return line
+
+    new = _edit_tables(text, r'^\[releases\."([^"]+)"\]', pin)
+    # image_digests is optional in versions.toml: a release without the line would stay pinned by
+    # tag alone, which the workflow's gate takes for "nothing pinned yet" nowhere else
+    new = _append_to_tables(new, r'^\[releases\."([^"]+)"\]', {v: pins[v] for v in unpinned})
     for problem in missing:
         click.echo(f"error: {problem}", err=True)
     write_or_diff(path, text, new, write, "image digests are current")
@@ -67,6 +74,29 @@ def _edit_tables(text: str, header: str, edit: Callable[[str, str], str]) -> str
         elif key is not None:
             line = edit(key, line)
         out.append(line)
+    return "".join(out)
+
+
+def _append_to_tables(text: str, header: str, lines: dict[str, str]) -> str:
+    """versions.toml with lines[key] added as the last line of each table whose header matches
+    `header` with that key (before the blank lines that end it)."""
+    out: list[str] = []
+    key = None
+
+    def close() -> None:
+        if key in lines:
+            at = len(out)
+            while at and not out[at - 1].strip():
+                at -= 1
+            out.insert(at, lines[key])
+
+    for line in text.splitlines(keepends=True):
+        if line.startswith("["):
+            close()
+            m = re.match(header, line)
+            key = m.group(1) if m else None
+        out.append(line)
+    close()
     return "".join(out)
 
 
