@@ -81,10 +81,10 @@ def _append_to_tables(text: str, header: str, lines: dict[str, str]) -> str:
     """versions.toml with lines[key] added as the last line of each table whose header matches
     `header` with that key (before the blank lines that end it)."""
     out: list[str] = []
-    key = None
+    key: str | None = None
 
     def close() -> None:
-        if key in lines:
+        if key is not None and key in lines:
             at = len(out)
             while at and not out[at - 1].strip():
                 at -= 1
