@@ -3,20 +3,28 @@
 # images/Dockerfile unchanged on a stand-in base (images/standin.sh: the release's real vLLM
 # files on a CPU install) for two releases, runs images/smoke.py inside each image, and checks
 # that a base with one drifted vLLM file fails the build. Needs root (debootstrap, buildah).
-# Skipped, saying so, only where buildah cannot be installed.
+# Skipped, saying so, only where buildah cannot be installed; with IMAGES_REQUIRED=1 (the
+# GitHub job, whose runners can install it) that fails instead of passing with no image built.
 #   bash .ci/images.sh [RELEASE...]         (default: 0.26.0 0.31.0)
 # STANDIN_CACHE (default ~/.cache/vllm-backports/standin) keeps the stand-in bases between runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export STANDIN_CACHE=${STANDIN_CACHE:-$HOME/.cache/vllm-backports/standin}
 tools="buildah podman runc debootstrap"
+skip() {
+  if [ "${IMAGES_REQUIRED:-0}" = 1 ]; then
+    echo "images: FAILED: $1 (IMAGES_REQUIRED=1)" >&2
+    exit 1
+  fi
+  echo "images: SKIPPED: $1" >&2
+  exit 0
+}
 
 if [ "$(id -u)" != 0 ]; then
   if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-    exec sudo -n env "PATH=$PATH" "STANDIN_CACHE=$STANDIN_CACHE" bash "$0" "$@"
+    exec sudo -n env "PATH=$PATH" "STANDIN_CACHE=$STANDIN_CACHE" "IMAGES_REQUIRED=${IMAGES_REQUIRED:-0}" bash "$0" "$@"
   fi
-  echo "images: SKIPPED: not root and no sudo, so buildah and debootstrap cannot run (no image built)" >&2
-  exit 0
+  skip "not root and no sudo, so buildah and debootstrap cannot run (no image built)"
 fi
 missing() { for t in $tools; do command -v "$t" >/dev/null || return 0; done; return 1; }
 if missing && command -v apt-get >/dev/null; then
@@ -25,8 +33,7 @@ if missing && command -v apt-get >/dev/null; then
     echo "images: apt-get could not install $tools" >&2
 fi
 if missing; then
-  echo "images: SKIPPED: $tools not installable here (no apt-get, or it failed); no image built" >&2
-  exit 0
+  skip "$tools not installable here (no apt-get, or it failed); no image built"
 fi
 
 releases=("$@")

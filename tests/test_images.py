@@ -487,3 +487,20 @@ def test_smoke_model_check_wants_verify_model_to_stop_only_at_the_missing_gpu(tm
     assert smoke.model_check(tmp_path, run=runner(no_gpu, write_exit=1)) == [
         "verify --model: the tiny checkpoint was not written (exit 1): ModuleNotFoundError: No module named 'x'"]
     assert len(calls) == 1  # verify is not run without a checkpoint
+
+
+def test_images_script_fails_rather_than_skips_where_an_image_is_required(tmp_path):
+    # not root and no sudo (a fake `id`, a PATH without sudo): the script cannot build
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "id").write_text("#!/bin/sh\necho 1000\n")
+    (bin_dir / "id").chmod(0o755)
+    (bin_dir / "dirname").symlink_to(shutil.which("dirname"))
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path)}
+    script = [shutil.which("bash"), str(REPO / ".ci/images.sh")]
+    skipped = subprocess.run(script, env=env, capture_output=True, text=True, check=False)
+    assert skipped.returncode == 0 and "images: SKIPPED: not root and no sudo" in skipped.stderr
+    required = subprocess.run(script, env={**env, "IMAGES_REQUIRED": "1"}, capture_output=True, text=True, check=False)
+    assert required.returncode == 1 and "images: FAILED: not root and no sudo" in required.stderr
+    ci = (REPO / ".github/workflows/ci.yml").read_text()
+    assert re.search(r"run: bash \.ci/images\.sh\n\s+env:\n\s+IMAGES_REQUIRED: \"1\"", ci)
