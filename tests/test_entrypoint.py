@@ -198,11 +198,27 @@ def test_a_reinstalled_vllm_is_not_read_as_patched(home, site):
     ]
 
 
-def test_part_of_the_series_applied_is_a_problem(home):
+def test_part_of_the_series_applied_is_a_problem_and_in_a_crash_report(home, monkeypatch, tmp_path, capsys):
     tree = home.tree("0.20.0")
     assert run("--target", str(tree), "--only", "fix-thing").code == 0
     problems = guard(Catalogue(home.root), ["m"], target=tree)[1]
     assert problems == ["backports of this release's series not applied: add-kernel"]
+    # a crash report names what is missing, with the guard on or off
+    monkeypatch.setenv("VLLM_BACKPORTS_HOME", str(home.root))
+    monkeypatch.setattr(entrypoint, "supervise", lambda cmd: entrypoint.Outcome(3, False, False, ["boom"]))
+    for guard_on, reports in (("1", tmp_path / "on"), ("0", tmp_path / "off")):
+        monkeypatch.setenv("VLLM_BACKPORTS_GUARD", guard_on)
+        monkeypatch.setenv("VLLM_BACKPORTS_REPORT_DIR", str(reports))
+        assert entrypoint.main(["m"], target=tree) == 3
+        (report,) = reports.iterdir()
+        assert "backports of this release's series not applied: add-kernel" in report.read_text(), guard_on
+
+
+def test_a_patch_the_release_has_upstream_is_not_missing(home):
+    # 0.21.0's series still carries fix-thing, which 0.21.0 has upstream: apply finds it in place
+    tree = home.tree("0.21.0")
+    assert run("--target", str(tree)).code == 0
+    assert guard(Catalogue(home.root), ["m"], target=tree)[1] == []
 
 
 def test_files_modified_after_apply_are_reported(site):

@@ -217,8 +217,12 @@ def describe(cat: Catalogue, target: Path | None) -> tuple[str, tuple[str, ...],
     if seen.journal:
         damaged.append(f"an interrupted run left {seen.journal}")
     problems = damaged
-    if seen.not_applied:  # an image applies its whole series: a part missing is vLLM as released
-        problems = [f"backports of this release's series not applied: {', '.join(seen.not_applied)}", *damaged]
+    # an image applies its whole series: a part missing is vLLM as released there (a patch the
+    # release has upstream is found in place, and never recorded as applied)
+    upstream = seen.resolution.release.upstream if seen.resolution.release else ()
+    missing = [b for b in seen.not_applied if b not in upstream]
+    if missing:
+        problems = [f"backports of this release's series not applied: {', '.join(missing)}", *damaged]
     # with files not as recorded (a reinstall that left the series' new files behind, an edit),
     # which fixes still hold is unknown: none is counted
     return seen.resolution.version, () if damaged else applied, lines, problems
@@ -337,7 +341,8 @@ def main(argv: list[str] | None = None, target: Path | None = None) -> int:
             header, problems = guard(Catalogue(data_home()), argv, target)
         except Exception as exc:  # the guard's own fault: vLLM starts all the same, unless STRICT
             header, problems = [], [f"the guard failed ({type(exc).__name__}: {exc}); vLLM's flags were not checked"]
-        for line in header + problems:
+        header += problems  # printed, and a crash report's header: what is missing matters there too
+        for line in header:
             print(PREFIX + line, file=sys.stderr, flush=True)
         if problems and os.environ.get("VLLM_BACKPORTS_STRICT", "0") not in ("", "0"):
             print(f"{PREFIX}VLLM_BACKPORTS_STRICT is set: not starting vLLM", file=sys.stderr, flush=True)
@@ -352,7 +357,8 @@ def main(argv: list[str] | None = None, target: Path | None = None) -> int:
         return run.code
     if not header:  # the guard skipped or unable: say what is installed all the same
         try:
-            header = describe(Catalogue(data_home()), target)[2]
+            _, _, lines, problems = describe(Catalogue(data_home()), target)
+            header = lines + problems
         except BackportError as exc:
             header = [f"cannot read what this vLLM carries: {exc}"]
         except Exception as exc:  # the report matters more than what it says of the install
