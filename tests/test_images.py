@@ -61,13 +61,20 @@ def test_an_images_revision_changes_with_what_it_carries_of_this_project(tmp_pat
     (repo / "lab/__init__.py").write_text("# the lab is not in the image\n")
     (repo / "images/README.txt").write_text("not copied\n")
     assert tooling_digest(repo) == before
-    for rel in ("images/entrypoint.py", "vllm_backports/entrypoint.py", "versions.toml", "images/Dockerfile"):
+    files = ("images/entrypoint.py", "vllm_backports/entrypoint.py", "versions.toml", "images/Dockerfile")
+    for rel in (*files, "images/docker-bake.hcl", "pyproject.toml"):
         path = repo / rel
         kept = path.read_bytes()
         path.write_bytes(kept + b"\n# changed\n")
         assert tooling_digest(repo) != before, rel
         path.write_bytes(kept)
     assert tooling_digest(repo) == before
+    # every input that moves the revision starts the workflow that publishes it
+    paths = re.search(r"^    paths: \[(.*)\]$", (REPO / ".github/workflows/images.yml").read_text(), re.M)
+    assert paths
+    globs = [p.strip().strip('"') for p in paths.group(1).split(",")]
+    for rel in (*files, "images/docker-bake.hcl", "pyproject.toml", "apply.py", "backports/0.20.0/series"):
+        assert any(fnmatch.fnmatchcase(rel, g.replace("**", "*")) for g in globs), rel
     assert image_revision("0" * 8, "vllm/vllm-openai:v0.20.0", before) != image_revision(
         "0" * 8, "vllm/vllm-openai:v0.20.0@sha256:" + "1" * 64, before
     )

@@ -21,17 +21,18 @@ def backport_revision(cat: Catalogue, series: str) -> str:
 
 
 DOCKERFILE = "images/Dockerfile"
+BAKE_FILE = "images/docker-bake.hcl"  # the build's arguments (GPU_ARCH becomes the image's env) and labels
 _COPY = re.compile(r"^COPY\s+(.+)\s+\S+$", re.M)
 
 
 def tooling_digest(root: Path = CHECKOUT) -> str:
     """A hash of what an image carries of this project besides its series: the files and folders
     images/Dockerfile copies (backports/ left out: each image's own series is its backport
-    revision) and the Dockerfile. A fix to the tool, its known bugs or the image's scripts
-    changes it, and with it every image's revision."""
+    revision), the Dockerfile and the bake file. A fix to the tool, its known bugs or the image's
+    scripts changes it, and with it every image's revision."""
     dockerfile = (root / DOCKERFILE).read_text()
     sources = [src for line in _COPY.findall(dockerfile) for src in line.split() if not src.startswith("--")]
-    files = {DOCKERFILE: root / DOCKERFILE}
+    files = {DOCKERFILE: root / DOCKERFILE, BAKE_FILE: root / BAKE_FILE}
     for src in sources:
         if src == "backports":
             continue

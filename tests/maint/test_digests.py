@@ -138,3 +138,18 @@ def test_digests_pin_a_release_whose_stanza_has_no_image_digests_line(tmp_path, 
     assert targets and all("@sha256:" in t["base"] for t in targets)
     assert CliRunner().invoke(maint.main, ["digests"]).exit_code == 0
     assert toml.read_text().count(header) == 1
+
+
+def test_digests_rewrite_a_line_spaced_another_way_instead_of_adding_one(tmp_path, monkeypatch):
+    home = copy_checkout(tmp_path, monkeypatch)
+    toml = home / "versions.toml"
+    text = toml.read_text()
+    assert "\nimage_digests = {}" in text
+    toml.write_text(text.replace("\nimage_digests = {}", "\nimage_digests={}", 1))
+    fake = FakeRegistry(dict.fromkeys(_served_tags(), ["linux/amd64", "linux/arm64"]))
+    monkeypatch.setattr("requests.Session.get", lambda self, *a, **k: fake.get(*a, **k))
+    assert CliRunner().invoke(maint.main, ["digests", "--write"]).exit_code == 0
+    import tomllib
+
+    tomllib.loads(toml.read_text())  # one image_digests a table, or TOML refuses the file
+    assert "image_digests={}" not in toml.read_text()

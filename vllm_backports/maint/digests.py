@@ -47,7 +47,7 @@ def digests(home: Path, write: bool) -> None:
     unpinned = set(pins)
 
     def pin(version: str, line: str) -> str:
-        if version in pins and line.startswith("image_digests ="):
+        if version in pins and re.match(r"\s*image_digests\s*=", line):
             unpinned.discard(version)
             return pins[version]
         return line
