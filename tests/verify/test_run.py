@@ -872,3 +872,15 @@ def test_a_release_without_the_prefill_choice_is_refused_on_hopper_before_any_en
     with pytest.raises(UsageError, match="vLLM 0.17.1 runs FlashInfer's GDN prefill on every compute capability 9.0"):
         run.execute(plan(work, None), lambda line: None)
     assert not work.exists()
+
+
+def test_a_work_dir_under_a_folder_it_may_not_read_is_a_usage_error(tmp_path, monkeypatch):
+    from vllm_backports.verify.run import work_dir_for
+
+    def denied(self):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "exists", denied)
+    with pytest.raises(UsageError, match=r"^--work-dir .*/w: Permission denied$"):
+        with work_dir_for(tmp_path / "w"):
+            pass

@@ -276,9 +276,12 @@ def work_dir_for(work: Path) -> Iterator[None]:
     fails or is refused before writing there."""
     made = []  # innermost first
     at = work
-    while not at.exists() and at != at.parent:
-        made.append(at)
-        at = at.parent
+    try:
+        while not at.exists() and at != at.parent:
+            made.append(at)
+            at = at.parent
+    except OSError as exc:  # a parent it may not look into
+        raise UsageError(f"--work-dir {work}: {exc.strerror or exc}") from None
     make_work_dir(work)
     try:
         yield
