@@ -267,7 +267,12 @@ def minutes_cmd(write: bool) -> None:
 
 @main.command("owed")
 @click.option("--json", "as_json", is_flag=True, help="One object: owed proofs, machines, unrun reports.")
-def owed_cmd(as_json: bool) -> None:
+@click.option(
+    "--earlier",
+    is_flag=True,
+    help="Also every proof, core or not, whose evidence carries only an earlier series (one-GPU work).",
+)
+def owed_cmd(as_json: bool, earlier: bool) -> None:
     """The core proofs no evidence of today's series shows, release by release, as the `lab plan`
     lines that would make them (one a machine, releases of one torch together); then the upstream
     reports no GPU has run yet, with the proofs that would."""
@@ -275,6 +280,10 @@ def owed_cmd(as_json: bool) -> None:
 
     cat = Catalogue(ROOT)
     due = owed.owed(ROOT, cat)
+    wide: list[str] = []
+    if earlier:
+        stale, wide = owed.earlier(ROOT, cat)
+        due = owed.merged(due, stale)
     # the parts `plan` would cut today (the tree that travels grows); with nothing owed, none
     room = part_room() if due else LIMIT
     cut = owed.machines(due, room)
@@ -285,19 +294,25 @@ def owed_cmd(as_json: bool) -> None:
                 {
                     "owed": {o.release: list(o.proofs) for o in due},
                     "machines": [owed.plan_line(m) for m in cut],
+                    **({"several_gpus": wide} if earlier else {}),
                     "reports": {r.known: {"bug": r.bug, "present": r.present, "proofs": dict(r.proofs)} for r in unrun},
                 }
             )
         )
         return
+    what = "core proofs owed or proofs of an earlier series only" if earlier else "core proofs owed"
     if not due:
-        click.echo("every release has a proof of today's series for each of its core proofs")
+        click.echo(
+            "every release has a proof of today's series for each of its " + ("proofs" if earlier else "core proofs")
+        )
     else:
-        click.echo(f"{sum(len(o.proofs) for o in due)} core proofs owed on {len(due)} releases, {len(cut)} machines:")
+        click.echo(f"{sum(len(o.proofs) for o in due)} {what} on {len(due)} releases, {len(cut)} machines:")
     for m in cut:
         # only a single proof longer than a machine can be left over by machines()
         over = "" if owed.fits(m, room) else f"   # more than one {MACHINE_S // 60}-minute machine by the estimate"
         click.echo("  " + owed.plan_line(m) + over)
+    if wide:
+        click.echo(f"{len(wide)} of an earlier series need several GPUs, not in these machines: {' '.join(wide)}")
     if unrun:
         reports = "report" if len(unrun) == 1 else "reports"
         click.echo(f'{len(unrun)} upstream {reports} no GPU has run yet ([known.*] status "not yet run"):')

@@ -91,7 +91,7 @@ def parse_jobs(specs: list[str], default: dict[str, list[str]] | None = None) ->
             raise SystemExit(f"{spec}: no proofs to run")
         benches = [_bench(n) for n in items if n.startswith(BENCH)]
         proofs = list(dict.fromkeys(n for n in items if not n.startswith(BENCH)))
-        if unknown := [n for n in proofs if proof_of(n) not in _known_proofs()]:
+        if unknown := [n for n in proofs if proof_of(n) not in known_proofs()]:
             raise SystemExit(
                 f"{spec}: no proof named {', '.join(map(proof_of, unknown))} (python -m lab core REL lists some)"
             )
@@ -99,7 +99,8 @@ def parse_jobs(specs: list[str], default: dict[str, list[str]] | None = None) ->
     return jobs
 
 
-def _known_proofs() -> set[str]:
+def known_proofs() -> set[str]:
+    """Every proof a job may name: verify's own and the served ones."""
     from vllm_backports.verify.proofs import PROOFS
 
     from .serve import SERVER_PROOFS

@@ -21,8 +21,8 @@ from vllm_backports.evidence import CURRENT
 from vllm_backports.maint.generated import judged_evidence
 
 from .flashinfer import prebuilt
-from .machine import SLOTS
-from .proofs import core, takes_turns
+from .machine import SLOTS, known_proofs
+from .proofs import core, gpus, takes_turns
 from .stage import MACHINE_CUDA, MACHINE_TORCH
 
 # A plan's device time, by the H100 runs of 2026-12-06 (records/runs/2026-12-06-h100-lab-*): a
@@ -157,6 +157,38 @@ def owed(root: Path, cat: Catalogue | None = None) -> list[Owed]:
             fi_prebuilt = prebuilt_prefill(version, root)
             out.append(Owed(version, release.torch, release.cuda != MACHINE_CUDA, due, fi_prebuilt))
     return out
+
+
+def earlier(root: Path, cat: Catalogue | None = None) -> tuple[list[Owed], list[str]]:
+    """Per release, the proofs, core or not, whose every evidence file recorded an earlier series
+    than today's and that `lab plan` still knows: those one GPU runs, and RELEASE:PROOF for those
+    needing more. A run there shows today's series where only an earlier one was seen."""
+    cat = cat or Catalogue(root)
+    evidence = judged_evidence(root, cat)
+    known = known_proofs()
+    out, wide = [], []
+    for version in cat.versions:
+        release = cat.releases[version]
+        files = evidence.get(version, ())
+        if not release.series or not files:
+            continue
+        made = {s.name for s in files if s.digest == CURRENT}
+        stale = sorted({s.name for s in files if s.digest != CURRENT} - made)
+        stale = [p for p in stale if p in known]
+        wide += [f"{version}:{p}" for p in stale if gpus(p) > 1]
+        if one := tuple(p for p in stale if gpus(p) == 1):
+            out.append(Owed(version, release.torch, release.cuda != MACHINE_CUDA, one, prebuilt_prefill(version, root)))
+    return out, wide
+
+
+def merged(first: list[Owed], then: list[Owed]) -> list[Owed]:
+    """Two lists of owed proofs as one, a release's proofs in `first` before those `then` adds."""
+    by_release = {o.release: o for o in first}
+    for o in then:
+        have = by_release.get(o.release)
+        extra = tuple(p for p in o.proofs if not have or p not in have.proofs)
+        by_release[o.release] = replace(have, proofs=have.proofs + extra) if have else o
+    return list(by_release.values())
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,37 @@ def test_twins_are_proven_once_and_every_owed_proof_is_a_core_one(tmp_path):
         assert o.own_cuda == (cat.releases[o.release].cuda != 13)
 
 
+def test_earlier_lists_proofs_of_an_earlier_series_only_core_or_not_and_those_needing_gpus_apart(
+    tmp_path, monkeypatch
+):
+    import json
+
+    home = home_with(tmp_path)
+    cat = Catalogue(home)
+    today = shipped_patches(cat, "0.23.0")
+    carried = list(cat.releases["0.23.0"].backports)
+    stale = {**today, "gdn-spec-state": "0" * 64}
+    assert "ngram-tool-calls" not in core(cat, "0.23.0")  # not core: `owed` alone never names it
+    for name, patches in (("ngram-tool-calls", stale), ("tp2", stale), ("gdn-ngram", stale), ("mtp", today)):
+        write(home, "0.23.0", name, verify_json("0.23.0", target_backports=carried, target_patches=patches))
+    write(home, "0.23.0", "gdn-ngram-v1", verify_json("0.23.0", target_backports=carried, target_patches=stale))
+    one, wide = owed.earlier(home, cat)
+    # a proof the lab no longer knows (gdn-ngram-v1) is left out; mtp was run on today's series
+    assert [(x.release, x.proofs) for x in one] == [("0.23.0", ("gdn-ngram", "ngram-tool-calls"))]
+    assert wide == ["0.23.0:tp2"]
+    merged = {x.release: x.proofs for x in owed.merged(owed.owed(home, cat), one)}
+    core_due = {x.release: x.proofs for x in owed.owed(home, cat)}
+    assert merged["0.23.0"] == core_due["0.23.0"] + ("ngram-tool-calls",)  # gdn-ngram is core: once
+    assert set(merged) == set(core_due)
+    lines = owed_output(monkeypatch, home, "--earlier")
+    n = sum(len(p) for p in merged.values())
+    assert lines[0].startswith(f"{n} core proofs owed or proofs of an earlier series only on {len(merged)} releases, ")
+    assert "1 of an earlier series need several GPUs, not in these machines: 0.23.0:tp2" in lines
+    assert any("0.23.0:" in line and "ngram-tool-calls" in line for line in lines if "lab plan" in line)
+    assert json.loads("\n".join(owed_output(monkeypatch, home, "--earlier", "--json")))["several_gpus"] == ["0.23.0:tp2"]
+    assert not any("ngram-tool-calls" in line for line in owed_output(monkeypatch, home))  # core only
+
+
 def o(release, torch, n, own_cuda=False):
     return owed.Owed(release, torch, own_cuda, tuple(f"p{i}" for i in range(n)))
 
