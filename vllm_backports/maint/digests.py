@@ -53,8 +53,8 @@ def digests(home: Path, write: bool) -> None:
         return line
 
     new = _edit_tables(text, r'^\[releases\."([^"]+)"\]', pin)
-    # image_digests is optional in versions.toml: a release without the line would stay pinned by
-    # tag alone, which the workflow's gate takes for "nothing pinned yet" nowhere else
+    # image_digests is optional in versions.toml: a release without the line gets one, or it would
+    # stay pinned by tag alone while this check said every digest was current
     new = _append_to_tables(new, r'^\[releases\."([^"]+)"\]', {v: pins[v] for v in unpinned})
     for problem in missing:
         click.echo(f"error: {problem}", err=True)
