@@ -44,18 +44,19 @@ def digests(home: Path, write: bool) -> None:
     }
     path = home / "versions.toml"
     text = path.read_text()
-    unpinned = set(pins)
+    # image_digests is optional in versions.toml: a release without the line gets one, first in its
+    # table, or it would stay pinned by tag alone while this check said every digest was current
+    unpinned = {v for v in pins if "image_digests" not in cat.data["releases"][v]}
 
     def pin(version: str, line: str) -> str:
-        if version in pins and re.match(r"\s*image_digests\s*=", line):
+        if version in unpinned:
             unpinned.discard(version)
+            return pins[version] + line
+        if version in pins and re.match(r"\s*image_digests\s*=", line):
             return pins[version]
         return line
 
     new = _edit_tables(text, r'^\[releases\."([^"]+)"\]', pin)
-    # image_digests is optional in versions.toml: a release without the line gets one, or it would
-    # stay pinned by tag alone while this check said every digest was current
-    new = _append_to_tables(new, r'^\[releases\."([^"]+)"\]', {v: pins[v] for v in unpinned})
     for problem in missing:
         click.echo(f"error: {problem}", err=True)
     write_or_diff(path, text, new, write, "image digests are current")
@@ -74,29 +75,6 @@ def _edit_tables(text: str, header: str, edit: Callable[[str, str], str]) -> str
         elif key is not None:
             line = edit(key, line)
         out.append(line)
-    return "".join(out)
-
-
-def _append_to_tables(text: str, header: str, lines: dict[str, str]) -> str:
-    """versions.toml with lines[key] added as the last line of each table whose header matches
-    `header` with that key (before the blank lines that end it)."""
-    out: list[str] = []
-    key: str | None = None
-
-    def close() -> None:
-        if key is not None and key in lines:
-            at = len(out)
-            while at and not out[at - 1].strip():
-                at -= 1
-            out.insert(at, lines[key])
-
-    for line in text.splitlines(keepends=True):
-        if line.startswith("["):
-            close()
-            m = re.match(header, line)
-            key = m.group(1) if m else None
-        out.append(line)
-    close()
     return "".join(out)
 
 
