@@ -50,12 +50,12 @@ def image_revision(series_revision: str, base: str, tooling: str) -> str:
     return hashlib.sha256(f"{series_revision} {base} {tooling}".encode()).hexdigest()[:8]
 
 
-def image_targets(cat: Catalogue, tooling: str | None = None) -> list[dict]:
+def image_targets(cat: Catalogue) -> list[dict]:
     """One target per release that has a series, per arch, per official tag variant. `revision`
-    is the image's (image_revision, which its -bp tag names); `series_revision` the series' alone,
-    which local bake builds are labelled with (images/bake-data.json stays put while the tool
-    changes). `tooling`: tooling_digest of this checkout unless given."""
-    tooling = tooling_digest() if tooling is None else tooling
+    is the image's (image_revision of this checkout's tooling, which its -bp tag names);
+    `series_revision` the series' alone, which local bake builds are labelled with
+    (images/bake-data.json stays put while the tool changes)."""
+    tooling = tooling_digest()
     out = []
     for version in cat.versions:
         release = cat.releases[version]
